@@ -1,0 +1,1 @@
+"""The engine's state: SQLAlchemy 2 models, Alembic migrations, queries."""

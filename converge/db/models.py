@@ -1,0 +1,188 @@
+"""Tables of the engine's state.
+
+A stack points at its current template (immutable rows, one per version)
+and its current traversal. Resources are versions: a replacement is a new
+row, so several rows may share a name. ``atomic_key`` is the fencing
+counter: every write to a resource row is ``UPDATE ... WHERE atomic_key=:k``
+and bumps it, so of two racing units of work exactly one commits.
+"""
+
+import datetime
+
+from sqlalchemy import (Boolean, DateTime, Float, ForeignKey, Index, Integer,
+                        JSON, String, Text, UniqueConstraint)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow():
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Stack(Base):
+    __tablename__ = 'stacks'
+    __table_args__ = (UniqueConstraint('name', 'deleted_marker',
+                                       name='uq_stacks_name_live'),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255))
+    # '' while live, the stack id once deleted: keeps names unique among
+    # live stacks on every backend (no partial indexes needed)
+    deleted_marker: Mapped[str] = mapped_column(String(36), default='')
+    project_id: Mapped[str] = mapped_column(String(64), default='converge')
+    action: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(16))
+    status_reason: Mapped[str] = mapped_column(Text, default='')
+    template_id: Mapped[int | None] = mapped_column(
+        ForeignKey('templates.id'), nullable=True)
+    prev_template_id: Mapped[int | None] = mapped_column(
+        ForeignKey('templates.id'), nullable=True)
+    current_traversal: Mapped[str | None] = mapped_column(String(36),
+                                                          nullable=True)
+    disable_rollback: Mapped[bool] = mapped_column(Boolean, default=True)
+    timeout_mins: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    tags: Mapped[list] = mapped_column(JSON, default=list)
+    outputs: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime,
+                                                          default=utcnow)
+    updated_at: Mapped[datetime.datetime | None] = mapped_column(
+        DateTime, nullable=True)
+    deleted_at: Mapped[datetime.datetime | None] = mapped_column(
+        DateTime, nullable=True)
+
+
+class Template(Base):
+    """One immutable version of a stack's desired state."""
+
+    __tablename__ = 'templates'
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=True)
+    stack_id: Mapped[str | None] = mapped_column(String(36), nullable=True,
+                                                 index=True)
+    # the Bundle (template, files, environment) as JSON
+    bundle: Mapped[dict] = mapped_column(JSON)
+    # user parameters given on the command line
+    parameters: Mapped[dict] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime,
+                                                          default=utcnow)
+
+
+class Resource(Base):
+    __tablename__ = 'resources'
+    __table_args__ = (Index('ix_resources_stack_name', 'stack_id', 'name'),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=True)
+    uuid: Mapped[str] = mapped_column(String(36), unique=True)
+    stack_id: Mapped[str] = mapped_column(
+        ForeignKey('stacks.id', ondelete='CASCADE'))
+    name: Mapped[str] = mapped_column(String(255))
+    type: Mapped[str] = mapped_column(String(255))
+    action: Mapped[str] = mapped_column(String(16), default='INIT')
+    status: Mapped[str] = mapped_column(String(16), default='COMPLETE')
+    status_reason: Mapped[str] = mapped_column(Text, default='')
+    physical_id: Mapped[str | None] = mapped_column(String(255),
+                                                    nullable=True)
+    # what get_resource returns (the physical id for most types)
+    reference_id: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # the template version whose desired state this row last reached
+    template_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    properties: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    data: Mapped[dict] = mapped_column(JSON, default=dict)
+    attributes: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    observed: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    # names of the resources this row depended on when last converged
+    requires: Mapped[list] = mapped_column(JSON, default=list)
+    replaces: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    replaced_by: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    engine_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    atomic_key: Mapped[int] = mapped_column(Integer, default=0)
+    # the traversal that last finished this row (duplicate-message guard)
+    traversal_id: Mapped[str | None] = mapped_column(String(36),
+                                                     nullable=True)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime,
+                                                          default=utcnow)
+    updated_at: Mapped[datetime.datetime | None] = mapped_column(
+        DateTime, nullable=True)
+
+
+class Traversal(Base):
+    """One walk of a stack's graph towards one template version."""
+
+    __tablename__ = 'traversals'
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    stack_id: Mapped[str] = mapped_column(
+        ForeignKey('stacks.id', ondelete='CASCADE'), index=True)
+    action: Mapped[str] = mapped_column(String(16))
+    template_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # running -> complete | failing -> failed | superseded | cancelled
+    state: Mapped[str] = mapped_column(String(16), default='running')
+    # persisted options: rollback, converge (observe reality), ...
+    options: Mapped[dict] = mapped_column(JSON, default=dict)
+    total: Mapped[int] = mapped_column(Integer, default=0)
+    failure: Mapped[str] = mapped_column(Text, default='')
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime,
+                                                          default=utcnow)
+    finished_at: Mapped[datetime.datetime | None] = mapped_column(
+        DateTime, nullable=True)
+
+
+class SyncPoint(Base):
+    """A node of a traversal's graph and how many inputs it still awaits.
+
+    ``remaining`` starts at the number of predecessors; each one that
+    completes decrements it in the same transaction that records its own
+    result, so the node is released exactly once. The node ``stack``
+    gathers the graph's roots: when it reaches zero the traversal is done.
+    """
+
+    __tablename__ = 'sync_points'
+
+    traversal_id: Mapped[str] = mapped_column(
+        ForeignKey('traversals.id', ondelete='CASCADE'), primary_key=True)
+    node: Mapped[str] = mapped_column(String(300), primary_key=True)
+    stack_id: Mapped[str] = mapped_column(String(36), index=True)
+    resource_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    remaining: Mapped[int] = mapped_column(Integer, default=0)
+    dependents: Mapped[list] = mapped_column(JSON, default=list)
+    done: Mapped[bool] = mapped_column(Boolean, default=False)
+    updated_at: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class Event(Base):
+    __tablename__ = 'events'
+    __table_args__ = (Index('ix_events_stack_id_id', 'stack_id', 'id'),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=True)
+    uuid: Mapped[str] = mapped_column(String(36))
+    stack_id: Mapped[str] = mapped_column(String(36))
+    traversal_id: Mapped[str | None] = mapped_column(String(36),
+                                                     nullable=True)
+    resource_name: Mapped[str] = mapped_column(String(255))
+    resource_type: Mapped[str] = mapped_column(String(255), default='')
+    physical_id: Mapped[str | None] = mapped_column(String(255),
+                                                    nullable=True)
+    action: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(Text, default='')
+    # epoch seconds with microseconds: ordering and overlap are measured
+    timestamp: Mapped[float] = mapped_column(Float)
+
+
+class SoftwareConfig(Base):
+    """Stored, immutable software configs (OS::Heat::SoftwareConfig)."""
+
+    __tablename__ = 'software_configs'
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), default='')
+    group: Mapped[str] = mapped_column(String(255), default='')
+    config: Mapped[dict] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime,
+                                                          default=utcnow)

@@ -1,0 +1,90 @@
+"""Database engines and transactions.
+
+SQLite (the embedded default) runs in WAL mode; write transactions start
+with BEGIN IMMEDIATE so concurrent writers queue on the busy timeout
+instead of failing when a read lock cannot be upgraded. Reads use plain
+deferred transactions and never block writers.
+"""
+
+import contextlib
+import threading
+
+import sqlalchemy as sa
+from sqlalchemy import event, orm
+
+_LOCK = threading.Lock()
+_DATABASES = {}
+
+
+class Database:
+    def __init__(self, url, pool_size=20):
+        self.url = url
+        self.is_sqlite = url.startswith('sqlite')
+        if self.is_sqlite:
+            self.writer_engine = self._sqlite_engine(url, immediate=True)
+            self.reader_engine = self._sqlite_engine(url, immediate=False)
+        else:
+            kw = dict(pool_size=pool_size, max_overflow=pool_size,
+                      pool_pre_ping=True, pool_recycle=3600)
+            self.writer_engine = sa.create_engine(url, **kw)
+            self.reader_engine = self.writer_engine
+        self._writer = orm.sessionmaker(self.writer_engine,
+                                        expire_on_commit=False)
+        self._reader = orm.sessionmaker(self.reader_engine,
+                                        expire_on_commit=False)
+
+    @staticmethod
+    def _sqlite_engine(url, immediate):
+        engine = sa.create_engine(
+            url, connect_args={'timeout': 60, 'check_same_thread': False},
+            pool_size=32, max_overflow=32)
+
+        @event.listens_for(engine, 'connect')
+        def _connect(dbapi_conn, _record):
+            # take transaction control away from pysqlite; we BEGIN below
+            dbapi_conn.isolation_level = None
+            cur = dbapi_conn.cursor()
+            cur.execute('PRAGMA journal_mode=WAL')
+            cur.execute('PRAGMA synchronous=NORMAL')
+            cur.execute('PRAGMA foreign_keys=ON')
+            cur.execute('PRAGMA busy_timeout=60000')
+            cur.close()
+
+        @event.listens_for(engine, 'begin')
+        def _begin(conn):
+            conn.exec_driver_sql('BEGIN IMMEDIATE' if immediate else 'BEGIN')
+
+        return engine
+
+    @contextlib.contextmanager
+    def write(self):
+        """One transaction: commit on success, roll back on any error."""
+        with self._writer.begin() as session:
+            yield session
+
+    @contextlib.contextmanager
+    def read(self):
+        with self._reader() as session:
+            yield session
+
+    def dispose(self):
+        self.writer_engine.dispose()
+        if self.reader_engine is not self.writer_engine:
+            self.reader_engine.dispose()
+
+
+def get(url):
+    """One Database per URL per process."""
+    with _LOCK:
+        db = _DATABASES.get(url)
+        if db is None:
+            db = _DATABASES[url] = Database(url)
+        return db
+
+
+def forget(url=None):
+    """Drop cached engines (tests; after fork)."""
+    with _LOCK:
+        for key in list(_DATABASES):
+            if url is None or key == url:
+                _DATABASES.pop(key).dispose()

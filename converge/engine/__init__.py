@@ -1,0 +1,1 @@
+"""Stack operations and the per-process engine context."""

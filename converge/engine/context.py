@@ -1,0 +1,158 @@
+"""One engine process: its database, locks, messaging and drivers."""
+
+import collections
+import socket
+import threading
+import uuid
+
+from oslo_log import log as logging
+
+from converge import conf as conf_mod
+from converge import template
+from converge.db import api
+from converge.db import migrate
+from converge.db import session as db_session
+from converge.drivers import clients as clients_mod
+from converge.resources import base
+from converge.resources import registry
+from converge.workers import locks as locks_mod
+from converge.workers import reconcile
+from converge.workers import rpc
+from converge.workers import walker
+
+LOG = logging.getLogger(__name__)
+
+
+class Engine:
+    def __init__(self, auto_migrate=None):
+        CONF = conf_mod.CONF
+        self.engine_id = '%s-%s' % (socket.gethostname(), uuid.uuid4().hex[:8])
+        self.db = db_session.get(conf_mod.database_url())
+        if auto_migrate is None:
+            auto_migrate = self.db.is_sqlite
+        if auto_migrate:
+            migrate.ensure(self.db)
+        self.lock_wait = CONF.lock_wait
+        self.threads = CONF.worker_threads
+        self._locks = None
+        self._client = None
+        self.clients = clients_mod.Clients(conf_mod.sim_url(), self.db)
+        self._defs = collections.OrderedDict()
+        self._defs_lock = threading.Lock()
+        self._server = None
+        self.inflight = 0
+        self._inflight_lock = threading.Lock()
+        self.idle = threading.Event()
+        self.idle.set()
+
+    # lazily built: read-only commands need neither locks nor messaging
+    @property
+    def locks(self):
+        if self._locks is None:
+            self._locks = locks_mod.Locks(conf_mod.coordination_url(),
+                                          self.engine_id)
+        return self._locks
+
+    @property
+    def client(self):
+        if self._client is None:
+            self._client = rpc.WorkerClient()
+        return self._client
+
+    # -- desired state ------------------------------------------------------
+    def definition(self, template_id, stack, bundle=None, params=None):
+        """The parsed template version (cached: template rows never change)."""
+        key = (template_id, stack.id)
+        with self._defs_lock:
+            defn = self._defs.get(key)
+            if defn is not None:
+                self._defs.move_to_end(key)
+                return defn
+        if bundle is None:
+            with self.db.read() as s:
+                row = api.template_get(s, template_id)
+                bundle = template.Bundle.from_dict(row.bundle)
+                params = row.parameters
+        defn = template.StackDefinition(
+            bundle, params, stack_name=stack.name, stack_id=stack.id,
+            project_id=stack.project_id, limits=limits())
+        with self._defs_lock:
+            self._defs[key] = defn
+            while len(self._defs) > 8:
+                self._defs.popitem(last=False)
+        return defn
+
+    def remember(self, template_id, stack, defn):
+        with self._defs_lock:
+            self._defs[(template_id, stack.id)] = defn
+
+    def plugin_class(self, type_name):
+        return registry.get(type_name)
+
+    def plugin(self, cls, row, props, stack):
+        return cls(row.name, props,
+                   stack=base.StackInfo(stack.id, stack.name,
+                                        stack.project_id),
+                   uuid=row.uuid, physical_id=row.physical_id,
+                   data=row.data, clients=self.clients)
+
+    # -- failure ------------------------------------------------------------
+    def traversal_failing(self, traversal_id):
+        with self.db.read() as s:
+            trav = api.traversal_get(s, traversal_id)
+            return trav is not None and trav.state == 'failing'
+
+    def settle(self, trav, stack):
+        """End a failing traversal once nothing is in flight; roll back."""
+        with self.db.write() as s:
+            ended = walker.settle(s, trav, stack.id)
+        if ended and trav.options.get('rollback') and trav.action in (
+                'CREATE', 'UPDATE'):
+            from converge.engine import stacks
+            stacks.rollback(self, stack.id, trav)
+
+    # -- workers ------------------------------------------------------------
+    def start_workers(self):
+        if self._server is None:
+            self._server = rpc.start_server(_Endpoint(self), self.engine_id,
+                                            self.threads)
+
+    def stop_workers(self):
+        if self._server is not None:
+            rpc.stop_server(self._server)
+            self._server = None
+        if self._locks is not None:
+            self._locks.stop()
+            self._locks = None
+
+    def _enter(self):
+        with self._inflight_lock:
+            self.inflight += 1
+            self.idle.clear()
+
+    def _leave(self):
+        with self._inflight_lock:
+            self.inflight -= 1
+            if self.inflight == 0:
+                self.idle.set()
+
+
+class _Endpoint:
+    """The RPC endpoint: what the message bus may ask of a worker."""
+
+    def __init__(self, engine):
+        self.engine = engine
+
+    def check_resource(self, ctxt, traversal_id, node):
+        self.engine._enter()
+        try:
+            reconcile.check_resource(self.engine, traversal_id, node)
+        except Exception:
+            LOG.exception('check_resource %s %s failed', traversal_id, node)
+        finally:
+            self.engine._leave()
+
+
+def limits():
+    CONF = conf_mod.CONF
+    return {'max_resources_per_stack': CONF.max_resources_per_stack}

@@ -1,0 +1,299 @@
+"""Stack operations. Each one that changes desired state starts a traversal.
+
+Starting a traversal is one transaction: store the new desired state,
+take the stack over from whatever traversal owned it (compare-and-swap on
+``current_traversal``), drop that traversal's sync points so its in-flight
+work stops propagating, and lay out the new graph's sync points. Only then
+are the graph's leaves sent to the workers.
+"""
+
+import sqlalchemy as sa
+from oslo_log import log as logging
+
+from converge import exception
+from converge import template
+from converge.db import api
+from converge.db import models
+from converge.graph import dependencies
+from converge.graph import plan as plan_mod
+
+LOG = logging.getLogger(__name__)
+
+IN_PROGRESS_REASON = 'Stack %s started'
+
+
+def validate(bundle, params, stack_name='stack', stack_id='',
+             validate_values=True):
+    from converge.engine.context import limits
+    defn = template.StackDefinition(bundle, params, stack_name=stack_name,
+                                    stack_id=stack_id,
+                                    project_id=engine_project(),
+                                    validate_values=validate_values,
+                                    limits=limits())
+    dependencies.build(defn.dependencies())
+    return defn
+
+
+def create(engine, name, bundle, params, disable_rollback=True,
+           timeout=None, tags=None):
+    stack_id = api.new_id()
+    defn = validate(bundle, params, stack_name=name, stack_id=stack_id)
+    with engine.db.write() as s:
+        if s.scalar(sa.select(models.Stack.id).where(
+                models.Stack.name == name,
+                models.Stack.deleted_at.is_(None))):
+            raise exception.Conflict('Stack %s already exists' % name)
+        s.add(models.Stack(id=stack_id, name=name, action='CREATE',
+                           status='IN_PROGRESS', status_reason='',
+                           disable_rollback=disable_rollback,
+                           timeout_mins=timeout, tags=tags or [],
+                           project_id=engine_project()))
+        s.flush()
+        template_id = api.template_create(s, stack_id, bundle.to_dict(),
+                                          params)
+        stack = s.get(models.Stack, stack_id)
+        engine.remember(template_id, stack, defn)
+        trav = _start(engine, s, stack, template_id, 'CREATE', defn,
+                      rollback=not disable_rollback)
+    _kick(engine, trav)
+    return stack_id, trav.id
+
+
+def update(engine, ident, bundle=None, params=None, existing=False,
+           rollback=None, clear_parameters=()):
+    with engine.db.read() as s:
+        stack = api.stack_get(s, ident)
+        old = api.template_get(s, stack.template_id)
+        old_bundle, old_params = old.bundle, dict(old.parameters)
+    if existing:
+        merged = dict(old_params)
+        for key in clear_parameters:
+            merged.pop(key, None)
+        merged.update(params or {})
+        params = merged
+        if bundle is None:
+            bundle = template.Bundle.from_dict(old_bundle)
+        else:
+            # --existing keeps the old environment under the new one
+            bundle = bundle.merged_over(template.Bundle.from_dict(old_bundle)) \
+                if hasattr(bundle, 'merged_over') else bundle
+    elif bundle is None:
+        raise exception.ConvergeError('Need a template to update with '
+                                      '(-t), or --existing')
+    defn = validate(bundle, params or {}, stack_name=stack.name,
+                    stack_id=stack.id)
+    if rollback is None:
+        rollback = not stack.disable_rollback
+    with engine.db.write() as s:
+        stack = api.stack_get(s, ident)
+        template_id = api.template_create(s, stack.id, bundle.to_dict(),
+                                          params or {})
+        stack.disable_rollback = not rollback
+        engine.remember(template_id, stack, defn)
+        trav = _start(engine, s, stack, template_id, 'UPDATE', defn,
+                      rollback=rollback, prev_template_id=stack.template_id)
+    _kick(engine, trav)
+    return stack.id, trav.id
+
+
+def delete(engine, ident):
+    with engine.db.write() as s:
+        stack = api.stack_get(s, ident)
+        trav = _start(engine, s, stack, stack.template_id, 'DELETE', None)
+    _kick(engine, trav)
+    return stack.id, trav.id
+
+
+def check(engine, ident):
+    return _again(engine, ident, 'CHECK')
+
+
+def converge(engine, ident):
+    """Walk the graph again against reality, resuming an unfinished action."""
+    with engine.db.read() as s:
+        stack = api.stack_get(s, ident)
+    action = stack.action
+    if stack.status == 'COMPLETE' or action in ('CHECK', 'INIT'):
+        action = 'UPDATE'
+    if action == 'DELETE':
+        return delete(engine, ident)
+    return _again(engine, ident, action)
+
+
+def _again(engine, ident, action):
+    with engine.db.write() as s:
+        stack = api.stack_get(s, ident)
+        defn = engine.definition(stack.template_id, stack)
+        trav = _start(engine, s, stack, stack.template_id, action, defn,
+                      rollback=False)
+    _kick(engine, trav)
+    return stack.id, trav.id
+
+
+def cancel(engine, ident, rollback=True):
+    """Stop a running create/update.
+
+    With rollback: walk back to the previous template. Without: stop
+    propagation, let running actions finish, end <ACTION>_FAILED.
+    """
+    with engine.db.write() as s:
+        stack = api.stack_get(s, ident)
+        if stack.status != 'IN_PROGRESS' or stack.action not in (
+                'CREATE', 'UPDATE'):
+            raise exception.Conflict(
+                'Stack %s is %s_%s: only a stack being created or updated '
+                'can be cancelled' % (stack.name, stack.action, stack.status))
+        old = api.traversal_get(s, stack.current_traversal)
+        if not rollback:
+            new_trav = api.new_id()
+            action = stack.action
+            _supersede(s, stack, new_trav)
+            s.add(models.Traversal(id=new_trav, stack_id=stack.id,
+                                   action=action,
+                                   template_id=stack.template_id,
+                                   state='cancelled'))
+            s.execute(sa.update(models.Stack)
+                      .where(models.Stack.id == stack.id)
+                      .values(current_traversal=new_trav, status='FAILED',
+                              status_reason='Stack %s cancelled' % action,
+                              updated_at=models.utcnow()))
+            return stack.id, new_trav
+    return rollback_to_previous(engine, stack.id, old)
+
+
+def rollback(engine, stack_id, failed_trav):
+    """After a failure with rollback enabled (called by the engine)."""
+    return rollback_to_previous(engine, stack_id, failed_trav)
+
+
+def rollback_to_previous(engine, stack_id, trav):
+    with engine.db.write() as s:
+        stack = s.get(models.Stack, stack_id)
+        if trav is not None and stack.current_traversal not in (trav.id,):
+            return stack.id, stack.current_traversal  # someone moved on
+        if trav is not None and trav.action == 'CREATE' or \
+                stack.prev_template_id is None:
+            target, defn = None, None  # roll back a create: delete all
+        else:
+            target = stack.prev_template_id
+            defn = engine.definition(target, stack)
+        new = _start(engine, s, stack, target, 'ROLLBACK', defn,
+                     parent=trav.id if trav else None,
+                     keep_template=target is None)
+    _kick(engine, new)
+    return stack_id, new.id
+
+
+# -- the traversal ------------------------------------------------------------
+
+def _supersede(session, stack, new_traversal_id):
+    """The running traversal loses the stack; its sync points go."""
+    old = stack.current_traversal
+    if old:
+        api.traversal_set_state(session, old, 'superseded',
+                                ['running', 'failing'],
+                                finished_at=models.utcnow())
+        api.sync_purge(session, old)
+
+
+def _start(engine, session, stack, template_id, action, defn, rollback=False,
+           prev_template_id=None, parent=None, keep_template=False):
+    """Lay out a traversal in the caller's transaction; return it."""
+    trav_id = api.new_id()
+    requires = defn.dependencies() if defn is not None else {}
+    rows = api.resources_live(session, stack.id)
+    selected = _select_rows(rows, requires, template_id)
+    for name in requires:
+        if name not in selected:
+            row = models.Resource(
+                uuid=api.new_id(), stack_id=stack.id, name=name,
+                type=defn.resources[name].type, action='INIT',
+                status='COMPLETE', template_id=template_id, atomic_key=0,
+                requires=[], data={})
+            session.add(row)
+            session.flush()
+            rows.append(row)
+            selected[name] = row.id
+    cleanup_rows = [] if action == 'CHECK' else rows
+    plan = plan_mod.make(
+        requires,
+        [plan_mod.Row(r.id, r.name, tuple(r.requires or ()), r.replaces)
+         for r in cleanup_rows],
+        selected)
+
+    _supersede(session, stack, trav_id)
+    values = dict(current_traversal=trav_id, action=action,
+                  status='IN_PROGRESS',
+                  status_reason=IN_PROGRESS_REASON % action,
+                  updated_at=models.utcnow())
+    if template_id is not None and not keep_template:
+        values['template_id'] = template_id
+    if prev_template_id is not None:
+        values['prev_template_id'] = prev_template_id
+    res = session.execute(
+        sa.update(models.Stack)
+        .where(models.Stack.id == stack.id,
+               _null_safe_eq(models.Stack.current_traversal,
+                             stack.current_traversal))
+        .values(**values))
+    if res.rowcount != 1:
+        raise exception.Conflict('Stack %s changed while this operation '
+                                 'started; try again' % stack.name)
+    options = {'rollback': bool(rollback)}
+    if parent:
+        options['parent'] = parent
+    trav = models.Traversal(id=trav_id, stack_id=stack.id, action=action,
+                            template_id=template_id, state='running',
+                            options=options, total=len(plan.nodes))
+    session.add(trav)
+    session.flush()
+    roots = plan.roots
+    sync_rows = [dict(traversal_id=trav_id, node=key, stack_id=stack.id,
+                      resource_id=node.resource_id,
+                      remaining=node.predecessors,
+                      dependents=node.dependents + (
+                          [plan_mod.STACK_NODE] if key in roots else []),
+                      done=False, updated_at=0.0)
+                 for key, node in plan.nodes.items()]
+    sync_rows.append(dict(traversal_id=trav_id, node=plan_mod.STACK_NODE,
+                          stack_id=stack.id, resource_id=None,
+                          remaining=len(roots), dependents=[], done=False,
+                          updated_at=0.0))
+    session.execute(sa.insert(models.SyncPoint), sync_rows)
+    trav.leaves = plan.leaves
+    if not plan.nodes:
+        from converge.workers import walker
+        walker.complete(session, trav, stack.id)
+    return trav
+
+
+def _kick(engine, trav):
+    for node in trav.leaves:
+        engine.client.check_resource(trav.id, node)
+
+
+def _null_safe_eq(col, value):
+    return col.is_(None) if value is None else col == value
+
+
+def _select_rows(rows, requires, template_id):
+    """Which existing row each desired resource starts from.
+
+    The row already made for this template version wins (rollback re-uses
+    the original; a resumed traversal re-uses its own replacement), then
+    a row not replaced, then the newest.
+    """
+    best = {}
+    for row in rows:
+        if row.name not in requires:
+            continue
+        score = (row.template_id == template_id, row.replaced_by is None,
+                 row.status != 'FAILED', row.id)
+        if row.name not in best or score > best[row.name][0]:
+            best[row.name] = (score, row.id)
+    return {name: v[1] for name, v in best.items()}
+
+
+def engine_project():
+    from converge import conf
+    return conf.CONF.project_id

@@ -1,0 +1,140 @@
+"""What commands show: stacks, resources, outputs, graphs (read-only)."""
+
+from converge import exception
+from converge.db import api
+from converge.graph import dot as dot_mod
+
+
+def iso(dt):
+    return dt.strftime('%Y-%m-%dT%H:%M:%SZ') if dt else None
+
+
+def current_rows(rows, template_id):
+    """name -> the row that stands for that resource now."""
+    best = {}
+    for row in rows:
+        score = (row.replaced_by is None, row.template_id == template_id,
+                 row.action != 'INIT', row.id)
+        if row.name not in best or score > best[row.name][0]:
+            best[row.name] = (score, row)
+    return {name: v[1] for name, v in best.items()}
+
+
+class RowData:
+    """Resolution data (get_resource/get_attr) from stored rows."""
+
+    def __init__(self, rows):
+        self._rows = rows
+
+    def reference_id(self, name):
+        row = self._rows.get(name)
+        if row is None:
+            return name
+        return row.reference_id or row.physical_id or name
+
+    def attributes(self, name):
+        row = self._rows.get(name)
+        if row is None or row.action in ('INIT', 'DELETE'):
+            return None
+        return row.attributes
+
+
+def _definition(engine, stack):
+    if stack.template_id is None:
+        return None
+    return engine.definition(stack.template_id, stack)
+
+
+def outputs(engine, stack):
+    defn = _definition(engine, stack)
+    if defn is None or stack.deleted_at is not None:
+        return {}
+    with engine.db.read() as s:
+        rows = current_rows(api.resources_live(s, stack.id),
+                            stack.template_id)
+    return defn.resolve_outputs(RowData(rows))
+
+
+def stack(engine, st, outputs=True):
+    defn = None
+    try:
+        defn = _definition(engine, st)
+    except exception.ConvergeError:
+        pass
+    data = {
+        'id': st.id,
+        'stack_name': st.name,
+        'description': defn.description if defn else '',
+        'creation_time': iso(st.created_at),
+        'updated_time': iso(st.updated_at),
+        'deletion_time': iso(st.deleted_at),
+        'stack_status': '%s_%s' % (st.action, st.status),
+        'stack_status_reason': st.status_reason,
+        'disable_rollback': st.disable_rollback,
+        'timeout_mins': st.timeout_mins,
+        'tags': st.tags or None,
+        'parent': None,
+    }
+    if defn is not None:
+        hidden = getattr(defn, 'hidden_parameters', set())
+        data['parameters'] = {
+            k: ('******' if k in hidden else v)
+            for k, v in defn.parameters.items()}
+    if outputs and defn is not None and st.deleted_at is None:
+        data['outputs'] = [
+            dict(output_key=k, output_value=v.get('value'),
+                 description=v.get('description', ''),
+                 **({'output_error': v['error']} if 'error' in v else {}))
+            for k, v in sorted(outputs_of(engine, st).items())]
+    return data
+
+
+def outputs_of(engine, st):
+    return outputs(engine, st)
+
+
+def resources(engine, st):
+    with engine.db.read() as s:
+        rows = api.resources_live(s, st.id)
+    return current_rows(rows, st.template_id)
+
+
+def resource_detail(engine, st, name):
+    rows = resources(engine, st)
+    row = rows.get(name)
+    if row is None:
+        raise exception.ResourceNotFound(st.name, name)
+    required_by = []
+    requires = []
+    defn = _definition(engine, st)
+    if defn is not None:
+        deps = defn.dependencies()
+        required_by = sorted(n for n, d in deps.items() if name in d)
+        requires = sorted(deps.get(name, ()))
+    return {
+        'resource_name': row.name,
+        'logical_resource_id': row.name,
+        'physical_resource_id': row.physical_id or '',
+        'resource_type': row.type,
+        'resource_status': '%s_%s' % (row.action, row.status),
+        'resource_status_reason': row.status_reason,
+        'creation_time': iso(row.created_at),
+        'updated_time': iso(row.updated_at or row.created_at),
+        'required_by': required_by,
+        'requires': requires,
+        'attributes': row.attributes or {},
+        'properties': row.properties or {},
+        'description': (defn.resources[name].description
+                        if defn and name in defn.resources else ''),
+    }
+
+
+def dot(engine, ident):
+    with engine.db.read() as s:
+        st = api.stack_get(s, ident)
+    defn = _definition(engine, st)
+    requires = defn.dependencies() if defn else {}
+    rows = resources(engine, st)
+    types = {n: d.type for n, d in defn.resources.items()} if defn else {}
+    states = {n: '%s_%s' % (r.action, r.status) for n, r in rows.items()}
+    return dot_mod.render(st.name, requires, types, states)

@@ -1,0 +1,106 @@
+"""Errors users see. Each says what went wrong and where.
+
+`where` is a dotted path inside a template (``resources.web.properties.image``);
+the template loader turns it into ``file:line`` when it can.
+"""
+
+
+class ConvergeError(Exception):
+    """Base for every error converge reports to a user."""
+
+    exit_code = 1
+
+    def __init__(self, message, **kwargs):
+        super().__init__(message)
+        self.message = message
+        for k, v in kwargs.items():
+            setattr(self, k, v)
+
+    def __str__(self):
+        return self.message
+
+
+class InvalidTemplate(ConvergeError):
+    """A template, environment or parameter value is not acceptable.
+
+    :param message: what is wrong, in plain words
+    :param path: list of keys from the document root to the bad item
+    :param filename: the file it came from, when known
+    :param line: the 1-based line number, when known
+    """
+
+    exit_code = 2
+
+    def __init__(self, message, path=None, filename=None, line=None):
+        self.reason = message
+        self.path = list(path or [])
+        self.filename = filename
+        self.line = line
+        super().__init__(self._render())
+
+    def _render(self):
+        where = ''
+        if self.filename:
+            where = self.filename
+            if self.line:
+                where += ':%d' % self.line
+        loc = '.'.join(str(p) for p in self.path)
+        parts = [p for p in (where, loc) if p]
+        if parts:
+            return '%s: %s' % (': '.join(parts), self.reason)
+        return self.reason
+
+    def locate(self, filename=None, line=None):
+        """Fill in file and line if not known yet; returns self."""
+        if filename and not self.filename:
+            self.filename = filename
+        if line and not self.line:
+            self.line = line
+        self.message = self._render()
+        self.args = (self.message,)
+        return self
+
+    def prefixed(self, *prefix):
+        """Return the same error with path segments prepended."""
+        self.path = list(prefix) + self.path
+        self.message = self._render()
+        self.args = (self.message,)
+        return self
+
+
+class NotFound(ConvergeError):
+    exit_code = 3
+
+
+class StackNotFound(NotFound):
+    def __init__(self, name):
+        super().__init__('Stack not found: %s' % name, stack=name)
+
+
+class ResourceNotFound(NotFound):
+    def __init__(self, stack, name):
+        super().__init__('Resource %s not found in stack %s' % (name, stack))
+
+
+class Conflict(ConvergeError):
+    exit_code = 4
+
+
+class ResourceFailure(ConvergeError):
+    """A resource action failed; the message becomes the status reason."""
+
+
+class UpdateReplace(Exception):
+    """Raised by a plug-in's update step: this change needs a new resource."""
+
+
+class CloudError(ConvergeError):
+    """The (simulated) cloud refused or failed an API call."""
+
+    def __init__(self, message, code=500):
+        super().__init__(message, code=code)
+
+
+class CloudNotFound(CloudError):
+    def __init__(self, message):
+        super().__init__(message, code=404)

@@ -1,0 +1,43 @@
+"""The dependency graph of a template's resources."""
+
+import networkx as nx
+
+from converge import exception
+
+
+def build(requires):
+    """Return a DiGraph with an edge required -> requirer.
+
+    :param requires: name -> iterable of names it depends on
+    :raises InvalidTemplate: on a cycle, naming every resource on it
+    """
+    g = nx.DiGraph()
+    g.add_nodes_from(requires)
+    g.add_edges_from((dep, name) for name, deps in requires.items()
+                     for dep in deps)
+    if not nx.is_directed_acyclic_graph(g):
+        raise cycle_error(g)
+    return g
+
+
+def cycle_error(g):
+    cycles = []
+    for component in nx.strongly_connected_components(g):
+        if len(component) == 1:
+            node = next(iter(component))
+            if not g.has_edge(node, node):
+                continue
+            cycles.append([node, node])
+            continue
+        sub = g.subgraph(component)
+        edges = nx.find_cycle(sub)
+        order = [u for u, _v in edges]
+        seen = set(order)
+        # name every resource in the knot, not just one loop through it
+        order += sorted(component - seen)
+        cycles.append(order + [order[0]] if not component - seen else order)
+    parts = ['%s' % ' -> '.join(c) for c in cycles]
+    names = sorted({n for c in cycles for n in c})
+    return exception.InvalidTemplate(
+        'Circular dependency between resources %s: %s'
+        % (', '.join(names), '; '.join(parts)), path=['resources'])

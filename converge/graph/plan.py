@@ -1,0 +1,113 @@
+"""The node graph of one traversal.
+
+Two kinds of node, as in Heat's convergence:
+
+- ``u:<name>`` (update): make the resource named ``name`` match the
+  template: create, update in place, or replace.
+- ``c:<row id>`` (cleanup): delete that resource row unless it is the one
+  its update node settled on. Every existing row gets one.
+
+Edges: an update node follows the update nodes of what it requires; a
+row's cleanup follows its own name's update; a row's cleanup precedes the
+cleanup of what it required (dependents go first) and of the row it
+replaced. So on a replacement the new resource is created, dependents are
+switched over, and only then is the old one deleted.
+"""
+
+import collections
+import dataclasses
+
+STACK_NODE = 'stack'
+
+
+def update_key(name):
+    return 'u:' + name
+
+
+def cleanup_key(row_id):
+    return 'c:%d' % row_id
+
+
+@dataclasses.dataclass
+class Row:
+    """What planning needs to know of an existing resource row."""
+
+    id: int
+    name: str
+    #: ids of the rows it depended on when last converged
+    requires: tuple = ()
+    replaces: int | None = None
+
+
+@dataclasses.dataclass
+class Node:
+    resource_id: int | None
+    predecessors: int = 0
+    dependents: list = dataclasses.field(default_factory=list)
+
+
+class Plan:
+    def __init__(self):
+        self.nodes = {}
+
+    def add(self, key, resource_id):
+        self.nodes[key] = Node(resource_id)
+
+    def edge(self, before, after):
+        """`after` waits for `before`."""
+        self.nodes[before].dependents.append(after)
+        self.nodes[after].predecessors += 1
+
+    @property
+    def leaves(self):
+        return [k for k, n in self.nodes.items() if n.predecessors == 0]
+
+    @property
+    def roots(self):
+        return [k for k, n in self.nodes.items() if not n.dependents]
+
+
+def make(requires, rows, selected):
+    """Build the plan.
+
+    :param requires: desired name -> set of names it requires (the
+        template's dependency graph; empty for a delete)
+    :param rows: existing resource rows (Row), all versions
+    :param selected: name -> row id each update node starts from
+    """
+    plan = Plan()
+    for name in requires:
+        plan.add(update_key(name), selected.get(name))
+    for name, deps in requires.items():
+        for dep in deps:
+            plan.edge(update_key(dep), update_key(name))
+
+    for row in rows:
+        plan.add(cleanup_key(row.id), row.id)
+    row_ids = {row.id for row in rows}
+    for row in rows:
+        c = cleanup_key(row.id)
+        if row.name in requires:
+            plan.edge(update_key(row.name), c)
+        for dep in set(row.requires) | {row.replaces}:
+            if dep in row_ids and dep != row.id:
+                plan.edge(c, cleanup_key(dep))
+    _check_acyclic(plan)
+    return plan
+
+
+def _check_acyclic(plan):
+    pending = {k: n.predecessors for k, n in plan.nodes.items()}
+    ready = collections.deque(k for k, v in pending.items() if v == 0)
+    seen = 0
+    while ready:
+        key = ready.popleft()
+        seen += 1
+        for dep in plan.nodes[key].dependents:
+            pending[dep] -= 1
+            if pending[dep] == 0:
+                ready.append(dep)
+    if seen != len(plan.nodes):
+        stuck = sorted(k for k, v in pending.items() if v > 0)
+        raise ValueError('traversal plan has a cycle through %s'
+                         % ', '.join(stuck[:20]))

@@ -1,0 +1,1 @@
+"""Resource type plug-ins (see base.py for the contract)."""

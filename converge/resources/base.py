@@ -1,0 +1,127 @@
+"""The resource plug-in contract.
+
+A resource type is a class registered under the entry point group
+``converge.resources`` (name = the HOT type, e.g. ``OS::Nova::Server``).
+It declares a schema of properties and attributes and a few small,
+idempotent steps. The engine (converge/workers/reconcile.py) decides which
+step to run; a plug-in never decides, never touches the engine's database
+and never talks to other resources.
+
+Steps may be called again after a crash at any line, so each must be safe
+to repeat: `create` adopts what already exists under ``self.idempotency_key``
+before creating anything.
+"""
+
+from converge import exception
+from converge.resources import properties as props_mod
+
+
+class StackInfo:
+    """What a plug-in may know about its stack."""
+
+    def __init__(self, id, name, project_id='converge'):
+        self.id = id
+        self.name = name
+        self.project_id = project_id
+
+
+class Resource:
+    #: name -> properties.Schema
+    properties_schema = {}
+    #: name -> description; every resource also has ``show``
+    attributes_schema = {}
+    #: accept properties not in the schema (OS::Heat::None does)
+    allow_unknown_properties = False
+    #: a plug-in whose steps are instant and local (no cloud call) sets this;
+    #: the engine may then skip the IN_PROGRESS claim write for it
+    logical = False
+
+    def __init__(self, name, properties, *, stack, uuid, physical_id=None,
+                 data=None, clients=None, metadata=None):
+        #: the resource name in the template
+        self.name = name
+        #: resolved, validated desired properties (dict, defaults applied)
+        self.properties = properties
+        self.stack = stack
+        #: stable per resource version; the base of idempotency keys
+        self.uuid = uuid
+        self.physical_id = physical_id
+        #: plug-in private state, persisted by the engine after each step
+        self.data = dict(data or {})
+        #: access to drivers: ``clients.compute`` (the simulated cloud), ...
+        self.clients = clients
+        self.metadata = metadata or {}
+
+    # -- identity ---------------------------------------------------------
+    @property
+    def idempotency_key(self):
+        return self.uuid
+
+    def reference_id(self):
+        """What get_resource returns."""
+        return self.physical_id or self.name
+
+    # -- steps ------------------------------------------------------------
+    def observe(self):
+        """Return the observed state (a dict) or None when it does not exist.
+
+        Logical resources exist once created; cloud resources ask the driver.
+        """
+        return {} if self.physical_id else None
+
+    def create(self):
+        """Bring the resource into existence; set self.physical_id."""
+        raise NotImplementedError
+
+    def update(self, prior, observed):
+        """Make the real thing match self.properties in place.
+
+        :param prior: the properties applied last time
+        :param observed: what observe() returned
+        Raise exception.UpdateReplace when that cannot be done in place.
+        """
+
+    def delete(self):
+        """Remove the real thing; absent already is success."""
+
+    def check(self, observed):
+        """Stack check: raise exception.ResourceFailure when unhealthy."""
+        if observed is None:
+            raise exception.ResourceFailure('%s does not exist' % self.name)
+
+    def get_attributes(self, observed):
+        """Return {attribute name: value} for every attribute in the schema."""
+        return {}
+
+    # -- decisions the engine asks about ----------------------------------
+    def drift(self, observed):
+        """Names of properties whose observed value differs from desired."""
+        return set()
+
+    def needs_replace(self, prior):
+        """True when the change from `prior` cannot be made in place.
+
+        Default: a changed property that is not update_allowed.
+        """
+        for key, schema in self.properties_schema.items():
+            if prior.get(key) != self.properties.get(key):
+                if not schema.update_allowed:
+                    return True
+        if self.allow_unknown_properties:
+            return False
+        return False
+
+    @classmethod
+    def validate_properties(cls, values, path=()):
+        """Validate and coerce resolved property values against the schema.
+
+        Values that are not yet known (UNKNOWN) are skipped. Returns the dict
+        with defaults applied. Raises exception.InvalidTemplate naming the
+        property path.
+        """
+        return props_mod.validate(cls.properties_schema, values, path=path,
+                                  allow_unknown=cls.allow_unknown_properties)
+
+    @classmethod
+    def attribute_names(cls):
+        return set(cls.attributes_schema) | {'show'}

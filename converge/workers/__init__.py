@@ -1,0 +1,1 @@
+"""Units of work: the reconcile loop, the graph walker, messaging, locks."""

@@ -1,0 +1,30 @@
+"""What a unit of work should do: a pure function of desired and observed."""
+
+CREATE, UPDATE, REPLACE, DELETE, CHECK, NOTHING = (
+    'CREATE', 'UPDATE', 'REPLACE', 'DELETE', 'CHECK', 'NOTHING')
+
+
+def for_update(stack_action, row, plugin, observed):
+    """Decide for an update node.
+
+    :param row: the resource row the node settled on
+    :param plugin: the plug-in built with the desired properties
+    :param observed: what plugin.observe() saw (None: does not exist)
+    """
+    if stack_action == 'CHECK':
+        return CHECK
+    never_created = row.action == 'INIT' or (
+        row.action == 'CREATE' and row.status != 'COMPLETE')
+    if never_created or observed is None:
+        return CREATE
+    prior = row.properties or {}
+    if prior != plugin.properties:
+        return REPLACE if plugin.needs_replace(prior) else UPDATE
+    if row.status == 'FAILED' or plugin.drift(observed):
+        return UPDATE
+    return NOTHING
+
+
+def for_cleanup(row, is_current):
+    """Decide for a cleanup node: delete every row that is not current."""
+    return NOTHING if is_current else DELETE

@@ -1,0 +1,52 @@
+"""Resource locks through tooz (file:// embedded, redis:// distributed).
+
+A lock only keeps two workers from acting on one resource at once; it is
+not what makes writes correct. A worker that loses its lock (expiry,
+pause) is stopped by the fencing counter in the database.
+"""
+
+import contextlib
+import hashlib
+import threading
+
+from tooz import coordination
+
+from converge import exception
+
+
+class LockTimeout(exception.ConvergeError):
+    pass
+
+
+class Locks:
+    def __init__(self, url, member_id):
+        self.url = url
+        self._coord = coordination.get_coordinator(url, member_id.encode())
+        self._coord.start(start_heart=True)
+        self._stopped = threading.Event()
+
+    @staticmethod
+    def name(stack_id, resource_name):
+        digest = hashlib.sha1(('%s/%s' % (stack_id, resource_name))
+                              .encode()).hexdigest()
+        return ('converge-res-' + digest).encode()
+
+    @contextlib.contextmanager
+    def resource(self, stack_id, resource_name, wait):
+        lock = self._coord.get_lock(self.name(stack_id, resource_name))
+        if not lock.acquire(blocking=wait):
+            raise LockTimeout('Resource %s is locked by another worker'
+                              % resource_name)
+        try:
+            yield
+        finally:
+            try:
+                lock.release()
+            except coordination.ToozError:  # pragma: no cover - expired
+                pass
+
+    def stop(self):
+        try:
+            self._coord.stop()
+        except coordination.ToozError:  # pragma: no cover
+            pass

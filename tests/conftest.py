@@ -1,0 +1,76 @@
+"""Shared fixtures. `import converge` first: it picks oslo.service's
+threading backend before anything imports oslo_messaging."""
+
+import json
+import os
+import subprocess
+import sys
+
+import converge  # noqa: F401
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = os.path.join(REPO, 'examples')
+CORPUS = os.path.join(os.path.dirname(REPO), 'shared', 'corpus', 'hot')
+
+
+class CLI:
+    """Runs `converge` in a subprocess against one embedded home."""
+
+    def __init__(self, home):
+        self.home = home
+
+    def env(self):
+        env = dict(os.environ)
+        env.pop('CONVERGE_HOME', None)
+        return env
+
+    def popen(self, *args, **kw):
+        return subprocess.Popen(
+            [sys.executable, '-m', 'converge.cmd.cli', '--home', self.home]
+            + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, env=self.env(), **kw)
+
+    def run(self, *args, check=True, timeout=300):
+        proc = subprocess.run(
+            [sys.executable, '-m', 'converge.cmd.cli', '--home', self.home]
+            + list(args), capture_output=True, text=True, env=self.env(),
+            timeout=timeout)
+        if check and proc.returncode != 0:
+            raise AssertionError('converge %s failed (%d):\n%s\n%s' % (
+                ' '.join(args), proc.returncode, proc.stdout, proc.stderr))
+        return proc
+
+    def json(self, *args, **kw):
+        proc = self.run(*(list(args) + ['-f', 'json']), **kw)
+        return json.loads(proc.stdout)
+
+
+@pytest.fixture
+def cli(tmp_path):
+    return CLI(str(tmp_path / 'home'))
+
+
+@pytest.fixture
+def write(tmp_path):
+    """write(name, text) -> path of a file in the test's directory."""
+    def _write(name, text):
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return str(path)
+    return _write
+
+
+@pytest.fixture
+def engine(tmp_path):
+    """An in-process embedded engine with its worker pool running."""
+    from converge import conf
+    from converge.engine import context
+    conf.setup([], home=str(tmp_path / 'home'), log=False)
+    eng = context.Engine()
+    eng.start_workers()
+    yield eng
+    eng.stop_workers()
+    from converge.db import session
+    session.forget()
