@@ -1,0 +1,208 @@
+"""The `converge` command end to end, in subprocesses, as a user runs it."""
+
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from tests.conftest import EXAMPLES
+
+DEMO = os.path.join(EXAMPLES, 'demo.yaml')
+SERVERS_IN_DEMO = {'db_server', 'web1', 'web2', 'web3', 'web4', 'lb_server'}
+
+
+def _creates_per_resource(log, stack='demo'):
+    counts = {}
+    for entry in log:
+        if entry['Op'] == 'create' and entry['OK']:
+            counts[entry['Resource']] = counts.get(entry['Resource'], 0) + 1
+    return counts
+
+
+def test_demo_create_update_image_and_delete(cli):
+    proc = cli.run('stack', 'create', 'demo', '-t', DEMO, '--wait')
+    assert 'CREATE_COMPLETE' in proc.stdout
+    show = cli.json('stack', 'show', 'demo')
+    assert show['stack_status'] == 'CREATE_COMPLETE'
+    resources = cli.json('stack', 'resource', 'list', 'demo')
+    assert len(resources) == 20
+    assert {r['resource_status'] for r in resources} == {'CREATE_COMPLETE'}
+    servers = cli.json('sim', 'server', 'list')
+    assert len(servers) == len(SERVERS_IN_DEMO)
+    before = {s['ID']: s for s in servers}
+
+    cli.run('stack', 'update', 'demo', '--existing', '--parameter',
+            'image=cirros-0.6.3', '--wait')
+    after = {s['ID']: s for s in cli.json('sim', 'server', 'list')}
+    assert set(after) == set(before)  # rebuilt in place, not replaced
+    assert {s['Image'] for s in after.values()} == {'cirros-0.6.3'}
+    log = cli.json('sim', 'log', '--op', 'rebuild')
+    assert len(log) == len(SERVERS_IN_DEMO)
+
+    web1 = cli.json('stack', 'resource', 'show', 'demo', 'web1')
+    assert web1['attributes']['first_address']
+    out = cli.json('stack', 'output', 'show', 'demo', 'web_addresses')
+    assert len(out['output_value']) == 4
+
+    cli.run('stack', 'delete', 'demo', '--yes', '--wait')
+    assert cli.json('sim', 'server', 'list') == []
+    assert cli.json('stack', 'list') == []
+
+
+def test_flavor_policy_replace_makes_new_servers(cli, write):
+    tmpl = write('s.yaml', '''
+heat_template_version: 2016-10-14
+parameters:
+  flavor: {type: string, default: m1.small}
+resources:
+  srv:
+    type: OS::Nova::Server
+    properties:
+      image: cirros
+      flavor: {get_param: flavor}
+      flavor_update_policy: REPLACE
+outputs:
+  ip: {value: {get_attr: [srv, first_address]}}
+''')
+    cli.run('stack', 'create', 's', '-t', tmpl)
+    first = cli.json('sim', 'server', 'list')
+    cli.run('stack', 'update', 's', '-t', tmpl, '--parameter',
+            'flavor=m1.large')
+    second = cli.json('sim', 'server', 'list')
+    assert len(first) == len(second) == 1
+    assert first[0]['ID'] != second[0]['ID']
+    assert second[0]['Flavor'] == 'm1.large'
+
+
+def _slow_servers_template(write, n=6):
+    body = ['heat_template_version: 2018-08-31', 'resources:']
+    for i in range(n):
+        body += ['  s%d:' % i, '    type: OS::Nova::Server',
+                 '    properties: {image: cirros, flavor: m1.tiny}']
+    body += ['  after:', '    type: OS::Heat::Value',
+             '    properties:', '      value: {list_join: [",", [%s]]}' %
+             ', '.join('{get_attr: [s%d, first_address]}' % i
+                       for i in range(n))]
+    return write('slow.yaml', '\n'.join(body) + '\n')
+
+
+def _wait_for(predicate, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_kill_9_mid_create_then_converge_creates_each_server_once(cli, write):
+    tmpl = _slow_servers_template(write)
+    cli.run('sim', 'fault', 'set', 'create', '--latency', '0.4')
+    proc = cli.popen('stack', 'create', 'k', '-t', tmpl)
+    assert _wait_for(lambda: len(cli.json('sim', 'log', '--op', 'create'))
+                     >= 2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert cli.json('stack', 'show', 'k')['stack_status'] == \
+        'CREATE_IN_PROGRESS'
+    cli.run('stack', 'converge', 'k')
+    assert cli.json('stack', 'show', 'k')['stack_status'] == 'CREATE_COMPLETE'
+    counts = _creates_per_resource(cli.json('sim', 'log', '--op', 'create'))
+    assert counts == {'k/s%d' % i: 1 for i in range(6)}
+    assert len(cli.json('sim', 'server', 'list')) == 6
+
+
+def test_update_from_a_second_terminal_supersedes_the_first(cli, write):
+    slow = write('v1.yaml', '''
+heat_template_version: 2018-08-31
+resources:
+  a:
+    type: OS::Heat::TestResource
+    properties: {value: one, action_wait_secs: {create: 2}}
+  b:
+    type: OS::Heat::TestResource
+    depends_on: a
+    properties: {value: b-one}
+''')
+    fast = write('v2.yaml', '''
+heat_template_version: 2018-08-31
+resources:
+  a:
+    type: OS::Heat::TestResource
+    properties: {value: two}
+  b:
+    type: OS::Heat::TestResource
+    depends_on: a
+    properties: {value: b-two}
+''')
+    first = cli.popen('stack', 'create', 'two', '-t', slow)
+    assert _wait_for(lambda: any(
+        e['resource_status'] == 'CREATE_IN_PROGRESS'
+        for e in cli.json('stack', 'event', 'list', 'two', check=False)
+        if isinstance(e, dict)))
+    cli.run('stack', 'update', 'two', '-t', fast, '--wait')
+    out, err = first.communicate(timeout=60)
+    assert first.returncode != 0
+    assert 'superseded' in err
+    assert cli.json('stack', 'show', 'two')['stack_status'] == \
+        'UPDATE_COMPLETE'
+    b = cli.json('stack', 'resource', 'show', 'two', 'b')
+    assert b['attributes']['output'] == 'b-two'
+
+
+def test_external_delete_is_healed_by_converge(cli, write):
+    tmpl = write('h.yaml', '''
+heat_template_version: 2018-08-31
+resources:
+  srv:
+    type: OS::Nova::Server
+    properties: {image: cirros, flavor: m1.tiny, name: healme}
+''')
+    cli.run('stack', 'create', 'h', '-t', tmpl)
+    cli.run('sim', 'server', 'delete', 'healme')
+    assert cli.json('sim', 'server', 'list') == []
+    cli.run('stack', 'converge', 'h')
+    servers = cli.json('sim', 'server', 'list')
+    assert [s['Name'] for s in servers] == ['healme']
+
+
+@pytest.mark.parametrize('text,needle', [
+    ('heat_template_version: 2018-08-31\nresources:\n  a: [\n', 'bad.yaml:'),
+    ('heat_template_version: 2099-01-01\nresources: {}\n', '2099-01-01'),
+    ('heat_template_version: 2018-08-31\nresources:\n  a:\n'
+     '    type: OS::Nope::Thing\n', 'OS::Nope::Thing'),
+    ('heat_template_version: 2018-08-31\nresources:\n  a:\n'
+     '    type: OS::Heat::TestResource\n    properties:\n      wat: 1\n',
+     'wat'),
+    ('heat_template_version: 2018-08-31\nresources:\n  a:\n'
+     '    type: OS::Heat::Value\n    properties:\n'
+     '      value: {get_attr: [missing, x]}\n', 'missing'),
+])
+def test_bad_input_is_refused_with_location_and_nothing_stored(
+        cli, write, text, needle):
+    path = write('bad.yaml', text)
+    proc = cli.run('stack', 'create', 'bad', '-t', path, check=False)
+    assert proc.returncode != 0
+    assert needle in proc.stderr
+    assert cli.json('stack', 'list') == []
+
+
+def test_template_validate_prints_parameters(cli):
+    info = json.loads(cli.run('template', 'validate', '-t', DEMO, '-f',
+                              'json').stdout)
+    assert info['Parameters']['flavor']['Default'] == 'm1.small'
+    assert info['Parameters']['admin_password']['NoEcho'] == 'true'
+
+
+def test_graph_prints_dot(cli, write):
+    path = write('g.yaml', '''
+heat_template_version: 2018-08-31
+resources:
+  a: {type: OS::Heat::None}
+  b: {type: OS::Heat::None, depends_on: a}
+''')
+    cli.run('stack', 'create', 'g', '-t', path)
+    dot = cli.run('stack', 'graph', 'g').stdout
+    assert dot.startswith('digraph') and '"b" -> "a";' in dot

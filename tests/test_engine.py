@@ -1,0 +1,272 @@
+"""Convergence on the embedded engine: order, concurrency, failure,
+rollback, replacement, superseding, cancel, duplicates."""
+
+import threading
+
+import pytest
+
+from converge.db import api
+from converge.engine import stacks
+from converge.workers import reconcile
+from tests import enginetools as et
+
+
+def _test_resource(value='v', wait=0.0, **extra):
+    props = {'value': value}
+    if wait:
+        props['action_wait_secs'] = {'create': wait, 'update': wait,
+                                     'delete': 0}
+    props.update(extra)
+    return props
+
+
+def _intervals(evs, action='CREATE'):
+    start, end = {}, {}
+    for e in evs:
+        if e.action != action:
+            continue
+        if e.status == 'IN_PROGRESS':
+            start[e.resource_name] = e.timestamp
+        elif e.status == 'COMPLETE':
+            end[e.resource_name] = e.timestamp
+    return start, end
+
+
+def test_grid_branches_overlap_and_order_is_respected(engine, tmp_path):
+    """3 wide, 4 deep: each resource needs two of the layer below."""
+    res = {}
+    deps = {}
+    for layer in range(4):
+        for col in range(3):
+            name = 'r%d_%d' % (layer, col)
+            props = _test_resource(name, wait=0.3)
+            if layer:
+                below = ['r%d_%d' % (layer - 1, c)
+                         for c in (col, (col + 1) % 3)]
+                deps[name] = below
+                props['value'] = {'list_join': [
+                    '+', [{'get_attr': [b, 'output']} for b in below]]}
+            res[name] = {'type': 'OS::Heat::TestResource',
+                         'properties': props}
+    b = et.bundle(tmp_path, et.hot(res))
+    stack = et.run(engine, stacks.create, 'grid', b, {})
+    assert et.status(stack) == 'CREATE_COMPLETE'
+    start, end = _intervals(et.events(engine, stack.id))
+    assert len(start) == len(end) == 12
+    for name, below in deps.items():
+        assert start[name] >= max(end[b] for b in below), name
+    for layer in range(4):
+        names = ['r%d_%d' % (layer, c) for c in range(3)]
+        for a in names:
+            for b2 in names:
+                if a < b2:
+                    assert start[a] < end[b2] and start[b2] < end[a], \
+                        'layer %d did not run concurrently' % layer
+    rows = et.resources(engine, stack)
+    assert rows['r3_0'].attributes['output'] == \
+        rows['r2_0'].attributes['output'] + '+' + \
+        rows['r2_1'].attributes['output']
+
+
+def test_outputs_and_attributes_flow_through_get_attr(engine, tmp_path):
+    b = et.bundle(tmp_path, et.hot(
+        {'a': {'type': 'OS::Heat::Value', 'properties': {'value': 'x'}},
+         'b': {'type': 'OS::Heat::Value', 'properties': {
+             'value': {'str_replace': {'template': 'got-A',
+                                       'params': {'A': {'get_attr': [
+                                           'a', 'value']}}}}}}},
+        outputs={'out': {'value': {'get_attr': ['b', 'value']}}}))
+    stack = et.run(engine, stacks.create, 'flow', b, {})
+    assert et.status(stack) == 'CREATE_COMPLETE'
+    from converge.engine import views
+    assert views.outputs(engine, stack)['out']['value'] == 'got-x'
+
+
+def test_failure_ends_failed_after_in_flight_work(engine, tmp_path):
+    b = et.bundle(tmp_path, et.hot({
+        'slow': {'type': 'OS::Heat::TestResource',
+                 'properties': _test_resource(wait=1.0)},
+        'bad': {'type': 'OS::Heat::TestResource',
+                'properties': {'fail': True}},
+        'after_bad': {'type': 'OS::Heat::None', 'depends_on': 'bad'}}))
+    stack = et.run(engine, stacks.create, 'f', b, {})
+    assert et.status(stack) == 'CREATE_FAILED'
+    assert 'bad' in stack.status_reason
+    rows = et.resources(engine, stack)
+    assert rows['slow'].status == 'COMPLETE'
+    assert rows['bad'].status == 'FAILED'
+    assert rows['after_bad'].action == 'INIT'
+    _, end = _intervals(et.events(engine, stack.id))
+    assert stack.updated_at.timestamp() >= end['slow'] - 1  # after slow
+
+
+def test_rollback_of_a_failed_create_removes_everything(engine, tmp_path):
+    b = et.bundle(tmp_path, et.hot({
+        'ok': {'type': 'OS::Heat::TestResource', 'properties': {}},
+        'bad': {'type': 'OS::Heat::TestResource',
+                'properties': {'fail': True}, 'depends_on': 'ok'}}))
+    stack = et.run(engine, stacks.create, 'rb', b, {},
+                   disable_rollback=False)
+    assert et.status(stack) == 'ROLLBACK_COMPLETE'
+    assert et.resources(engine, stack) == {}
+
+
+def test_failed_update_rolls_back_to_previous_values(engine, tmp_path):
+    v1 = et.bundle(tmp_path, et.hot({
+        'a': {'type': 'OS::Heat::TestResource', 'properties': {'value': 'one'}},
+        'b': {'type': 'OS::Heat::TestResource', 'properties': {}}}), 'v1.yaml')
+    stack = et.run(engine, stacks.create, 'ru', v1, {})
+    v2 = et.bundle(tmp_path, et.hot({
+        'a': {'type': 'OS::Heat::TestResource', 'properties': {'value': 'two'}},
+        'b': {'type': 'OS::Heat::TestResource', 'properties': {'fail': True},
+              'depends_on': 'a'}}), 'v2.yaml')
+    stack = et.run(engine, stacks.update, stack.id, v2, {}, rollback=True)
+    assert et.status(stack) == 'ROLLBACK_COMPLETE'
+    rows = et.resources(engine, stack)
+    assert rows['a'].attributes['output'] == 'one'
+
+
+def test_replacement_creates_first_and_switches_dependents(engine, tmp_path):
+    def tmpl(v):
+        return et.hot({
+            'a': {'type': 'OS::Heat::TestResource',
+                  'properties': {'value': 'a', 'update_replace_value': v}},
+            'b': {'type': 'OS::Heat::Value',
+                  'properties': {'value': {'get_resource': 'a'}}}})
+    stack = et.run(engine, stacks.create, 'rep',
+                   et.bundle(tmp_path, tmpl('1'), 'v1.yaml'), {})
+    old_id = et.resources(engine, stack)['a'].physical_id
+    stack = et.run(engine, stacks.update, stack.id,
+                   et.bundle(tmp_path, tmpl('2'), 'v2.yaml'), {})
+    assert et.status(stack) == 'UPDATE_COMPLETE'
+    rows = et.resources(engine, stack)
+    new_id = rows['a'].physical_id
+    assert new_id != old_id
+    assert rows['b'].attributes['value'] == new_id
+    with engine.db.read() as s:
+        assert [r.name for r in api.resources_live(s, stack.id)].count('a') == 1
+    evs = [(e.resource_name, e.action, e.status, e.physical_id)
+           for e in et.events(engine, stack.id)]
+    created = evs.index(('a', 'CREATE', 'COMPLETE', new_id))
+    switched = evs.index(('b', 'UPDATE', 'COMPLETE', rows['b'].physical_id))
+    deleted = evs.index(('a', 'DELETE', 'COMPLETE', old_id))
+    assert created < switched < deleted
+
+
+def test_update_superseding_a_running_create(engine, tmp_path):
+    slow = et.hot({'a': {'type': 'OS::Heat::TestResource',
+                         'properties': _test_resource('one', wait=1.0)},
+                   'b': {'type': 'OS::Heat::TestResource', 'depends_on': 'a',
+                         'properties': _test_resource('b1')}})
+    stack_id, trav = stacks.create(engine, 'sup',
+                                   et.bundle(tmp_path, slow, 'v1.yaml'), {})
+    fast = et.hot({'a': {'type': 'OS::Heat::TestResource',
+                         'properties': {'value': 'two'}},
+                   'b': {'type': 'OS::Heat::TestResource', 'depends_on': 'a',
+                         'properties': {'value': 'b2'}}})
+    _, trav2 = stacks.update(engine, stack_id,
+                             et.bundle(tmp_path, fast, 'v2.yaml'), {})
+    first = et.wait(engine, stack_id, trav)
+    assert first.superseded_by is not None
+    stack = et.wait(engine, stack_id, trav2).stack
+    assert et.status(stack) == 'UPDATE_COMPLETE'
+    rows = et.resources(engine, stack)
+    assert rows['a'].attributes['output'] == 'two'
+    assert rows['b'].attributes['output'] == 'b2'
+    with engine.db.read() as s:
+        assert api.traversal_get(s, trav).state == 'superseded'
+
+
+def test_cancel_without_rollback_lets_running_action_finish(engine, tmp_path):
+    v1 = et.hot({'a': {'type': 'OS::Heat::TestResource',
+                       'properties': {'value': 'a1'}},
+                 'b': {'type': 'OS::Heat::TestResource', 'depends_on': 'a',
+                       'properties': {'value': 'b1'}}})
+    stack = et.run(engine, stacks.create, 'cn',
+                   et.bundle(tmp_path, v1, 'v1.yaml'), {})
+    v2 = et.hot({'a': {'type': 'OS::Heat::TestResource',
+                       'properties': _test_resource('a2', wait=1.0)},
+                 'b': {'type': 'OS::Heat::TestResource', 'depends_on': 'a',
+                       'properties': {'value': 'b2'}}})
+    _, trav = stacks.update(engine, stack.id,
+                            et.bundle(tmp_path, v2, 'v2.yaml'), {})
+    started = threading.Event()
+
+    def watch():
+        import time
+        while not started.is_set():
+            if any(e.resource_name == 'a' and e.status == 'IN_PROGRESS'
+                   and e.action == 'UPDATE'
+                   for e in et.events(engine, stack.id)):
+                started.set()
+            time.sleep(0.02)
+    t = threading.Thread(target=watch)
+    t.start()
+    assert started.wait(10)
+    t.join()
+    stacks.cancel(engine, stack.id, rollback=False)
+    engine.idle.wait(10)
+    with engine.db.read() as s:
+        stack = api.stack_get(s, stack.id)
+    assert et.status(stack) == 'UPDATE_FAILED'
+    assert 'cancelled' in stack.status_reason
+    rows = et.resources(engine, stack)
+    assert '%s_%s' % (rows['a'].action, rows['a'].status) == 'UPDATE_COMPLETE'
+    assert rows['a'].attributes['output'] == 'a2'
+    assert rows['b'].attributes['output'] == 'b1'  # never updated
+
+
+def test_duplicate_message_does_nothing(engine, tmp_path):
+    b = et.bundle(tmp_path, et.hot({'a': {'type': 'OS::Heat::None'}}))
+    stack_id, trav = stacks.create(engine, 'dup', b, {})
+    # keep the traversal's sync points by reading before completion ends
+    stack = et.wait(engine, stack_id, trav).stack
+    before = len(et.events(engine, stack.id))
+    reconcile.check_resource(engine, trav, 'u:a')
+    assert len(et.events(engine, stack.id)) == before
+
+
+def test_lost_compare_and_swap_stops_without_writing(engine, tmp_path):
+    b = et.bundle(tmp_path, et.hot({'a': {'type': 'OS::Heat::None'}}))
+    stack = et.run(engine, stacks.create, 'race', b, {})
+    row = et.resources(engine, stack)['a']
+    with engine.db.write() as s:
+        assert api.resource_cas(s, row.id, row.atomic_key + 5,
+                                status='FAILED') is None
+    with engine.db.read() as s:
+        again = api.resource_get(s, row.id)
+    assert again.status == 'COMPLETE' and again.atomic_key == row.atomic_key
+
+
+def test_delete_removes_dependents_first(engine, tmp_path):
+    b = et.bundle(tmp_path, et.hot({
+        'base': {'type': 'OS::Heat::TestResource', 'properties': {}},
+        'mid': {'type': 'OS::Heat::TestResource', 'depends_on': 'base',
+                'properties': {}},
+        'top': {'type': 'OS::Heat::TestResource', 'depends_on': 'mid',
+                'properties': {}}}))
+    stack = et.run(engine, stacks.create, 'del', b, {})
+    stack = et.run(engine, stacks.delete, stack.id)
+    assert et.status(stack) == 'DELETE_COMPLETE'
+    order = [e.resource_name for e in et.events(engine, stack.id)
+             if e.action == 'DELETE' and e.status == 'COMPLETE']
+    assert order == ['top', 'mid', 'base']
+    with engine.db.read() as s:
+        assert api.resources_live(s, stack.id) == []
+        with pytest.raises(Exception):
+            api.stack_get(s, 'del')
+
+
+def test_check_reports_unhealthy_resources(engine, tmp_path):
+    b = et.bundle(tmp_path, et.hot({
+        'srv': {'type': 'OS::Nova::Server',
+                'properties': {'image': 'cirros', 'flavor': 'm1.tiny'}}}))
+    stack = et.run(engine, stacks.create, 'chk', b, {})
+    server = et.resources(engine, stack)['srv'].physical_id
+    engine.clients.compute.stop_server(server)
+    stack = et.run(engine, stacks.check, stack.id)
+    assert et.status(stack) == 'CHECK_FAILED'
+    assert 'srv' in stack.status_reason
+    stack = et.run(engine, stacks.converge, stack.id)
+    assert et.status(stack) == 'UPDATE_COMPLETE'
+    assert engine.clients.compute.get_server(server)['status'] == 'ACTIVE'
