@@ -17,6 +17,7 @@ logging.register_options(CONF)
 # can set it before any transport is built.
 CONF.register_opts(_om_transport._transport_opts)
 oslo_messaging.set_transport_defaults('converge')
+opts.set_defaults()
 
 _DONE = {'setup': False}
 

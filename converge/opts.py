@@ -62,3 +62,14 @@ def list_opts():
 def register(conf):
     for group, opts in list_opts():
         conf.register_opts(opts, group=group)
+
+
+def set_defaults():
+    """Embedded by default: in-process messaging unless a URL is configured.
+
+    Also run by oslo-config-generator (entry point oslo.config.opts.defaults)
+    so the sample shows converge's defaults.
+    """
+    from oslo_messaging import transport
+    from oslo_config import cfg as _cfg
+    _cfg.set_defaults(transport._transport_opts, transport_url='fake://')
