@@ -210,3 +210,21 @@ class GraphStack(command.Command):
     def take_action(self, args):
         from converge.engine import views
         self.app.stdout.write(views.dot(self.app.engine(), args.stack))
+
+
+class DriftStack(lister.Lister):
+    """List resources whose real state differs from what was applied."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('stack', metavar='<stack>')
+        return parser
+
+    def take_action(self, args):
+        from converge.observers import drift
+        engine = self.app.engine()
+        with engine.db.read() as s:
+            stack = api.stack_get(s, args.stack)
+        rows = drift.scan(engine, stack)
+        return (('resource_name', 'physical_resource_id', 'drift'),
+                [(d.name, d.physical_id, d.detail) for d in rows])

@@ -7,6 +7,8 @@ work stops propagating, and lay out the new graph's sync points. Only then
 are the graph's leaves sent to the workers.
 """
 
+import time
+
 import sqlalchemy as sa
 from oslo_log import log as logging
 
@@ -242,6 +244,8 @@ def _start(engine, session, stack, template_id, action, defn, rollback=False,
     options = {'rollback': bool(rollback)}
     if parent:
         options['parent'] = parent
+    if stack.timeout_mins and action not in ('DELETE', 'ROLLBACK'):
+        options['deadline'] = time.time() + stack.timeout_mins * 60
     trav = models.Traversal(id=trav_id, stack_id=stack.id, action=action,
                             template_id=template_id, state='running',
                             options=options, total=len(plan.nodes))

@@ -10,6 +10,8 @@ exists); every write is a compare-and-swap on the row's fencing counter,
 and a unit of work that loses one stops without writing anything else.
 """
 
+import time
+
 from oslo_log import log as logging
 
 from converge import exception
@@ -87,6 +89,8 @@ class Unit:
         # act
         action = {decide_mod.CREATE: 'CREATE', decide_mod.UPDATE: 'UPDATE',
                   decide_mod.CHECK: 'CHECK'}[decision]
+        if self._timed_out():
+            return self._failed(row, action, 'Timed out')
         key = self._claim(row, action, plugin)
         row.atomic_key = key
         try:
@@ -106,6 +110,10 @@ class Unit:
 
         # record and propagate
         self._record(row, plugin, action, observed, deps, rdef)
+
+    def _timed_out(self):
+        deadline = (self.trav.options or {}).get('deadline')
+        return bool(deadline) and time.time() > deadline
 
     def _current_row(self, s):
         row = api.resource_get(s, self.sp.resource_id)

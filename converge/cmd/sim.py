@@ -1,0 +1,270 @@
+"""`converge sim server list|show|delete|stop|start`, `sim fault set|clear`,
+`sim log`: look at and tamper with the simulated cloud.
+
+The commands act as the cloud's operator: injected faults do not apply to
+them and their reads are not logged (see ``SimCompute.admin``), so using
+them never disturbs what the engine sees except where that is the point
+(deleting or stopping a server behind the engine's back).
+"""
+
+import datetime
+import json
+import logging
+
+from cliff import columns
+from cliff import command
+from cliff import lister
+from cliff import show
+
+from converge import exception
+
+LOG = logging.getLogger(__name__)
+
+
+class _Json(columns.FormattableColumn):
+    """A dict or list: compact JSON in tables, itself in json/yaml."""
+
+    def human_readable(self):
+        return json.dumps(self._value, sort_keys=True)
+
+
+def _sim(app):
+    return app.sim().admin()
+
+
+def _networks(server):
+    parts = []
+    for net in sorted(server.get('addresses') or {}):
+        addrs = ', '.join(a['addr'] for a in server['addresses'][net])
+        parts.append('%s=%s' % (net, addrs))
+    return '; '.join(parts)
+
+
+def _time(ts):
+    return datetime.datetime.fromtimestamp(
+        ts, datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%fZ')[:-4] + 'Z'
+
+
+def find_server(servers, ref):
+    """The server whose id, else name, is `ref` (a list of server dicts)."""
+    for server in servers:
+        if server['id'] == ref:
+            return server
+    named = [s for s in servers if s['name'] == ref]
+    if len(named) == 1:
+        return named[0]
+    if named:
+        raise exception.Conflict(
+            'More than one server is named %s (%s): use an ID' % (
+                ref, ', '.join(s['id'] for s in named)))
+    # a unique ID prefix is handy when typing
+    prefixed = [s for s in servers if len(ref) >= 4 and
+                s['id'].startswith(ref)]
+    if len(prefixed) == 1:
+        return prefixed[0]
+    raise exception.NotFound('No server with a name or ID of %s exists in '
+                             'the sim cloud' % ref)
+
+
+class ListServer(lister.Lister):
+    """List the sim cloud's servers (deleted ones are not shown)."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--long', action='store_true',
+                            help='Also show key name, host, idempotency key '
+                                 'and creation time')
+        parser.add_argument('--resource', metavar='<resource>',
+                            help='Only servers created for this resource')
+        return parser
+
+    def take_action(self, args):
+        cols = ['ID', 'Name', 'Status', 'Image', 'Flavor', 'Networks',
+                'Resource']
+        if args.long:
+            cols += ['Key Name', 'Host', 'Idempotency Key', 'Created']
+        rows = []
+        for s in _sim(self.app).list_servers():
+            if args.resource is not None and s['resource'] != args.resource:
+                continue
+            row = [s['id'], s['name'], s['status'], s['image'], s['flavor'],
+                   _networks(s), s['resource']]
+            if args.long:
+                row += [s['key_name'], s['host'], s['idempotency_key'],
+                        s['created']]
+            rows.append(row)
+        return cols, rows
+
+
+class ShowServer(show.ShowOne):
+    """Show one server of the sim cloud."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('server', metavar='<server>',
+                            help='Server (name or ID)')
+        return parser
+
+    def take_action(self, args):
+        server = find_server(_sim(self.app).list_servers(), args.server)
+        cols = sorted(server)
+        return cols, [_Json(server[c]) if isinstance(server[c], (dict, list))
+                      else server[c] for c in cols]
+
+
+class _ServerAction(command.Command):
+    verb = None
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('servers', metavar='<server>', nargs='+',
+                            help='Server(s) to %s (name or ID)' % self.verb)
+        return parser
+
+    def act(self, sim, server_id):
+        raise NotImplementedError
+
+    def take_action(self, args):
+        sim = _sim(self.app)
+        servers = sim.list_servers()
+        failures = []
+        for ref in args.servers:
+            try:
+                server = find_server(servers, ref)
+                self.act(sim, server['id'])
+            except exception.ConvergeError as e:
+                failures.append(e)
+                LOG.error('Failed to %s server %s: %s',
+                               self.verb, ref, e)
+        if failures:
+            if len(args.servers) == 1:
+                raise failures[0]
+            err = type(failures[0]) if all(
+                type(f) is type(failures[0]) for f in failures) \
+                else exception.ConvergeError
+            raise err('%d of %d servers failed to %s' % (
+                len(failures), len(args.servers), self.verb))
+
+
+class DeleteServer(_ServerAction):
+    """Delete server(s) behind the engine's back."""
+
+    verb = 'delete'
+
+    def act(self, sim, server_id):
+        sim.delete_server(server_id)
+
+
+class StopServer(_ServerAction):
+    """Stop server(s): status SHUTOFF."""
+
+    verb = 'stop'
+
+    def act(self, sim, server_id):
+        sim.stop_server(server_id)
+
+
+class StartServer(_ServerAction):
+    """Start server(s): status ACTIVE."""
+
+    verb = 'start'
+
+    def act(self, sim, server_id):
+        sim.start_server(server_id)
+
+
+def _fault_row(fault):
+    return (fault['op'], fault['latency'], fault['fail_rate'],
+            fault['fail_count'], fault['message'])
+
+
+FAULT_COLUMNS = ('Op', 'Latency', 'Fail Rate', 'Fail Count', 'Message')
+
+
+class SetFault(show.ShowOne):
+    """Inject a fault into an operation of the sim cloud, for every process
+    using it. Replaces any fault already set for that operation."""
+
+    def get_parser(self, prog_name):
+        from converge.drivers import sim
+        parser = super().get_parser(prog_name)
+        parser.add_argument('op', metavar='<op>',
+                            help='Operation: %s, or * for all'
+                                 % ', '.join(sim.OPS))
+        parser.add_argument('--latency', metavar='<seconds>', type=float,
+                            help='Delay each call by this many seconds')
+        parser.add_argument('--fail-rate', metavar='<0..1>', type=float,
+                            help='Probability that a call fails')
+        parser.add_argument('--fail-count', metavar='<n>', type=int,
+                            help='The next N calls fail')
+        parser.add_argument('--message', metavar='<text>',
+                            help='Error message of the failures')
+        return parser
+
+    def take_action(self, args):
+        if args.latency is None and args.fail_rate is None and \
+                args.fail_count is None:
+            raise exception.ConvergeError(
+                'Give at least one of --latency, --fail-rate, --fail-count')
+        sim = self.app.sim()
+        sim.set_fault(args.op, latency=args.latency,
+                      fail_rate=args.fail_rate, fail_count=args.fail_count,
+                      message=args.message)
+        for fault in sim.faults():
+            if fault['op'] == args.op:
+                return FAULT_COLUMNS, _fault_row(fault)
+        raise exception.NotFound('Fault for %s vanished' % args.op)
+
+
+class ClearFault(command.Command):
+    """Remove the fault of one operation, or all faults."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('op', metavar='<op>', nargs='?',
+                            help='Operation (default: every fault)')
+        return parser
+
+    def take_action(self, args):
+        self.app.sim().clear_faults(args.op)
+
+
+class ListFault(lister.Lister):
+    """List the faults injected into the sim cloud."""
+
+    def take_action(self, args):
+        return FAULT_COLUMNS, [_fault_row(f) for f in self.app.sim().faults()]
+
+
+class ShowLog(lister.Lister):
+    """List the API calls the sim cloud received, oldest first."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--op', metavar='<op>',
+                            help='Only calls of this operation')
+        parser.add_argument('--resource', metavar='<resource>',
+                            help='Only calls made for this resource')
+        parser.add_argument('--key', metavar='<idempotency-key>',
+                            help='Only calls with this idempotency key')
+        parser.add_argument('--failed', action='store_true',
+                            help='Only calls that failed')
+        parser.add_argument('--long', action='store_true',
+                            help='Also show the details of each call')
+        return parser
+
+    def take_action(self, args):
+        cols = ['ID', 'Time', 'Op', 'Server', 'Key', 'Resource', 'OK']
+        if args.long:
+            cols.append('Detail')
+        rows = []
+        for e in self.app.sim().api_log(op=args.op, resource=args.resource,
+                                        idempotency_key=args.key):
+            if args.failed and e['ok']:
+                continue
+            row = [e['id'], _time(e['ts']), e['op'], e['server_id'],
+                   e['idempotency_key'], e['resource'], e['ok']]
+            if args.long:
+                row.append(_Json(e['detail']))
+            rows.append(row)
+        return cols, rows

@@ -1,0 +1,192 @@
+"""The simulated cloud's own database: tables, engines, transactions.
+
+The sim keeps its servers apart from the engine's state so that every
+process of a deployment (CLI processes, workers on several hosts) sees
+one cloud. Any SQLAlchemy URL works; only portable SQL is used. On
+SQLite the database runs in WAL mode and write transactions start with
+``BEGIN IMMEDIATE`` so concurrent writers queue on the busy timeout
+instead of failing with "database is locked".
+
+The schema is created on first use (no migrations: it is a fake cloud).
+Tables carry a ``sim_`` prefix so the sim may share a database with the
+engine.
+"""
+
+import contextlib
+import os
+import threading
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy import exc as sa_exc
+
+from converge import exception
+
+BUSY_TIMEOUT = 30  # seconds
+
+metadata = sa.MetaData()
+
+servers = sa.Table(
+    'sim_servers', metadata,
+    # seq orders servers by creation; id is what users see
+    sa.Column('seq', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('id', sa.String(36), nullable=False, unique=True),
+    sa.Column('name', sa.String(255), nullable=False, default=''),
+    sa.Column('status', sa.String(16), nullable=False),
+    sa.Column('image', sa.String(255)),
+    sa.Column('flavor', sa.String(255)),
+    sa.Column('key_name', sa.String(255)),
+    sa.Column('meta', sa.Text),           # JSON object
+    sa.Column('user_data', sa.Text),
+    sa.Column('networks', sa.Text),       # JSON list, as requested
+    sa.Column('addresses', sa.Text),      # JSON object
+    sa.Column('idempotency_key', sa.String(255), index=True),
+    # the key while the server lives, NULL once deleted: the unique
+    # constraint makes "check key, then insert" race-free everywhere
+    sa.Column('live_key', sa.String(255), unique=True),
+    sa.Column('resource', sa.String(255), index=True),
+    sa.Column('host', sa.String(64)),
+    sa.Column('created', sa.String(32), nullable=False),
+    sa.Column('updated', sa.String(32), nullable=False),
+    sa.Column('deleted', sa.Boolean, nullable=False, default=False),
+)
+
+api_log = sa.Table(
+    'sim_api_log', metadata,
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('ts', sa.Float, nullable=False),
+    sa.Column('op', sa.String(32), nullable=False, index=True),
+    sa.Column('server_id', sa.String(36), index=True),
+    sa.Column('idempotency_key', sa.String(255), index=True),
+    sa.Column('resource', sa.String(255), index=True),
+    sa.Column('ok', sa.Boolean, nullable=False),
+    sa.Column('detail', sa.Text),         # JSON
+)
+
+faults = sa.Table(
+    'sim_faults', metadata,
+    sa.Column('op', sa.String(32), primary_key=True),
+    sa.Column('latency', sa.Float),
+    sa.Column('fail_rate', sa.Float),
+    sa.Column('fail_count', sa.Integer),
+    sa.Column('message', sa.Text),
+)
+
+counters = sa.Table(
+    'sim_counters', metadata,
+    sa.Column('name', sa.String(64), primary_key=True),
+    sa.Column('value', sa.Integer, nullable=False),
+)
+
+_LOCK = threading.Lock()
+_ENGINES = {}
+
+
+def _sqlite_engine(url):
+    path = url.database
+    if not path or path == ':memory:' or 'mode=memory' in str(url):
+        raise exception.ConvergeError(
+            'The sim needs a shared database; an in-memory SQLite '
+            'database (%s) cannot be shared between connections or '
+            'processes' % (url,))
+    if path.startswith('file:'):
+        path = path[5:].split('?', 1)[0]
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    engine = sa.create_engine(
+        url, connect_args={'timeout': BUSY_TIMEOUT,
+                           'check_same_thread': False},
+        pool_size=16, max_overflow=48)
+
+    @event.listens_for(engine, 'connect')
+    def _connect(dbapi_conn, _record):
+        # take transaction control away from pysqlite: we BEGIN ourselves
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute('PRAGMA busy_timeout=%d' % (BUSY_TIMEOUT * 1000))
+        cur.execute('PRAGMA journal_mode=WAL')
+        cur.execute('PRAGMA synchronous=NORMAL')
+        cur.close()
+
+    @event.listens_for(engine, 'begin')
+    def _begin(conn):
+        readonly = conn.get_execution_options().get('sim_readonly')
+        conn.exec_driver_sql('BEGIN' if readonly else 'BEGIN IMMEDIATE')
+
+    return engine
+
+
+def _create_schema(engine):
+    # Two processes may race to create the tables; on SQLite the
+    # BEGIN IMMEDIATE serialises them, elsewhere the loser retries and
+    # then finds the tables in place.
+    for attempt in range(3):
+        try:
+            metadata.create_all(engine, checkfirst=True)
+            break
+        except (sa_exc.OperationalError, sa_exc.ProgrammingError,
+                sa_exc.IntegrityError):
+            if attempt == 2:
+                raise
+    try:
+        with engine.begin() as conn:
+            present = conn.execute(
+                sa.select(counters.c.name).where(counters.c.name == 'ip')
+            ).first()
+            if present is None:
+                conn.execute(counters.insert().values(name='ip', value=0))
+    except sa_exc.IntegrityError:
+        pass  # another process inserted it first
+
+
+def get_engine(url):
+    """One engine per URL per process; the schema exists once returned."""
+    key = str(url)
+    with _LOCK:
+        engine = _ENGINES.get(key)
+        if engine is None:
+            parsed = sa.engine.make_url(key)
+            if parsed.get_backend_name() == 'sqlite':
+                engine = _sqlite_engine(parsed)
+            else:
+                engine = sa.create_engine(parsed, pool_pre_ping=True,
+                                          pool_recycle=3600)
+            _create_schema(engine)
+            _ENGINES[key] = engine
+        return engine
+
+
+def forget(url=None):
+    """Drop cached engines (tests; after fork)."""
+    with _LOCK:
+        for key in list(_ENGINES):
+            if url is None or key == str(url):
+                _ENGINES.pop(key).dispose()
+
+
+def _after_fork_in_child():
+    # connections inherited from the parent must not be used (or closed)
+    # here: start afresh with new pools
+    global _LOCK
+    _LOCK = threading.Lock()
+    for engine in _ENGINES.values():
+        engine.dispose(close=False)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+@contextlib.contextmanager
+def write(engine):
+    """One write transaction: commit on success, roll back on error."""
+    with engine.begin() as conn:
+        yield conn
+
+
+@contextlib.contextmanager
+def read(engine):
+    """A read-only transaction (a deferred BEGIN on SQLite)."""
+    with engine.connect() as conn:
+        conn.execution_options(sim_readonly=True)
+        with conn.begin():
+            yield conn

@@ -1,0 +1,496 @@
+"""The simulated compute cloud, as its users (the engine, tests) see it."""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+import sqlalchemy as sa
+
+from converge import exception
+from converge.drivers import sim
+from converge.drivers.sim import store
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Extra database URLs to run the portable tests against, e.g.
+# CONVERGE_SIM_TEST_URLS="postgresql+psycopg2://u:p@127.0.0.1/simtest"
+EXTRA_URLS = os.environ.get('CONVERGE_SIM_TEST_URLS', '').split()
+
+
+@pytest.fixture(params=['sqlite'] + EXTRA_URLS)
+def url(request, tmp_path):
+    if request.param == 'sqlite':
+        u = 'sqlite:///%s' % (tmp_path / 'sim.db')
+    else:
+        u = request.param
+    yield u
+    if request.param != 'sqlite':
+        sim.SimCompute(u).reset()
+    store.forget(u)
+
+
+@pytest.fixture
+def cloud(url):
+    c = sim.SimCompute(url)
+    c.reset()
+    return c
+
+
+def _creates(cloud, **kw):
+    return [e for e in cloud.api_log(op='create', **kw) if e['ok']]
+
+
+def test_create_get_list_delete_round_trip(cloud):
+    s = cloud.create_server('web', 'cirros', 'm1.tiny', key_name='k',
+                            metadata={'a': '1'}, user_data='#!/bin/sh',
+                            idempotency_key='key-1', resource='web')
+    assert s['status'] == 'ACTIVE'
+    assert s['name'] == 'web'
+    assert s['image'] == 'cirros' and s['flavor'] == 'm1.tiny'
+    assert s['key_name'] == 'k'
+    assert s['metadata'] == {'a': '1'}
+    assert s['user_data'] == '#!/bin/sh'
+    assert s['networks'] == [{'network': 'private'}]
+    assert list(s['addresses']) == ['private']
+    entry, = s['addresses']['private']
+    assert entry['version'] == 4 and entry['OS-EXT-IPS:type'] == 'fixed'
+    assert s['accessIPv4'] == entry['addr']
+    assert s['accessIPv6'] == ''
+    assert s['host'].startswith('sim-host-')
+    assert s['created'] and s['updated']
+    assert s['resource'] == 'web' and s['idempotency_key'] == 'key-1'
+
+    assert cloud.get_server(s['id']) == s
+    assert [x['id'] for x in cloud.list_servers()] == [s['id']]
+    assert cloud.find_server_by_key('key-1') == s
+
+    cloud.delete_server(s['id'])
+    assert cloud.list_servers() == []
+    assert cloud.find_server_by_key('key-1') is None
+    with pytest.raises(exception.CloudNotFound):
+        cloud.get_server(s['id'])
+    with pytest.raises(exception.CloudNotFound):
+        cloud.delete_server(s['id'])
+    ops = [e['op'] for e in cloud.api_log()]
+    assert ops == ['create', 'get', 'list', 'find', 'delete', 'list',
+                   'find', 'get', 'delete']
+    assert [e['ok'] for e in cloud.api_log()][-2:] == [False, False]
+
+
+def test_list_is_in_creation_order(cloud):
+    ids = [cloud.create_server('s%d' % i, 'img', 'fl')['id']
+           for i in range(5)]
+    assert [s['id'] for s in cloud.list_servers()] == ids
+
+
+def test_unknown_server_is_not_found(cloud):
+    for call in (cloud.get_server, cloud.delete_server, cloud.stop_server,
+                 cloud.start_server):
+        with pytest.raises(exception.CloudNotFound) as e:
+            call('no-such-id')
+        assert e.value.code == 404
+    with pytest.raises(exception.CloudNotFound):
+        cloud.rebuild_server('no-such-id', 'img')
+    with pytest.raises(exception.CloudNotFound):
+        cloud.resize_server('no-such-id', 'fl')
+    with pytest.raises(exception.CloudNotFound):
+        cloud.update_server('no-such-id', name='x')
+
+
+def test_addresses_are_unique(cloud):
+    servers = [cloud.create_server('s%d' % i, 'img', 'fl',
+                                   networks=[{'network': 'private'},
+                                             {'network': 'public'}])
+               for i in range(30)]
+    addrs = [a['addr'] for s in servers for net in s['addresses'].values()
+             for a in net]
+    assert len(addrs) == 60
+    assert len(set(addrs)) == 60
+    for s in servers:
+        assert set(s['addresses']) == {'private', 'public'}
+        assert s['accessIPv4'] == s['addresses']['private'][0]['addr']
+
+
+def test_network_forms_and_fixed_ip(cloud):
+    s = cloud.create_server('s', 'img', 'fl', networks=[
+        {'network': 'net1', 'fixed_ip': '192.168.7.7'},
+        {'uuid': '1234-abcd'}, {'port': 'port-9'}])
+    assert s['addresses']['net1'][0]['addr'] == '192.168.7.7'
+    assert set(s['addresses']) == {'net1', '1234-abcd', 'port-9'}
+    assert s['networks'][0] == {'network': 'net1', 'fixed_ip': '192.168.7.7'}
+    with pytest.raises(exception.CloudError) as e:
+        cloud.create_server('t', 'img', 'fl', networks=[
+            {'network': 'net1', 'fixed_ip': '192.168.7.7'}])
+    assert e.value.code == 409
+    assert len(cloud.list_servers()) == 1
+    # the address is free again once its server is gone
+    cloud.delete_server(s['id'])
+    t = cloud.create_server('t', 'img', 'fl', networks=[
+        {'network': 'net1', 'fixed_ip': '192.168.7.7'}])
+    assert t['accessIPv4'] == '192.168.7.7'
+
+
+def test_idempotency_key_adopts_the_live_server(cloud):
+    a = cloud.create_server('a', 'img', 'fl', idempotency_key='k',
+                            resource='web')
+    b = cloud.create_server('a', 'img', 'fl', idempotency_key='k',
+                            resource='web')
+    assert a['id'] == b['id']
+    assert len(cloud.list_servers()) == 1
+    log = cloud.api_log(op='create', idempotency_key='k')
+    assert [e['ok'] for e in log] == [True, True]
+    assert [e['detail'].get('adopted', False) for e in log] == [False, True]
+    assert [e['resource'] for e in log] == ['web', 'web']
+    # once deleted, the key is free for a new server
+    cloud.delete_server(a['id'])
+    c = cloud.create_server('a', 'img', 'fl', idempotency_key='k')
+    assert c['id'] != a['id']
+    assert cloud.find_server_by_key('k')['id'] == c['id']
+
+
+def test_concurrent_creates_with_one_key_make_one_server(cloud, url):
+    n = 8
+    barrier = threading.Barrier(n)
+    results, errors = [], []
+
+    def worker():
+        c = sim.SimCompute(url)
+        barrier.wait()
+        try:
+            results.append(c.create_server('x', 'img', 'fl',
+                                           idempotency_key='same',
+                                           resource='x'))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len({r['id'] for r in results}) == 1
+    assert len(cloud.list_servers()) == 1
+    log = _creates(cloud, resource='x')
+    assert len(log) == n
+    assert sum(1 for e in log if not e['detail'].get('adopted')) == 1
+
+
+def test_concurrent_creates_of_different_servers(cloud, url):
+    n = 8
+    barrier = threading.Barrier(n)
+    errors = []
+
+    def worker(i):
+        c = sim.SimCompute(url)
+        barrier.wait()
+        try:
+            for j in range(5):
+                c.create_server('s%d-%d' % (i, j), 'img', 'fl',
+                                idempotency_key='k%d-%d' % (i, j))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    servers = cloud.list_servers()
+    assert len(servers) == 40
+    assert len({s['accessIPv4'] for s in servers}) == 40
+
+
+def test_key_inserted_between_check_and_insert_is_adopted(
+        cloud, url, monkeypatch):
+    """The unique live key settles a race the up-front check missed (on
+    SQLite BEGIN IMMEDIATE already serialises; other databases need
+    this)."""
+    other = sim.SimCompute(url)
+    first = other.create_server('x', 'img', 'fl', idempotency_key='raced',
+                                resource='x')
+    real = sim.SimCompute._live_by_key
+    calls = []
+
+    def blind_once(self, conn, key):
+        calls.append(key)
+        if len(calls) == 1:
+            return None     # as if the other insert was not visible yet
+        return real(self, conn, key)
+
+    monkeypatch.setattr(sim.SimCompute, '_live_by_key', blind_once)
+    got = cloud.create_server('x', 'img', 'fl', idempotency_key='raced',
+                              resource='x')
+    assert got['id'] == first['id']
+    assert len(cloud.list_servers()) == 1
+    log = _creates(cloud, resource='x')
+    assert [e['detail'].get('adopted', False) for e in log] == [False, True]
+
+
+def test_two_instances_share_the_cloud(cloud, url):
+    other = sim.SimCompute(url)
+    s = cloud.create_server('a', 'img', 'fl', idempotency_key='k')
+    assert other.get_server(s['id'])['name'] == 'a'
+    assert other.find_server_by_key('k')['id'] == s['id']
+    other.stop_server(s['id'])
+    assert cloud.get_server(s['id'])['status'] == 'SHUTOFF'
+    other.set_fault('get', fail_count=1)
+    with pytest.raises(exception.CloudError):
+        cloud.get_server(s['id'])
+
+
+def _in_subprocess(code, url):
+    env = dict(os.environ)
+    env['PYTHONPATH'] = REPO + os.pathsep + env.get('PYTHONPATH', '')
+    return subprocess.run(
+        [sys.executable, '-c', code, url], capture_output=True, text=True,
+        env=env, timeout=120, check=True).stdout
+
+
+def test_another_process_sees_the_same_cloud(cloud, url):
+    mine = cloud.create_server('mine', 'img', 'fl', idempotency_key='m')
+    out = _in_subprocess(
+        'import json, sys\n'
+        'from converge.drivers.sim import SimCompute\n'
+        'c = SimCompute(sys.argv[1])\n'
+        'seen = [s["name"] for s in c.list_servers()]\n'
+        'theirs = c.create_server("theirs", "img", "fl",\n'
+        '                         idempotency_key="t", resource="r")\n'
+        'again = c.create_server("mine", "img", "fl", idempotency_key="m")\n'
+        'print(json.dumps([seen, theirs["id"], again["id"]]))\n', url)
+    seen, theirs, again = json.loads(out)
+    assert seen == ['mine']
+    assert again == mine['id']
+    assert cloud.get_server(theirs)['name'] == 'theirs'
+    assert [s['name'] for s in cloud.list_servers()] == ['mine', 'theirs']
+
+
+def test_processes_racing_on_one_key_make_one_server(cloud, url):
+    code = ('import sys\n'
+            'from converge.drivers.sim import SimCompute\n'
+            'c = SimCompute(sys.argv[1])\n'
+            'sys.stdin.read()\n'    # start together
+            'print(c.create_server("x", "img", "fl", idempotency_key="k",\n'
+            '                      resource="x")["id"])\n')
+    env = dict(os.environ)
+    env['PYTHONPATH'] = REPO + os.pathsep + env.get('PYTHONPATH', '')
+    procs = [subprocess.Popen([sys.executable, '-c', code, url],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env)
+             for _ in range(4)]
+    outs = [p.communicate('', timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, outs
+    assert len({o.strip() for o, _ in outs}) == 1
+    assert len(cloud.list_servers()) == 1
+    assert sum(1 for e in _creates(cloud, resource='x')
+               if not e['detail'].get('adopted')) == 1
+
+
+def test_fail_count_fails_the_next_n_calls(cloud):
+    cloud.set_fault('create', fail_count=2, message='no capacity')
+    for _ in range(2):
+        with pytest.raises(exception.CloudError) as e:
+            cloud.create_server('a', 'img', 'fl', idempotency_key='k',
+                                resource='a')
+        assert e.value.code == 500
+        assert 'no capacity' in str(e.value)
+    assert cloud.list_servers() == []
+    s = cloud.create_server('a', 'img', 'fl', idempotency_key='k',
+                            resource='a')
+    assert cloud.list_servers() == [s]
+    log = cloud.api_log(op='create', resource='a')
+    assert [e['ok'] for e in log] == [False, False, True]
+    assert log[0]['detail']['injected'] == 'fail_count'
+    assert cloud.faults()[0]['fail_count'] == 0
+
+
+def test_fail_count_is_shared_across_processes(cloud, url):
+    s = cloud.create_server('a', 'img', 'fl')
+    cloud.set_fault('get', fail_count=3)
+    code = ('import sys\n'
+            'from converge.drivers.sim import SimCompute\n'
+            'from converge.exception import CloudError\n'
+            'c = SimCompute(sys.argv[1])\n'
+            'n = 0\n'
+            'for _ in range(2):\n'
+            '    try:\n'
+            '        c.get_server(%r)\n'
+            '    except CloudError:\n'
+            '        n += 1\n'
+            'print(n)\n' % s['id'])
+    failures = sum(int(_in_subprocess(code, url)) for _ in range(3))
+    assert failures == 3
+    assert [e['ok'] for e in cloud.api_log(op='get')].count(False) == 3
+
+
+def test_fail_count_is_exact_under_threads(cloud, url):
+    s = cloud.create_server('a', 'img', 'fl')
+    cloud.set_fault('get', fail_count=5)
+    barrier = threading.Barrier(6)
+    failed = []
+
+    def worker():
+        c = sim.SimCompute(url)
+        barrier.wait()
+        for _ in range(3):
+            try:
+                c.get_server(s['id'])
+            except exception.CloudError:
+                failed.append(1)
+
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(failed) == 5
+
+
+def test_fail_rate_one_always_fails(cloud):
+    s = cloud.create_server('a', 'img', 'fl')
+    cloud.set_fault('get', fail_rate=1.0)
+    for _ in range(5):
+        with pytest.raises(exception.CloudError) as e:
+            cloud.get_server(s['id'])
+        assert 'Injected failure in get' in str(e.value)
+    # other operations are unaffected
+    assert cloud.stop_server(s['id'])['status'] == 'SHUTOFF'
+    cloud.clear_faults('get')
+    assert cloud.get_server(s['id'])['id'] == s['id']
+    gets = cloud.api_log(op='get')
+    assert [e['ok'] for e in gets] == [False] * 5 + [True]
+    # failures are logged with the server they were about
+    assert {e['server_id'] for e in gets} == {s['id']}
+
+
+def test_wildcard_fault_applies_to_every_op(cloud):
+    cloud.set_fault('*', fail_rate=1.0)
+    with pytest.raises(exception.CloudError):
+        cloud.list_servers()
+    with pytest.raises(exception.CloudError):
+        cloud.create_server('a', 'img', 'fl')
+    cloud.clear_faults()
+    assert cloud.faults() == []
+    assert cloud.list_servers() == []
+
+
+def test_latency_is_applied_and_logged(cloud):
+    cloud.set_fault('create', latency=0.01)
+    s = cloud.create_server('a', 'img', 'fl', resource='a')
+    assert cloud.get_server(s['id'])['name'] == 'a'
+    entry, = cloud.api_log(op='create', resource='a')
+    assert entry['ok'] and entry['detail']['latency'] == 0.01
+    assert cloud.faults() == [{'op': 'create', 'latency': 0.01,
+                               'fail_rate': None, 'fail_count': None,
+                               'message': None}]
+
+
+def test_bad_faults_are_refused(cloud):
+    with pytest.raises(exception.ConvergeError):
+        cloud.set_fault('explode', fail_rate=1)
+    with pytest.raises(exception.ConvergeError):
+        cloud.set_fault('get', fail_rate=2)
+    with pytest.raises(exception.ConvergeError):
+        cloud.set_fault('get', latency=-1)
+    assert cloud.faults() == []
+
+
+def test_admin_view_ignores_faults_and_logs_only_changes(cloud):
+    s = cloud.create_server('a', 'img', 'fl')
+    cloud.set_fault('*', fail_count=1)
+    admin = cloud.admin()
+    assert [x['id'] for x in admin.list_servers()] == [s['id']]
+    admin.stop_server(s['id'])
+    assert cloud.faults()[0]['fail_count'] == 1   # not used up
+    ops = [(e['op'], e['detail'].get('admin', False))
+           for e in cloud.api_log()]
+    assert ops == [('create', False), ('stop', True)]
+
+
+def test_stop_start_rebuild_resize_update(cloud):
+    s = cloud.create_server('a', 'img1', 'small', metadata={'x': '1'})
+    assert cloud.stop_server(s['id'])['status'] == 'SHUTOFF'
+    assert cloud.get_server(s['id'])['status'] == 'SHUTOFF'
+    assert cloud.stop_server(s['id'])['status'] == 'SHUTOFF'  # no-op
+    assert cloud.start_server(s['id'])['status'] == 'ACTIVE'
+    r = cloud.rebuild_server(s['id'], 'img2')
+    assert r['image'] == 'img2' and r['addresses'] == s['addresses']
+    assert cloud.resize_server(s['id'], 'large')['flavor'] == 'large'
+    u = cloud.update_server(s['id'], name='b', metadata={'y': '2'})
+    assert u['name'] == 'b' and u['metadata'] == {'y': '2'}
+    assert cloud.update_server(s['id'], name='c')['metadata'] == {'y': '2'}
+    got = cloud.get_server(s['id'])
+    assert (got['name'], got['image'], got['flavor'], got['status']) == (
+        'c', 'img2', 'large', 'ACTIVE')
+    assert got['id'] == s['id'] and got['created'] == s['created']
+    ops = [e['op'] for e in cloud.api_log() if e['ok']]
+    assert ops == ['create', 'stop', 'get', 'stop', 'start', 'rebuild',
+                   'resize', 'update', 'update', 'get']
+
+
+def test_reset_drops_everything(cloud):
+    cloud.create_server('a', 'img', 'fl')
+    cloud.set_fault('get', latency=1)
+    cloud.reset()
+    assert cloud.faults() == []
+    assert cloud.api_log() == []
+    assert cloud.list_servers() == []
+    assert cloud.create_server('b', 'img', 'fl')['accessIPv4'] == '10.0.0.2'
+
+
+def test_store_engine_is_cached_per_url(url):
+    assert sim.SimCompute(url)._engine is sim.SimCompute(url)._engine
+
+
+def test_sqlite_runs_in_wal_mode(tmp_path):
+    u = 'sqlite:///%s' % (tmp_path / 'sub' / 'dir' / 'sim.db')
+    sim.SimCompute(u).list_servers()
+    with store.get_engine(u).connect() as conn:
+        assert conn.exec_driver_sql('PRAGMA journal_mode').scalar() == 'wal'
+        assert conn.exec_driver_sql('PRAGMA busy_timeout').scalar() == 30000
+    store.forget(u)
+
+
+def test_in_memory_sqlite_is_refused():
+    with pytest.raises(exception.ConvergeError):
+        sim.SimCompute('sqlite://')
+
+
+@pytest.mark.parametrize('dialect', ['postgresql', 'mysql'])
+def test_schema_is_portable(dialect):
+    """The DDL compiles for the other supported databases."""
+    mod = __import__('sqlalchemy.dialects.%s' % dialect,
+                     fromlist=['dialect'])
+    for table in store.metadata.sorted_tables:
+        ddl = str(sa.schema.CreateTable(table).compile(
+            dialect=mod.dialect()))
+        assert table.name in ddl
+
+
+def _child_stops(url, server_id):  # runs in the forked child
+    child = sim.SimCompute(url)
+    if child.get_server(server_id)['name'] != 'a':
+        raise SystemExit(1)
+    child.stop_server(server_id)
+
+
+@pytest.mark.skipif(not hasattr(os, 'fork'), reason='needs fork')
+@pytest.mark.filterwarnings('ignore:Using fork')
+def test_forked_child_uses_the_cloud(cloud, url):
+    """A worker forked after the parent used the sim gets fresh
+    connections and sees (and changes) the same cloud."""
+    import multiprocessing
+    s = cloud.create_server('a', 'img', 'fl')
+    proc = multiprocessing.get_context('fork').Process(
+        target=_child_stops, args=(url, s['id']))
+    proc.start()
+    proc.join(120)
+    if proc.is_alive():  # pragma: no cover - never wait forever
+        proc.kill()
+        proc.join()
+    assert proc.exitcode == 0
+    assert cloud.get_server(s['id'])['status'] == 'SHUTOFF'
