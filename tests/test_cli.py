@@ -79,8 +79,12 @@ outputs:
 def _slow_servers_template(write, n=6):
     body = ['heat_template_version: 2018-08-31', 'resources:']
     for i in range(n):
+        # pairs of servers in a chain: s2,s3 wait for s0,s1 and so on
         body += ['  s%d:' % i, '    type: OS::Nova::Server',
                  '    properties: {image: cirros, flavor: m1.tiny}']
+        if i >= 2:
+            body += ['    depends_on: [s%d, s%d]' % (i - 2 - i % 2,
+                                                   i - 1 - i % 2)]
     body += ['  after:', '    type: OS::Heat::Value',
              '    properties:', '      value: {list_join: [",", [%s]]}' %
              ', '.join('{get_attr: [s%d, first_address]}' % i
@@ -99,19 +103,29 @@ def _wait_for(predicate, timeout=60):
 
 def test_kill_9_mid_create_then_converge_creates_each_server_once(cli, write):
     tmpl = _slow_servers_template(write)
-    cli.run('sim', 'fault', 'set', 'create', '--latency', '0.4')
+    # a slow look after each create leaves servers made but not recorded
+    cli.run('sim', 'fault', 'set', 'create', '--latency', '0.3')
+    cli.run('sim', 'fault', 'set', 'get', '--latency', '1.0')
     proc = cli.popen('stack', 'create', 'k', '-t', tmpl)
     assert _wait_for(lambda: len(cli.json('sim', 'log', '--op', 'create'))
-                     >= 2)
+                     >= 1)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert cli.json('stack', 'show', 'k')['stack_status'] == \
         'CREATE_IN_PROGRESS'
+    made_before = {e['Resource'] for e in cli.json('sim', 'log', '--op',
+                                                   'create')}
+    cli.run('sim', 'fault', 'clear')
     cli.run('stack', 'converge', 'k')
     assert cli.json('stack', 'show', 'k')['stack_status'] == 'CREATE_COMPLETE'
     counts = _creates_per_resource(cli.json('sim', 'log', '--op', 'create'))
     assert counts == {'k/s%d' % i: 1 for i in range(6)}
     assert len(cli.json('sim', 'server', 'list')) == 6
+    # the server made before the kill was adopted, not made again
+    assert made_before and made_before <= set(counts)
+    adopted = [e for e in cli.json('sim', 'log', '--op', 'find')
+               if e['Resource'] in made_before]
+    assert adopted
 
 
 def test_update_from_a_second_terminal_supersedes_the_first(cli, write):
@@ -120,7 +134,7 @@ heat_template_version: 2018-08-31
 resources:
   a:
     type: OS::Heat::TestResource
-    properties: {value: one, action_wait_secs: {create: 2}}
+    properties: {value: one, action_wait_secs: {create: 6}}
   b:
     type: OS::Heat::TestResource
     depends_on: a
@@ -138,10 +152,13 @@ resources:
     properties: {value: b-two}
 ''')
     first = cli.popen('stack', 'create', 'two', '-t', slow)
-    assert _wait_for(lambda: any(
-        e['resource_status'] == 'CREATE_IN_PROGRESS'
-        for e in cli.json('stack', 'event', 'list', 'two', check=False)
-        if isinstance(e, dict)))
+    def a_is_running():
+        proc = cli.run('stack', 'event', 'list', 'two', '-f', 'json',
+                       check=False)
+        return proc.returncode == 0 and any(
+            e['resource_status'] == 'CREATE_IN_PROGRESS'
+            for e in json.loads(proc.stdout))
+    assert _wait_for(a_is_running)
     cli.run('stack', 'update', 'two', '-t', fast, '--wait')
     out, err = first.communicate(timeout=60)
     assert first.returncode != 0

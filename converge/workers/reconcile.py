@@ -68,6 +68,8 @@ class Unit:
         with self.engine.db.read() as s:
             row = self._current_row(s)
             deps = DependencyData(s, self.trav.id, rdef.requires)
+        if rdef.external_id:
+            return self._adopt_external(row, rdef, deps)
         try:
             props = defn.resolve_properties(self.name, deps)
         except exception.ConvergeError as exc:
@@ -109,6 +111,18 @@ class Unit:
             return self._failed(row, action, _reason(exc), plugin)
 
         # record and propagate
+        self._record(row, plugin, action, observed, deps, rdef)
+
+    def _adopt_external(self, row, rdef, deps):
+        """external_id: the resource exists already and is not ours to
+        create, change or delete; observe it and record what is there."""
+        plugin = self.engine.plugin(rdef.plugin, row, {}, self.stack)
+        plugin.physical_id = rdef.external_id
+        observed = self._observe(plugin)
+        if observed is None:
+            return self._failed(row, 'CREATE', 'external resource %s not '
+                                'found' % rdef.external_id, plugin)
+        action = 'CREATE' if row.action == 'INIT' else None
         self._record(row, plugin, action, observed, deps, rdef)
 
     def _timed_out(self):
@@ -239,6 +253,8 @@ class Unit:
                 if row.template_id else None)
         rdef = defn.resources.get(row.name) if defn else None
         policy = rdef.deletion_policy if rdef else 'Delete'
+        if rdef is not None and rdef.external_id:
+            policy = 'Retain'  # adopted, never ours to delete
         plugin_cls = self.engine.plugin_class(row.type)
         if row.physical_id is None and row.action == 'INIT':
             return self._drop(row, event=False)

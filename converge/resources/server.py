@@ -1,0 +1,663 @@
+"""OS::Nova::Server on the simulated cloud (``clients.compute``).
+
+Every server is created with ``idempotency_key=self.idempotency_key`` (the
+resource version's uuid) so a create repeated after a crash adopts the
+server it made before instead of making a second one.
+
+Updates follow Heat: an image change rebuilds (``image_update_policy``
+REBUILD / REBUILD_PRESERVE_EPHEMERAL) or replaces (REPLACE); a flavor
+change resizes (``flavor_update_policy`` RESIZE) or replaces (REPLACE); a
+user_data change replaces (``user_data_update_policy`` REPLACE, the
+default) or is ignored (IGNORE); name and metadata are updated in place.
+The simulated cloud cannot attach or detach interfaces, so a change of
+``networks`` (other than a nic ``tag``, which Heat ignores) replaces.
+"""
+
+import copy
+import json
+import time
+import uuid as uuid_mod
+
+from converge import exception
+from converge.resources import base
+from converge.resources import none
+from converge.resources import properties as p
+
+#: statuses a server settles in; anything else is transitional
+SETTLED = ('ACTIVE', 'SHUTOFF', 'ERROR')
+GONE = ('DELETED', 'SOFT_DELETED')
+
+USER_DATA_FORMATS = ('HEAT_CFNTOOLS', 'RAW', 'SOFTWARE_CONFIG')
+TRANSPORTS = ('POLL_SERVER_CFN', 'POLL_SERVER_HEAT', 'POLL_TEMP_URL',
+              'ZAQAR_MESSAGE')
+IMAGE_POLICIES = ('REBUILD', 'REPLACE', 'REBUILD_PRESERVE_EPHEMERAL')
+
+#: Heat's limit: HOST_NAME_MAX 64 minus '.novalocal'
+NAME_LIMIT = 53
+
+_BDM = {
+    'device_name': p.Schema(
+        p.STRING, 'A device name where the volume will be attached in the '
+        'system at /dev/device_name. This value is typically vda.',
+        required=True),
+    'volume_id': p.Schema(
+        p.STRING, 'The ID of the volume to boot from. Only one of '
+        'volume_id or snapshot_id should be provided.'),
+    'snapshot_id': p.Schema(
+        p.STRING, 'The ID of the snapshot to create a volume from.'),
+    'volume_size': p.Schema(
+        p.INTEGER, 'The size of the volume, in GB. It is safe to leave '
+        'this blank and have the Compute service infer the size.'),
+    'delete_on_termination': p.Schema(
+        p.BOOLEAN, 'Indicate whether the volume should be deleted when the '
+        'server is terminated.'),
+}
+
+_BDM_V2 = {
+    'device_name': p.Schema(
+        p.STRING, 'A device name where the volume will be attached in the '
+        'system at /dev/device_name. This value is typically vda.'),
+    'volume_id': p.Schema(
+        p.STRING, 'The volume_id can be boot or non-boot device to the '
+        'server.'),
+    'image_id': p.Schema(
+        p.STRING, 'The ID of the image to create a volume from '
+        '(deprecated: use image).'),
+    'image': p.Schema(
+        p.STRING, 'The ID or name of the image to create a volume from.'),
+    'snapshot_id': p.Schema(
+        p.STRING, 'The ID of the snapshot to create a volume from.'),
+    'swap_size': p.Schema(p.INTEGER, 'The size of the swap, in MB.'),
+    'ephemeral_size': p.Schema(
+        p.INTEGER, 'The size of the local ephemeral block device, in GB.',
+        min=1),
+    'ephemeral_format': p.Schema(
+        p.STRING, 'The format of the local ephemeral block device.',
+        allowed_values=('ext2', 'ext3', 'ext4', 'xfs', 'ntfs')),
+    'device_type': p.Schema(
+        p.STRING, 'Device type: at the moment we can make distinction only '
+        'between disk and cdrom.', allowed_values=('cdrom', 'disk')),
+    'disk_bus': p.Schema(
+        p.STRING, 'Bus of the device: hypervisor driver chooses a suitable '
+        'default if omitted.',
+        allowed_values=('ide', 'lame_bus', 'scsi', 'usb', 'virtio')),
+    'boot_index': p.Schema(
+        p.INTEGER, 'Integer used for ordering the boot disks.'),
+    'volume_size': p.Schema(
+        p.INTEGER, 'Size of the block device in GB. If it is omitted, '
+        'hypervisor driver calculates size.'),
+    'delete_on_termination': p.Schema(
+        p.BOOLEAN, 'Indicate whether the volume should be deleted when the '
+        'server is terminated.'),
+}
+
+_NETWORK = {
+    'uuid': p.Schema(
+        p.STRING, 'ID of network to create a port on (deprecated: use '
+        'network).'),
+    'network': p.Schema(
+        p.STRING, 'Name or ID of network to create a port on.'),
+    'allocate_network': p.Schema(
+        p.STRING, 'The special string values of network, auto: means either '
+        'a network that is already available to the project will be used, '
+        'or if one does not exist, will be automatically created for the '
+        'project; none: means no networking will be allocated for the '
+        'created server. This property can not be used with other network '
+        'keys.', allowed_values=('none', 'auto'), update_allowed=True),
+    'fixed_ip': p.Schema(
+        p.STRING, 'Fixed IP address to specify for the port created on the '
+        'requested network.'),
+    'port': p.Schema(
+        p.STRING, 'ID of an existing port to associate with this server.'),
+    'port_extra_properties': p.Schema(
+        p.MAP, 'Dict, which has expand properties for port. Used only if '
+        'port property is not specified for creating port.'),
+    'subnet': p.Schema(
+        p.STRING, 'Subnet in which to allocate the IP address for port. '
+        'Used for creating port, based on derived properties. If subnet is '
+        'specified, network property becomes optional.'),
+    'floating_ip': p.Schema(
+        p.STRING, 'ID of the floating IP to associate.'),
+    'tag': p.Schema(
+        p.STRING, 'Port tag. Heat ignores any update on this property as '
+        'nova does not support it.'),
+    'vif_model': p.Schema(
+        p.STRING, 'The vif model of the nic (accepted, passed to the '
+        'cloud).'),
+}
+
+
+class Server(base.Resource):
+    logical = False
+
+    #: seconds between polls while a server is in a transitional status
+    poll_interval = 0.5
+    #: give up waiting for a transitional status after this many seconds
+    settle_timeout = 600
+
+    properties_schema = {
+        'name': p.Schema(p.STRING, 'Server name.', update_allowed=True),
+        'image': p.Schema(
+            p.STRING, 'The ID or name of the image to boot with.',
+            update_allowed=True),
+        'block_device_mapping': p.Schema(
+            p.LIST, 'Block device mappings for this server.', schema=_BDM),
+        'block_device_mapping_v2': p.Schema(
+            p.LIST, 'Block device mappings v2 for this server.',
+            schema=_BDM_V2),
+        'flavor': p.Schema(
+            p.STRING, 'The ID or name of the flavor to boot onto.',
+            required=True, update_allowed=True),
+        'flavor_update_policy': p.Schema(
+            p.STRING, 'Policy on how to apply a flavor update; either by '
+            'requesting a server resize or by replacing the entire server.',
+            default='RESIZE', allowed_values=('RESIZE', 'REPLACE'),
+            update_allowed=True),
+        'image_update_policy': p.Schema(
+            p.STRING, 'Policy on how to apply an image-id update; either by '
+            'requesting a server rebuild or by replacing the entire server.',
+            default='REBUILD', allowed_values=IMAGE_POLICIES,
+            update_allowed=True),
+        'key_name': p.Schema(
+            p.STRING, 'Name of keypair to inject into the server.'),
+        'admin_user': p.Schema(
+            p.STRING, 'Name of the administrative user to use on the server '
+            '(deprecated, ignored).'),
+        'availability_zone': p.Schema(
+            p.STRING, 'Name of the availability zone for server placement.'),
+        'security_groups': p.Schema(
+            p.LIST, 'List of security group names or IDs. Cannot be used if '
+            'neutron ports are associated with this server; assign '
+            'security groups to the ports instead.', default=[]),
+        'networks': p.Schema(
+            p.LIST, 'An ordered list of nics to be added to this server, '
+            'with information about connected networks, fixed ips, port '
+            'etc.', schema=_NETWORK, update_allowed=True),
+        'scheduler_hints': p.Schema(
+            p.MAP, 'Arbitrary key-value pairs specified by the client to '
+            'help boot a server.'),
+        'metadata': p.Schema(
+            p.MAP, 'Arbitrary key/value metadata to store for this server. '
+            'Both keys and values must be 255 characters or less. '
+            'Non-string values will be serialized to JSON (and the '
+            'serialized string must be 255 characters or less).',
+            default={}, update_allowed=True),
+        'user_data_format': p.Schema(
+            p.STRING, 'How the user_data should be formatted for the '
+            'server. For HEAT_CFNTOOLS, the user_data is bundled as part of '
+            'the heat-cfntools cloud-init boot configuration data. For RAW '
+            'the user_data is passed to Nova unmodified. For '
+            'SOFTWARE_CONFIG user_data is bundled as part of the software '
+            'config data, and metadata is derived from any associated '
+            'SoftwareDeployment resources.',
+            default='HEAT_CFNTOOLS', allowed_values=USER_DATA_FORMATS),
+        'software_config_transport': p.Schema(
+            p.STRING, 'How the server should receive the metadata required '
+            'for software configuration.',
+            default='POLL_SERVER_CFN', allowed_values=TRANSPORTS,
+            update_allowed=True),
+        'user_data_update_policy': p.Schema(
+            p.STRING, 'Policy on how to apply a user_data update; either by '
+            'ignoring it or by replacing the entire server.',
+            default='REPLACE', allowed_values=('REPLACE', 'IGNORE'),
+            update_allowed=True),
+        'user_data': p.Schema(
+            p.STRING, 'User data script to be executed by cloud-init. '
+            'Changes cause replacement of the resource by default, but can '
+            'be ignored altogether by setting the `user_data_update_policy` '
+            'property.', default='', update_allowed=True),
+        'reservation_id': p.Schema(
+            p.STRING, 'A UUID for the set of servers being requested.'),
+        'config_drive': p.Schema(
+            p.BOOLEAN, 'If True, enable config drive on the server.'),
+        'diskConfig': p.Schema(
+            p.STRING, 'Control how the disk is partitioned when the server '
+            'is created.', allowed_values=('AUTO', 'MANUAL')),
+        'personality': p.Schema(
+            p.MAP, 'A map of files to create/overwrite on the server upon '
+            'boot. Keys are file names and values are the file contents '
+            '(deprecated).', default={}),
+        'admin_pass': p.Schema(
+            p.STRING, 'The administrator password for the server.',
+            update_allowed=True),
+        'tags': p.Schema(
+            p.LIST, 'Server tags.', schema=p.Schema(p.STRING),
+            update_allowed=True),
+        'deployment_swift_data': p.Schema(
+            p.MAP, 'Swift container and object to use for storing '
+            'deployment data for the server resource.',
+            default={}, update_allowed=True,
+            schema={
+                'container': p.Schema(p.STRING, 'Name of the container.',
+                                      min_length=1),
+                'object': p.Schema(p.STRING, 'Name of the object.',
+                                   min_length=1),
+            }),
+    }
+
+    attributes_schema = {
+        'name': 'Name of the server.',
+        'addresses': 'A dict of all network addresses with corresponding '
+                     'port_id and subnets.',
+        'networks': 'A dict of assigned network addresses of the form: '
+                    '{"public": [ip1, ip2...], "private": [ip3, ip4]}.',
+        'first_address': 'Convenience attribute to fetch the first assigned '
+                         'network address, or an empty string if nothing '
+                         'has been assigned at this time (deprecated).',
+        'instance_name': 'AWS compatible instance name.',
+        'accessIPv4': 'The manually assigned alternative public IPv4 '
+                      'address of the server.',
+        'accessIPv6': 'The manually assigned alternative public IPv6 '
+                      'address of the server.',
+        'console_urls': "URLs of server's consoles.",
+        'tags': 'Tags from the server.',
+        'os_collect_config': 'The os-collect-config configuration for the '
+                             "server's local agent to be configured to "
+                             'connect to Heat to retrieve deployment data.',
+    }
+
+    # -- validation -------------------------------------------------------
+    @classmethod
+    def validate_properties(cls, values, path=()):
+        out = super().validate_properties(values, path=path)
+        if not isinstance(out, dict):
+            return out
+        path = list(path)
+
+        def known(v):
+            return v is not p.UNKNOWN
+
+        bdm = out.get('block_device_mapping')
+        bdm_v2 = out.get('block_device_mapping_v2')
+        if bdm and bdm_v2:
+            raise exception.InvalidTemplate(
+                'Cannot define the following properties at the same time: '
+                'block_device_mapping, block_device_mapping_v2',
+                path=path + ['block_device_mapping_v2'])
+        bootable = out.get('image') is not None
+        for i, m in enumerate(bdm if isinstance(bdm, list) else []):
+            if not isinstance(m, dict):
+                continue
+            if m.get('device_name') == 'vda':
+                bootable = True
+            vol, snap = m.get('volume_id'), m.get('snapshot_id')
+            if vol is not None and snap is not None:
+                raise exception.InvalidTemplate(
+                    'Cannot define the following properties at the same '
+                    'time: volume_id, snapshot_id',
+                    path=path + ['block_device_mapping', i])
+            if vol is None and snap is None:
+                raise exception.InvalidTemplate(
+                    'Either volume_id or snapshot_id must be specified for '
+                    'device mapping %s' % m.get('device_name'),
+                    path=path + ['block_device_mapping', i])
+        for i, m in enumerate(bdm_v2 if isinstance(bdm_v2, list) else []):
+            if not isinstance(m, dict):
+                continue
+            sources = [k for k in ('volume_id', 'snapshot_id', 'image',
+                                   'image_id', 'swap_size')
+                       if m.get(k) is not None]
+            if 'image' in sources and 'image_id' in sources:
+                sources.remove('image_id')
+            if len(sources) > 1:
+                raise exception.InvalidTemplate(
+                    'Cannot define the following properties at the same '
+                    'time: %s' % ', '.join(sources),
+                    path=path + ['block_device_mapping_v2', i])
+            if not sources and not (m.get('ephemeral_size') or
+                                    m.get('ephemeral_format')):
+                raise exception.InvalidTemplate(
+                    'Either volume_id, snapshot_id, image_id, swap_size, '
+                    'ephemeral_size or ephemeral_format must be specified.',
+                    path=path + ['block_device_mapping_v2', i])
+            if any(k in sources for k in ('volume_id', 'snapshot_id',
+                                          'image', 'image_id')):
+                bootable = True
+        if not bootable and known(bdm) and known(bdm_v2):
+            raise exception.InvalidTemplate(
+                'Neither image nor bootable volume is specified for '
+                'instance', path=path + ['image'])
+        nets = out.get('networks')
+        for i, net in enumerate(nets if isinstance(nets, list) else []):
+            if not isinstance(net, dict):
+                continue
+            given = [k for k, v in net.items() if v is not None]
+            if 'network' in given and 'uuid' in given:
+                raise exception.InvalidTemplate(
+                    'Cannot define the following properties at the same '
+                    'time: network, uuid', path=path + ['networks', i])
+            if 'allocate_network' in given and len(
+                    [k for k in given if k != 'tag']) > 1:
+                raise exception.InvalidTemplate(
+                    'Can not specify "allocate_network" with other keys of '
+                    'networks at the same time.',
+                    path=path + ['networks', i])
+        return out
+
+    # -- helpers ----------------------------------------------------------
+    @property
+    def compute(self):
+        return self.clients.compute
+
+    def _server_name(self):
+        return self.properties.get('name') or \
+            none.physical_resource_name(self, NAME_LIMIT)
+
+    def _resource_label(self):
+        stack_name = getattr(self.stack, 'name', None) or 'stack'
+        return '%s/%s' % (stack_name, self.name)
+
+    @staticmethod
+    def _serialize_meta(meta):
+        """Nova metadata values are strings; others become JSON."""
+        if not meta:
+            return {}
+        return {str(k): v if isinstance(v, str) else json.dumps(v)
+                for k, v in meta.items()}
+
+    @staticmethod
+    def _nics(networks):
+        nics = []
+        for net in networks or []:
+            if not isinstance(net, dict):
+                continue
+            nic = {k: v for k, v in net.items() if v is not None}
+            if nic.get('allocate_network') == 'none':
+                continue
+            if 'uuid' in nic and 'network' not in nic:
+                nic['network'] = nic.pop('uuid')
+            nics.append(nic)
+        return nics
+
+    @staticmethod
+    def _nets_key(networks):
+        """networks without the nic tags (Heat ignores tag changes)."""
+        return [{k: v for k, v in (n or {}).items()
+                 if k != 'tag' and v is not None}
+                for n in (networks or [])]
+
+    def _boot_image(self):
+        image = self.properties.get('image')
+        if image:
+            return image
+        for m in self.properties.get('block_device_mapping_v2') or []:
+            if m.get('boot_index') in (0, None) and \
+                    (m.get('image') or m.get('image_id')):
+                return m.get('image') or m.get('image_id')
+        return None
+
+    def _user_data(self):
+        ud = self.properties.get('user_data') or ''
+        fmt = self.properties.get('user_data_format')
+        if fmt in ('RAW', 'SOFTWARE_CONFIG') and _is_uuid(ud):
+            configs = getattr(self.clients, 'configs', None)
+            sc = configs.get(ud) if configs is not None else None
+            if sc is not None:
+                ud = sc.get('config') or ''
+        return ud
+
+    def _extra(self):
+        props = self.properties
+        extra = {}
+        for key, arg in (('security_groups', 'security_groups'),
+                         ('availability_zone', 'availability_zone'),
+                         ('scheduler_hints', 'scheduler_hints'),
+                         ('block_device_mapping', 'block_device_mapping'),
+                         ('block_device_mapping_v2',
+                          'block_device_mapping_v2'),
+                         ('reservation_id', 'reservation_id'),
+                         ('config_drive', 'config_drive'),
+                         ('diskConfig', 'disk_config'),
+                         ('personality', 'files'),
+                         ('admin_pass', 'admin_pass'),
+                         ('tags', 'tags'),
+                         ('user_data_format', 'user_data_format')):
+            value = props.get(key)
+            if value not in (None, [], {}, ''):
+                extra[arg] = value
+        return extra
+
+    def _settle(self, server):
+        """Poll while the server is in a transitional status."""
+        deadline = time.monotonic() + self.settle_timeout
+        while server and server.get('status') not in SETTLED + GONE:
+            if time.monotonic() > deadline:
+                raise exception.ResourceFailure(
+                    'Server %s stuck in status %s' % (
+                        self.name, server.get('status')))
+            time.sleep(self.poll_interval)
+            if server.get('status') == 'VERIFY_RESIZE' and hasattr(
+                    self.compute, 'confirm_resize'):
+                self.compute.confirm_resize(server['id'])
+            server = self.compute.get_server(server['id'])
+        return server
+
+    def _get(self):
+        """The server by physical_id, or None when it is gone."""
+        try:
+            server = self.compute.get_server(self.physical_id)
+        except exception.CloudNotFound:
+            return None
+        if server is None or server.get('status') in GONE:
+            return None
+        return server
+
+    def _fail_if_error(self, server, action):
+        if server and server.get('status') == 'ERROR':
+            raise exception.ResourceFailure(
+                'Server %s (%s) went into ERROR status during %s' % (
+                    self._server_name(), server.get('id'), action))
+
+    # -- steps ------------------------------------------------------------
+    def observe(self):
+        if self.physical_id:
+            return self._get()
+        server = self.compute.find_server_by_key(self.idempotency_key)
+        if server is None or server.get('status') in GONE:
+            return None
+        self.physical_id = server['id']
+        return server
+
+    def create(self):
+        server = None
+        if self.physical_id:
+            server = self._get()
+        if server is None:
+            server = self.compute.find_server_by_key(self.idempotency_key)
+            if server is not None and server.get('status') in GONE:
+                server = None
+        if server is not None and server.get('status') == 'ERROR':
+            # a failed attempt: discard it and boot again
+            try:
+                self.compute.delete_server(server['id'])
+            except exception.CloudNotFound:
+                pass
+            self.physical_id = None
+            server = None
+        if server is None:
+            server = self.compute.create_server(
+                self._server_name(), self._boot_image(),
+                self.properties.get('flavor'),
+                networks=self._nics(self.properties.get('networks')),
+                metadata=self._serialize_meta(
+                    self.properties.get('metadata')),
+                user_data=self._user_data(),
+                key_name=self.properties.get('key_name'),
+                idempotency_key=self.idempotency_key,
+                resource=self._resource_label(),
+                **self._extra())
+        self.physical_id = server['id']
+        server = self._settle(server)
+        self._fail_if_error(server, 'create')
+        if server and server.get('status') == 'SHUTOFF':
+            self.compute.start_server(server['id'])
+
+    def needs_replace(self, prior):
+        props = self.properties
+
+        def policy(key):
+            return props.get(key) or prior.get(key)
+
+        for key, schema in self.properties_schema.items():
+            before, after = prior.get(key), props.get(key)
+            if before == after:
+                continue
+            if key == 'image':
+                if policy('image_update_policy') == 'REPLACE':
+                    return True
+            elif key == 'flavor':
+                if policy('flavor_update_policy') == 'REPLACE':
+                    return True
+            elif key == 'user_data':
+                if policy('user_data_update_policy') == 'REPLACE':
+                    return True
+            elif key == 'networks':
+                # the simulated cloud cannot attach/detach interfaces
+                if self._nets_key(before) != self._nets_key(after):
+                    return True
+            elif not schema.update_allowed:
+                return True
+        return False
+
+    def update(self, prior, observed):
+        props = self.properties
+        if observed and observed.get('status') == 'ERROR':
+            raise exception.UpdateReplace(self.name)
+        if self.needs_replace(prior):
+            raise exception.UpdateReplace(self.name)
+        if not self.physical_id:
+            raise exception.UpdateReplace(self.name)
+        if not observed:
+            observed = self._get()
+            if observed is None:
+                raise exception.UpdateReplace(self.name)
+        server_id = self.physical_id
+
+        # image: rebuild (or replace, by policy)
+        image = self._boot_image()
+        if image is not None and observed.get('image') != image:
+            if props.get('image_update_policy') == 'REPLACE':
+                raise exception.UpdateReplace(self.name)
+            observed = self._settle(
+                self.compute.rebuild_server(server_id, image)) or observed
+            self._fail_if_error(observed, 'rebuild')
+
+        # flavor: resize (or replace, by policy)
+        flavor = props.get('flavor')
+        if flavor is not None and observed.get('flavor') != flavor:
+            if props.get('flavor_update_policy') == 'REPLACE':
+                raise exception.UpdateReplace(self.name)
+            observed = self._settle(
+                self.compute.resize_server(server_id, flavor)) or observed
+            self._fail_if_error(observed, 'resize')
+
+        # name and metadata: in place
+        name = self._server_name()
+        meta = self._serialize_meta(props.get('metadata'))
+        changes = {}
+        if observed.get('name') != name:
+            changes['name'] = name
+        if (observed.get('metadata') or {}) != meta:
+            changes['metadata'] = meta
+        if changes:
+            observed = self.compute.update_server(server_id, **changes) \
+                or observed
+
+        # a stopped server is started again
+        if observed.get('status') == 'SHUTOFF':
+            self.compute.start_server(server_id)
+
+    def delete(self):
+        server_id = self.physical_id
+        if not server_id:
+            found = self.compute.find_server_by_key(self.idempotency_key)
+            if found is None:
+                return
+            server_id = found['id']
+        try:
+            self.compute.delete_server(server_id)
+        except exception.CloudNotFound:
+            pass
+
+    def check(self, observed):
+        if observed == {} and self.physical_id:  # observing failed: retry
+            observed = self._get()
+        if observed is None:
+            raise exception.ResourceFailure(
+                'Server %s does not exist' % self.name)
+        status = observed.get('status')
+        if status != 'ACTIVE':
+            raise exception.ResourceFailure(
+                'Server %s (%s) is %s, not ACTIVE' % (
+                    observed.get('name') or self.name,
+                    observed.get('id') or self.physical_id, status))
+
+    def drift(self, observed):
+        if not observed:  # gone (the engine creates) or not observable
+            return set()
+        changed = set()
+        if 'name' in observed and observed.get('name') != \
+                self._server_name():
+            changed.add('name')
+        image = self._boot_image()
+        if 'image' in observed and image is not None and \
+                observed.get('image') != image:
+            changed.add('image')
+        if 'flavor' in observed and observed.get('flavor') != \
+                self.properties.get('flavor'):
+            changed.add('flavor')
+        if observed.get('status') in ('SHUTOFF', 'ERROR'):
+            changed.add('status')
+        return changed
+
+    # -- attributes -------------------------------------------------------
+    def get_attributes(self, observed):
+        server = observed or {}
+        addresses = copy.deepcopy(server.get('addresses') or {})
+        networks = {}
+        first_v4 = ''
+        for net, entries in addresses.items():
+            ips = []
+            for entry in entries or []:
+                addr = entry.get('addr') if isinstance(entry, dict) \
+                    else entry
+                if addr is None:
+                    continue
+                ips.append(addr)
+                version = entry.get('version', 4) \
+                    if isinstance(entry, dict) else 4
+                if not first_v4 and str(version) == '4':
+                    first_v4 = addr
+            networks[net] = ips
+        server_id = server.get('id') or self.physical_id
+        instance_name = server.get('OS-EXT-SRV-ATTR:instance_name') or \
+            server.get('instance_name')
+        if not instance_name and server_id:
+            instance_name = 'instance-%s' % str(server_id)[:8]
+        tags = server.get('tags')
+        if tags is None:
+            tags = list(self.properties.get('tags') or [])
+        return {
+            'name': server.get('name') or self._server_name(),
+            'addresses': addresses,
+            'networks': networks,
+            'first_address': first_v4,
+            'instance_name': instance_name,
+            'accessIPv4': server.get('accessIPv4', ''),
+            'accessIPv6': server.get('accessIPv6', ''),
+            'console_urls': {},
+            'os_collect_config': {},
+            'tags': tags,
+            'show': copy.deepcopy(server) if server else None,
+        }
+
+    def reference_id(self):
+        return self.physical_id or self.name
+
+
+def _is_uuid(value):
+    try:
+        uuid_mod.UUID(str(value))
+        return True
+    except ValueError:
+        return False

@@ -1,0 +1,165 @@
+"""OS::Heat::TestResource: stores a string; knobs to wait, fail, replace.
+
+Only for testing the engine: ``wait_secs``/``action_wait_secs`` make the
+create/update/delete take time, ``fail`` makes create/update fail,
+``update_replace`` makes a value change replace the resource, and a change
+of ``update_replace_value`` always replaces it.
+"""
+
+import time
+
+from converge import exception
+from converge.resources import base
+from converge.resources import none
+from converge.resources import properties as p
+
+ACTIONS = ('create', 'update', 'delete')
+
+
+class TestResource(base.Resource):
+    __test__ = False  # not a pytest test class, despite the name
+
+    logical = False
+
+    #: poll period while waiting (seconds); a negative wait is infinite
+    poll_interval = 1.0
+
+    properties_schema = {
+        'value': p.Schema(
+            p.STRING, 'The input string to be stored.',
+            default='test_string', update_allowed=True),
+        'update_replace': p.Schema(
+            p.BOOLEAN, 'Value which can be set to trigger update replace '
+            'for the particular resource.',
+            default=False, update_allowed=True),
+        'update_replace_value': p.Schema(
+            p.STRING, 'Some value that can be stored but can not be '
+            'updated.'),
+        'fail': p.Schema(
+            p.BOOLEAN, 'Value which can be set to fail the resource '
+            'operation to test failure scenarios.',
+            default=False, update_allowed=True),
+        'client_name': p.Schema(
+            p.STRING, 'Client to poll.', default='', update_allowed=True),
+        'entity_name': p.Schema(
+            p.STRING, 'Client entity to poll.', default='',
+            update_allowed=True),
+        'wait_secs': p.Schema(
+            p.NUMBER, 'Seconds to wait after an action (-1 is infinite).',
+            default=0, update_allowed=True),
+        'action_wait_secs': p.Schema(
+            p.MAP, 'Options for simulating waiting.', update_allowed=True,
+            schema={
+                action: p.Schema(
+                    p.NUMBER, 'Seconds to wait after a %s. Defaults to the '
+                    'global wait_secs.' % action, update_allowed=True)
+                for action in ACTIONS}),
+        'attr_wait_secs': p.Schema(
+            p.NUMBER, 'Number value for timeout during resolving output '
+            'value.', default=0, update_allowed=True),
+        'constraint_prop_secs': p.Schema(
+            p.NUMBER, 'Number value for delay during resolve constraint.',
+            default=0, update_allowed=True),
+    }
+
+    attributes_schema = {
+        'output': 'The string that was stored. This value is also '
+                  'available by referencing the resource.',
+    }
+
+    @classmethod
+    def validate_properties(cls, values, path=()):
+        out = super().validate_properties(values, path=path)
+        # Heat's custom constraint on constraint_prop_secs sleeps that long
+        if isinstance(out, dict):
+            delay = out.get('constraint_prop_secs')
+            if isinstance(delay, (int, float)) and delay > 0:
+                time.sleep(delay)
+        return out
+
+    # -- helpers ----------------------------------------------------------
+    def _wait_secs(self, action):
+        secs = None
+        per_action = self.properties.get('action_wait_secs')
+        if isinstance(per_action, dict):
+            secs = per_action.get(action)
+        if secs is None:
+            secs = self.properties.get('wait_secs') or 0
+        return secs
+
+    def _wait(self, action):
+        secs = self._wait_secs(action)
+        if secs is None or secs == 0:
+            return
+        if secs < 0:  # infinite: until the stack is given up on
+            while True:
+                self._effort()
+                time.sleep(self.poll_interval)
+        deadline = time.monotonic() + secs
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self._effort()
+            time.sleep(min(self.poll_interval, left))
+
+    def _effort(self):
+        """Poll `client_name`.`entity_name` for the stored value, if set."""
+        client_name = self.properties.get('client_name')
+        entity = self.properties.get('entity_name')
+        if not (client_name and entity and self.clients is not None):
+            return
+        entity_id = self.data.get('value') or self.physical_id
+        try:
+            client = getattr(self.clients, client_name)
+            getter = getattr(client, 'get_' + entity.rstrip('s'), None)
+            if getter is None:
+                getter = getattr(getattr(client, entity), 'get')
+            getter(entity_id)
+        except Exception:  # the poll is only simulated effort
+            pass
+
+    def _failure(self):
+        return exception.ResourceFailure('Test Resource failed %s' % self.name)
+
+    # -- steps ------------------------------------------------------------
+    def create(self):
+        if not self.properties.get('fail'):
+            self.data['value'] = self.properties.get('value')
+            self.physical_id = none.physical_resource_name(self)
+        self._wait('create')
+        if self.properties.get('fail'):
+            raise self._failure()
+
+    def needs_replace(self, prior):
+        if super().needs_replace(prior):  # update_replace_value changed
+            return True
+        if not self.properties.get('update_replace'):
+            return False
+        # update_replace: a change of value (or turning the knob on)
+        # cannot be made in place
+        return any(prior.get(k) != self.properties.get(k)
+                   for k in ('value', 'update_replace'))
+
+    def update(self, prior, observed):
+        if self.needs_replace(prior):
+            raise exception.UpdateReplace(self.name)
+        fail = self.properties.get('fail')
+        value = self.properties.get('value')
+        if prior.get('value') != value or self.data.get('value') != value:
+            if not fail:
+                self.data['value'] = value
+            self._wait('update')
+        if not self.physical_id and not fail:
+            self.physical_id = none.physical_resource_name(self)
+        if fail:
+            raise self._failure()
+
+    def delete(self):
+        self._wait('delete')
+
+    def get_attributes(self, observed):
+        delay = self.properties.get('attr_wait_secs')
+        if isinstance(delay, (int, float)) and delay > 0:
+            time.sleep(delay)
+        return {'output': self.data.get('value')}

@@ -1,0 +1,598 @@
+"""The parsed, validated stack definition built from a Bundle."""
+
+import fnmatch
+
+from converge import exception
+from converge.resources import registry as default_registry
+from converge.resources.properties import UNKNOWN
+from converge.template import functions as fn
+from converge.template import parameters as params_mod
+
+TOP_KEYS = ('heat_template_version', 'description', 'parameter_groups',
+            'parameters', 'resources', 'outputs', 'conditions')
+RES_KEYS = ('type', 'properties', 'metadata', 'depends_on',
+            'deletion_policy', 'update_policy', 'description')
+RES_KEYS_NEWTON = RES_KEYS + ('condition', 'external_id')
+OUT_KEYS = ('value', 'description')
+POLICIES = ('Delete', 'Retain', 'Snapshot')
+PROVIDER_SUFFIXES = ('.yaml', '.yml', '.template')
+
+
+def _err(msg, path=()):
+    return exception.InvalidTemplate(msg, path=list(path))
+
+
+def _is_file(type_name):
+    return (type_name.endswith(PROVIDER_SUFFIXES) or '/' in type_name or
+            '://' in type_name)
+
+
+class ResourceDefinition:
+    """One enabled resource of the template."""
+
+    def __init__(self, name, type, plugin, depends_on=(), requires=(),
+                 deletion_policy='Delete', update_policy=None,
+                 external_id=None, description='', template_type=None):
+        self.name = name
+        self.type = type
+        self.template_type = template_type or type
+        self.plugin = plugin
+        self.depends_on = set(depends_on)
+        self.requires = set(requires)
+        self.deletion_policy = deletion_policy
+        self.update_policy = update_policy or {}
+        self.external_id = external_id
+        self.description = description
+        self._properties = {}
+        self._metadata = {}
+        self._attrs = set()
+
+    def __repr__(self):
+        return '<ResourceDefinition %s (%s)>' % (self.name, self.type)
+
+
+class _Output:
+    def __init__(self, name, value, description):
+        self.name = name
+        self.value = value
+        self.description = description
+
+
+class StackDefinition:
+    """A template, its environment and parameter values, validated."""
+
+    def __init__(self, bundle, params=None, *, stack_name='stack',
+                 stack_id='', project_id='converge',
+                 registry=default_registry, validate_values=True,
+                 limits=None):
+        self.bundle = bundle
+        self.files = bundle.files
+        self.stack_name = stack_name
+        self.stack_id = stack_id
+        self.project_id = project_id
+        self.registry = registry
+        self.validate_values = validate_values
+        self.limits = dict(limits or {})
+        try:
+            self._build(dict(params or {}))
+        except exception.InvalidTemplate as e:
+            raise self._locate(e)
+
+    # -- errors --------------------------------------------------------
+    def _locate(self, e):
+        if e.filename:
+            return e
+        line = None
+        if e.path:
+            try:
+                line = self.bundle.line_of(e.path)
+            except Exception:
+                line = None
+        return e.locate(filename=self.bundle.template_path, line=line)
+
+    # -- construction --------------------------------------------------
+    def _build(self, params):
+        tmpl = self.bundle.template
+        if not isinstance(tmpl, dict):
+            raise _err('The template is not a JSON object or YAML mapping.')
+        self._check_version(tmpl)
+        allowed = TOP_KEYS if self.version >= '2016-10-14' else \
+            tuple(k for k in TOP_KEYS if k != 'conditions')
+        for key in tmpl:
+            if key not in allowed:
+                raise _err('"%s" is not a valid template section; valid '
+                           'sections: %s' % (key, ', '.join(allowed)),
+                           [key])
+        self.description = tmpl.get('description') or ''
+        self.table = fn.function_table(self.version)
+        self.cond_table = fn.condition_table(self.version)
+        self._build_parameters(tmpl, params)
+        self._build_groups(tmpl)
+        self._build_conditions(tmpl)
+        self._build_resources(tmpl)
+        self._build_outputs(tmpl)
+        ref_attrs = {}
+        for owner_attrs in self._all_attr_refs:
+            for res, attr in owner_attrs:
+                s = ref_attrs.setdefault(res, set())
+                if attr is None:
+                    plugin = self._plugins.get(res)
+                    if plugin is not None:
+                        s.update(plugin.attribute_names())
+                else:
+                    s.add(attr)
+        self._ref_attrs = ref_attrs
+        del self._all_attr_refs
+
+    def _check_version(self, tmpl):
+        if 'heat_template_version' not in tmpl:
+            raise _err('Template format version not found: '
+                       'heat_template_version is missing')
+        raw = tmpl['heat_template_version']
+        v = str(raw)
+        v = fn.ALIASES.get(v, v)
+        if v not in fn.VERSIONS:
+            valid = list(fn.VERSIONS) + sorted(fn.ALIASES)
+            raise _err('The template version is invalid: '
+                       'heat_template_version: %s. Valid versions are: %s'
+                       % (raw, ', '.join(valid)), ['heat_template_version'])
+        self.version = v
+
+    def _build_parameters(self, tmpl, params):
+        decl = tmpl.get('parameters') or {}
+        if not isinstance(decl, dict):
+            raise _err('"parameters" must be a map', ['parameters'])
+        env = self.bundle.environment
+        user = dict(env.get('parameters') or {})
+        user.update(params)
+        pdefaults = env.get('parameter_defaults') or {}
+        for name in user:
+            if name not in decl:
+                raise _err('The Parameter (%s) was not defined in template.'
+                           % name)
+        self.schemas = {}
+        self.parameters = {}
+        self.hidden_parameters = set()
+        self._provided = {}
+        for name, schema in decl.items():
+            path = ['parameters', name]
+            p = params_mod.Parameter(name, schema, self.version, path)
+            self.schemas[name] = p
+            if p.hidden:
+                self.hidden_parameters.add(name)
+            if name in user:
+                value = p.coerce(user[name], path)
+                self._provided[name] = value
+            elif name in pdefaults:
+                value = p.coerce(pdefaults[name], path)
+                self._provided[name] = value
+            elif p.has_default and p.default is not None:
+                value = p.coerce(p.default, path + ['default'])
+            elif self.validate_values:
+                raise _err('The Parameter (%s) was not provided.' % name,
+                           path)
+            else:
+                value = UNKNOWN
+            self.parameters[name] = value
+        self._pseudo = {'OS::stack_name': self.stack_name,
+                        'OS::stack_id': self.stack_id,
+                        'OS::project_id': self.project_id,
+                        'OS::region': 'RegionOne'}
+
+    def _build_groups(self, tmpl):
+        groups = tmpl.get('parameter_groups')
+        self.parameter_groups = groups or []
+        if groups is None:
+            return
+        if not isinstance(groups, list):
+            raise _err('parameter_groups must be a list',
+                       ['parameter_groups'])
+        seen = {}
+        for i, g in enumerate(groups):
+            path = ['parameter_groups', i]
+            if not isinstance(g, dict):
+                raise _err('each parameter group must be a map', path)
+            names = g.get('parameters')
+            if not isinstance(names, list):
+                raise _err('Parameters must be provided for each parameter '
+                           'group.', path)
+            for name in names:
+                if name not in self.schemas:
+                    raise _err('The grouped parameter %s does not reference'
+                               ' a valid parameter.' % name,
+                               path + ['parameters'])
+                if name in seen:
+                    raise _err('The %s parameter must be assigned to one '
+                               'parameter group only.' % name,
+                               path + ['parameters'])
+                seen[name] = i
+
+    # -- scope interface used by functions ------------------------------
+    def check_param(self, name, path):
+        if name not in self.parameters and name not in self._pseudo:
+            raise _err('The Parameter (%s) was not defined in template.'
+                       % name, path)
+
+    def param_value(self, name):
+        if name in self.parameters:
+            return self.parameters[name]
+        return self._pseudo[name]
+
+    def check_reference(self, name, path):
+        plugin = self._plugins.get(name)
+        if plugin is not None:
+            return plugin
+        if name in self._disabled:
+            raise _err('The specified reference "%s" is incorrect: that '
+                       'resource is disabled by its condition.' % name, path)
+        raise _err('The specified reference "%s" is incorrect: no such '
+                   'resource.' % name, path)
+
+    # -- conditions ----------------------------------------------------
+    def _build_conditions(self, tmpl):
+        conds = tmpl.get('conditions') or {}
+        if not isinstance(conds, dict):
+            raise _err('"conditions" must be a map', ['conditions'])
+        self._cond_defs = conds
+        self._cond_cache = {}
+        self._cond_busy = set()
+        for name in conds:
+            self._named_condition(name, ('conditions', name))
+
+    def condition_value(self, expr, path):
+        """Decide a condition (name, bool or expression); unknown → True."""
+        return self._eval_cond(expr, tuple(path)) is not False
+
+    def conditions(self):
+        """name -> bool (unknown counts as True)."""
+        return {k: v is not False for k, v in self._cond_cache.items()}
+
+    def _named_condition(self, name, path):
+        if not isinstance(name, str):
+            raise _err('Invalid condition %r' % (name,), path)
+        if name in self._cond_cache:
+            return self._cond_cache[name]
+        if name not in self._cond_defs:
+            raise _err('Invalid condition "%s"' % name, path)
+        if name in self._cond_busy:
+            raise _err('Circular definition for condition "%s"' % name,
+                       ['conditions', name])
+        self._cond_busy.add(name)
+        try:
+            expr = self._cond_defs[name]
+            value = self._eval_cond(expr, ('conditions', name),
+                                    allow_name=False)
+        finally:
+            self._cond_busy.discard(name)
+        self._cond_cache[name] = value
+        return value
+
+    def _eval_cond(self, expr, path, allow_name=True):
+        if isinstance(expr, bool):
+            return expr
+        if isinstance(expr, str):
+            if allow_name:
+                return self._named_condition(expr, path)
+            raise _err('Invalid condition definition "%s": a condition must'
+                       ' be a boolean or a condition function' % expr, path)
+        if isinstance(expr, dict) and len(expr) == 1:
+            (k, arg), = expr.items()
+            p = path + (k,)
+            if k == 'equals':
+                if not isinstance(arg, list) or len(arg) != 2:
+                    raise _err('equals: arguments must be a list of 2 '
+                               'values', p)
+                a = self._cond_arg(arg[0], p + (0,))
+                b = self._cond_arg(arg[1], p + (1,))
+                if fn.has_unknown(a) or fn.has_unknown(b):
+                    return UNKNOWN
+                return a == b
+            if k == 'not':
+                v = self._eval_cond(arg, p)
+                return UNKNOWN if v is UNKNOWN else not v
+            if k in ('and', 'or'):
+                if not isinstance(arg, list) or len(arg) < 2:
+                    raise _err('%s: arguments must be a list of at least 2 '
+                               'conditions' % k, p)
+                unknown = False
+                for i, item in enumerate(arg):
+                    v = self._eval_cond(item, p + (i,))
+                    if v is UNKNOWN:
+                        unknown = True
+                    elif k == 'and' and not v:
+                        return False
+                    elif k == 'or' and v:
+                        return True
+                return UNKNOWN if unknown else (k == 'and')
+            if k in self.cond_table:
+                v = self._cond_arg(expr, path)
+                if v is UNKNOWN:
+                    return UNKNOWN
+                if not isinstance(v, bool):
+                    raise _err('Invalid condition: %s returned %r, not a '
+                               'boolean' % (k, v), p)
+                return v
+            if k in fn.ALL_NAMES:
+                raise _err('"%s" is not allowed in conditions' % k, p)
+        raise _err('Invalid condition definition: expected a condition name'
+                   ', a boolean or a condition function', path)
+
+    def _cond_arg(self, value, path):
+        parser = fn.Parser(self, self.cond_table, conditions=True)
+        return fn.resolve(parser.parse(value, path), fn.Context(self))
+
+    # -- resources -----------------------------------------------------
+    def _map_type(self, name, type_name, path):
+        reg = self.bundle.environment.get('resource_registry') or {}
+        overrides = {}
+        per = reg.get('resources') or {}
+        if isinstance(per, dict):
+            if isinstance(per.get(name), dict):
+                overrides = per[name]
+            else:
+                for pat, m in per.items():
+                    if isinstance(m, dict) and '*' in pat and \
+                            fnmatch.fnmatchcase(name, pat):
+                        overrides = m
+                        break
+        t = type_name
+        seen = set()
+        while True:
+            if _is_file(t):
+                raise _err('provider templates are not supported yet (type '
+                           '%s)' % (type_name if t == type_name else
+                                    '%s \u2192 %s' % (type_name, t)), path)
+            if t in seen:
+                raise _err('resource_registry maps type %s in a loop' %
+                           type_name, path)
+            seen.add(t)
+            target = overrides.get(t)
+            if not isinstance(target, str):
+                target = reg.get(t) if t != 'resources' else None
+            if not isinstance(target, str):
+                target = None
+                best = -1
+                for key, val in reg.items():
+                    if key.endswith('*') and isinstance(val, str) and \
+                            t.startswith(key[:-1]) and len(key) > best:
+                        best = len(key)
+                        target = val
+                        if val.endswith('*'):
+                            target = val[:-1] + t[len(key) - 1:]
+            if target is None or target == t:
+                return t
+            t = target
+
+    def _build_resources(self, tmpl):
+        res = tmpl.get('resources') or {}
+        if not isinstance(res, dict):
+            raise _err('"resources" must be a map', ['resources'])
+        maximum = self.limits.get('max_resources_per_stack')
+        if maximum is not None and maximum >= 0 and len(res) > maximum:
+            raise _err('You have reached the maximum resources per stack, '
+                       '(%d). This template has %d resources.' % (
+                           maximum, len(res)), ['resources'])
+        keys = RES_KEYS_NEWTON if self.version >= '2016-10-14' else RES_KEYS
+        self._plugins = {}
+        self._disabled = set()
+        types = {}
+        # pass 1: shapes, conditions, types
+        for name, r in res.items():
+            path = ['resources', name]
+            if not isinstance(r, dict):
+                raise _err('Resource %s must be a map' % name, path)
+            for k in r:
+                if k not in keys:
+                    raise _err('"%s" is not a valid keyword inside a '
+                               'resource definition' % k, path + [k])
+            if 'type' not in r:
+                raise _err('Resource %s is missing "type"' % name, path)
+            t = r['type']
+            if not isinstance(t, str):
+                raise _err('Resource %s: "type" must be a string' % name,
+                           path + ['type'])
+            if 'condition' in r and not self.condition_value(
+                    r['condition'], path + ['condition']):
+                self._disabled.add(name)
+                continue
+            mapped = self._map_type(name, t, path + ['type'])
+            plugin = self.registry.get(mapped)
+            if plugin is None:
+                extra = '' if mapped == t else ' (mapped from %s)' % t
+                raise _err('Unknown resource type "%s"%s for resource %s'
+                           % (mapped, extra, name), path + ['type'])
+            self._plugins[name] = plugin
+            types[name] = mapped
+        # pass 2: parse everything each resource uses
+        self.resources = {}
+        self._all_attr_refs = []
+        vctx = fn.Context(self)
+        for name, plugin in self._plugins.items():
+            r = res[name]
+            path = ('resources', name)
+            refs, attrs = set(), set()
+            self._all_attr_refs.append(attrs)
+            parser = fn.Parser(self, self.table, refs, attrs)
+            depends = self._depends_on(r.get('depends_on'), path)
+            policy = self._deletion_policy(parser, r, path, vctx)
+            update_policy = self._resolved_map(parser, r, 'update_policy',
+                                               path, vctx)
+            external_id = None
+            if r.get('external_id') is not None:
+                external_id = fn.resolve(
+                    parser.parse(r['external_id'], path + ('external_id',)),
+                    vctx)
+                if external_id is UNKNOWN or external_id is fn.OMIT:
+                    external_id = None
+                elif not isinstance(external_id, str):
+                    raise _err('external_id must be a string',
+                               path + ('external_id',))
+            desc = r.get('description') or ''
+            props = self._parse_map(parser, r, 'properties', path)
+            meta = self._parse_map(parser, r, 'metadata', path)
+            rd = ResourceDefinition(
+                name, types[name], plugin, depends_on=depends,
+                requires=refs | depends, deletion_policy=policy,
+                update_policy=update_policy, external_id=external_id,
+                description=desc, template_type=r['type'])
+            rd._properties = props
+            rd._metadata = meta
+            self.resources[name] = rd
+            # validate properties with references unknown; an external
+            # resource is adopted as it is, so its properties are not used
+            if external_id is None:
+                values = fn.resolve(props, vctx)
+                self._check_props(rd, values)
+            mvalues = fn.resolve(meta, vctx)
+            if mvalues is not UNKNOWN and mvalues is not fn.OMIT and \
+                    mvalues is not None and not isinstance(mvalues, dict):
+                raise _err('metadata must be a map', path + ('metadata',))
+
+    def _check_props(self, rd, values):
+        if values is fn.OMIT or values is None:
+            values = {}
+        if values is UNKNOWN:
+            return {}
+        path = ['resources', rd.name, 'properties']
+        if not isinstance(values, dict):
+            raise _err('properties must be a map', path)
+        return rd.plugin.validate_properties(values, path=path)
+
+    def _parse_map(self, parser, r, key, path):
+        if r.get(key) is None:
+            return {}
+        value = r[key]
+        if not isinstance(value, dict):
+            raise _err('Resource %s: "%s" must be a map' % (path[1], key),
+                       path + (key,))
+        return parser.parse(value, path + (key,))
+
+    def _resolved_map(self, parser, r, key, path, vctx):
+        parsed = self._parse_map(parser, r, key, path)
+        value = fn.resolve(parsed, vctx)
+        if value is fn.OMIT or value is None:
+            return {}
+        if value is not UNKNOWN and not isinstance(value, dict):
+            raise _err('%s must be a map' % key, path + (key,))
+        return value
+
+    def _depends_on(self, deps, path):
+        if deps is None:
+            return set()
+        p = path + ('depends_on',)
+        if isinstance(deps, str):
+            deps = [deps]
+        if not isinstance(deps, list):
+            raise _err('depends_on must be a resource name or a list of '
+                       'resource names', p)
+        out = set()
+        for i, d in enumerate(deps):
+            if not isinstance(d, str):
+                raise _err('depends_on must be a resource name or a list of'
+                           ' resource names', p + (i,))
+            self.check_reference(d, p + (i,) if len(deps) > 1 else p)
+            out.add(d)
+        return out
+
+    def _deletion_policy(self, parser, r, path, vctx):
+        if 'deletion_policy' not in r:
+            return 'Delete'
+        p = path + ('deletion_policy',)
+        value = fn.resolve(parser.parse(r['deletion_policy'], p), vctx)
+        if value is UNKNOWN or value is None or value is fn.OMIT:
+            return 'Delete'
+        if isinstance(value, str):
+            if value in POLICIES:
+                return value
+            if self.version >= '2016-10-14' and \
+                    value.capitalize() in POLICIES and value.islower():
+                return value.capitalize()
+        raise _err('Invalid deletion policy "%s"; valid policies: %s' % (
+            value, ', '.join(POLICIES)), p)
+
+    # -- outputs -------------------------------------------------------
+    def _build_outputs(self, tmpl):
+        outs = tmpl.get('outputs') or {}
+        if not isinstance(outs, dict):
+            raise _err('"outputs" must be a map', ['outputs'])
+        keys = OUT_KEYS + (('condition',) if self.version >= '2016-10-14'
+                           else ())
+        self.outputs = {}
+        for name, o in outs.items():
+            path = ('outputs', name)
+            if not isinstance(o, dict):
+                raise _err('Output %s must be a map' % name, path)
+            for k in o:
+                if k not in keys:
+                    raise _err('"%s" is not a valid keyword inside an output'
+                               ' definition' % k, path + (k,))
+            if 'value' not in o:
+                raise _err('Each output definition must contain a value '
+                           'key.', path)
+            if 'condition' in o and not self.condition_value(
+                    o['condition'], path + ('condition',)):
+                continue
+            attrs = set()
+            self._all_attr_refs.append(attrs)
+            parser = fn.Parser(self, self.table, set(), attrs)
+            value = parser.parse(o['value'], path + ('value',))
+            self.outputs[name] = _Output(name, value,
+                                         o.get('description') or '')
+
+    # -- public API ----------------------------------------------------
+    def dependencies(self):
+        return {n: set(rd.requires) for n, rd in self.resources.items()}
+
+    def _resource(self, name):
+        rd = self.resources.get(name)
+        if rd is None:
+            raise exception.ResourceNotFound(self.stack_name, name)
+        return rd
+
+    def resolve_properties(self, name, data):
+        rd = self._resource(name)
+        try:
+            values = fn.resolve(rd._properties, fn.Context(self, data))
+            return self._check_props(rd, values)
+        except exception.InvalidTemplate as e:
+            raise self._locate(e)
+
+    def resolve_metadata(self, name, data):
+        rd = self._resource(name)
+        try:
+            value = fn.resolve(rd._metadata, fn.Context(self, data))
+        except exception.InvalidTemplate as e:
+            raise self._locate(e)
+        if value is fn.OMIT or value is None or value is UNKNOWN:
+            return {}
+        return value
+
+    def resolve_outputs(self, data):
+        out = {}
+        ctx = fn.Context(self, data)
+        for name, o in self.outputs.items():
+            try:
+                value = fn.resolve(o.value, ctx)
+                if value is fn.OMIT or value is UNKNOWN:
+                    value = None
+                out[name] = {'value': value, 'description': o.description}
+            except Exception as e:
+                if isinstance(e, exception.InvalidTemplate):
+                    e = self._locate(e)
+                out[name] = {'error': str(e), 'description': o.description}
+        return out
+
+    def referenced_attributes(self, name):
+        return set(self._ref_attrs.get(name, ()))
+
+    def validate_info(self):
+        info = {'Description': self.description or 'No description',
+                'Parameters': {}}
+        for name, p in self.schemas.items():
+            d = p.info()
+            if name in self._provided:
+                d['Value'] = '******' if p.hidden else self._provided[name]
+            info['Parameters'][name] = d
+        if self.parameter_groups:
+            info['ParameterGroups'] = self.parameter_groups
+        return info

@@ -1,0 +1,886 @@
+"""HOT intrinsic functions: parsing (validation) and resolution.
+
+A template snippet is parsed once into a tree of plain data and
+:class:`Function` nodes. ``resolve(tree, ctx)`` turns it into data. With
+``ctx.data`` None (validation), get_resource gives the resource name and
+get_attr gives UNKNOWN; any function whose inputs include UNKNOWN gives
+UNKNOWN.
+"""
+
+import collections.abc  # noqa: F401  (yaql 3.2 needs it imported first)
+import hashlib
+import itertools
+import json
+from urllib import parse as urlparse
+
+from converge import exception
+from converge.resources.properties import UNKNOWN
+
+
+class _Omit:
+    """Result of a 2-argument `if` whose condition is false."""
+
+    def __repr__(self):
+        return '<omitted>'
+
+
+OMIT = _Omit()
+
+
+def _err(msg, path):
+    return exception.InvalidTemplate(msg, path=list(path))
+
+
+def has_unknown(v):
+    if v is UNKNOWN:
+        return True
+    if isinstance(v, dict):
+        return any(has_unknown(x) for x in v.values())
+    if isinstance(v, list):
+        return any(has_unknown(x) for x in v)
+    return False
+
+
+def resolve(v, ctx):
+    if isinstance(v, Function):
+        return v.resolve(ctx)
+    if isinstance(v, dict):
+        out = {}
+        for k, x in v.items():
+            r = resolve(x, ctx) if isinstance(x, (Function, dict, list)) else x
+            if r is not OMIT:
+                out[k] = r
+        return out
+    if isinstance(v, list):
+        out = []
+        for x in v:
+            r = resolve(x, ctx) if isinstance(x, (Function, dict, list)) else x
+            if r is not OMIT:
+                out.append(r)
+        return out
+    return v
+
+
+class Context:
+    """What resolution needs: the definition and (at run time) data."""
+
+    def __init__(self, scope, data=None):
+        self.scope = scope
+        self.data = data
+
+
+def _dumps(v):
+    return json.dumps(v, sort_keys=True, separators=(', ', ': '))
+
+
+def _type(v):
+    return type(v).__name__
+
+
+class Function:
+    """One intrinsic function call."""
+
+    def __init__(self, parser, name, args, path):
+        self.name = name
+        self.path = path + (name,)
+        self.version = parser.scope.version
+        self.parse(parser, args)
+
+    def parse(self, parser, args):
+        self.args = parser.parse(args, self.path)
+
+    def error(self, msg):
+        return _err('%s: %s' % (self.name, msg), self.path)
+
+    def resolve(self, ctx):
+        args = resolve(self.args, ctx)
+        if args is OMIT:
+            args = None
+        if has_unknown(args):
+            return UNKNOWN
+        try:
+            return self.result(args, ctx)
+        except exception.InvalidTemplate:
+            raise
+        except (TypeError, ValueError, KeyError, IndexError,
+                AttributeError) as e:
+            raise self.error(str(e))
+
+    def result(self, args, ctx):
+        raise NotImplementedError
+
+    def __repr__(self):
+        return '{%s: %r}' % (self.name, self.args)
+
+
+def _walk(value, path, on_miss, strict_index=False):
+    for key in path:
+        if isinstance(value, dict):
+            try:
+                if key not in value:
+                    return on_miss
+            except TypeError:
+                raise TypeError('Path component %r is not a valid key' %
+                                (key,))
+            value = value[key]
+        elif isinstance(value, list):
+            if isinstance(key, bool):
+                raise TypeError('Path component %r is not a valid index' %
+                                (key,))
+            if isinstance(key, str):
+                if strict_index:
+                    return on_miss
+                if not key.lstrip('-').isdigit():
+                    raise TypeError('Path component %r is not a valid index'
+                                    % (key,))
+                key = int(key)
+            if not isinstance(key, int):
+                raise TypeError('Path component %r is not a valid index' %
+                                (key,))
+            if not -len(value) <= key < len(value):
+                return on_miss
+            value = value[key]
+        else:
+            return on_miss
+    return value
+
+
+class GetParam(Function):
+    def parse(self, parser, args):
+        if isinstance(args, list):
+            if not args:
+                raise self.error('a parameter name is required')
+        elif not isinstance(args, (str, dict)):
+            raise self.error('the argument must be a parameter name or a '
+                             'list [name, path...]')
+        self.args = parser.parse(args, self.path)
+        name = self.args[0] if isinstance(self.args, list) else self.args
+        if isinstance(name, str):
+            parser.scope.check_param(name, self.path)
+
+    def resolve(self, ctx):
+        args = resolve(self.args, ctx)
+        if has_unknown(args):
+            return UNKNOWN
+        if isinstance(args, list):
+            name, path = args[0], args[1:]
+        else:
+            name, path = args, []
+        if not isinstance(name, str):
+            raise self.error('the parameter name must be a string, not %s'
+                             % _type(name))
+        ctx.scope.check_param(name, self.path)
+        value = ctx.scope.param_value(name)
+        if value is UNKNOWN:
+            return UNKNOWN
+        try:
+            return _walk(value, path, '')
+        except TypeError as e:
+            raise self.error(str(e))
+
+
+class GetResource(Function):
+    def parse(self, parser, args):
+        self.args = parser.parse(args, self.path)
+        name = self.args
+        if isinstance(name, Function):
+            name = resolve(name, Context(parser.scope))
+        if name is UNKNOWN:
+            return
+        if not isinstance(name, str):
+            raise self.error('the argument must be a resource name')
+        parser.reference(name, self.path)
+
+    def result(self, name, ctx):
+        if not isinstance(name, str):
+            raise self.error('the argument must be a resource name')
+        if ctx.data is None:
+            return name
+        return ctx.data.reference_id(name)
+
+
+class GetAttr(Function):
+    def parse(self, parser, args):
+        minimum = 1 if self.version >= '2015-10-15' else 2
+        if not isinstance(args, list) or len(args) < minimum:
+            raise self.error('arguments must be a list [resource, attribute'
+                             ', path...]' if minimum == 2 else
+                             'arguments must be a list [resource, '
+                             'attribute, path...] or [resource]')
+        self.args = parser.parse(args, self.path)
+        vctx = Context(parser.scope)
+        name = self.args[0]
+        if isinstance(name, Function):
+            name = resolve(name, vctx)
+        if name is UNKNOWN:
+            return
+        if not isinstance(name, str):
+            raise self.error('the resource name must be a string')
+        plugin = parser.reference(name, self.path)
+        attr = None
+        if len(self.args) > 1:
+            attr = self.args[1]
+            if isinstance(attr, Function):
+                attr = resolve(attr, vctx)
+            if attr is UNKNOWN:
+                return
+            if not isinstance(attr, str):
+                raise self.error('the attribute name must be a string')
+        parser.attribute(name, attr)
+        if attr is not None and plugin is not None:
+            if getattr(plugin, 'allow_unknown_attributes',
+                       getattr(plugin, 'allow_unknown_properties', False)):
+                return
+            check = getattr(plugin, 'has_attribute', None)
+            ok = check(attr) if check is not None else \
+                attr in plugin.attribute_names()
+            if not ok:
+                raise _err('The Referenced Attribute (%s %s) is incorrect.'
+                           % (name, attr), self.path)
+
+    def resolve(self, ctx):
+        if ctx.data is None:
+            return UNKNOWN
+        args = resolve(self.args, ctx)
+        if has_unknown(args):
+            return UNKNOWN
+        name = args[0]
+        attrs = ctx.data.attributes(name)
+        if attrs is None:
+            return None
+        if len(args) == 1:
+            return attrs
+        value = attrs.get(args[1]) if isinstance(attrs, dict) else None
+        try:
+            return _walk(value, args[2:], None, strict_index=True)
+        except TypeError:
+            return None
+
+
+class StrReplace(Function):
+    strict = False
+    vstrict = False
+
+    def parse(self, parser, args):
+        if not isinstance(args, dict):
+            raise self.error('arguments must be a map with "template" and '
+                             '"params"')
+        for key in ('template', 'params'):
+            if key not in args:
+                raise self.error('"%s" is missing' % key)
+        self.args = parser.parse({'template': args['template'],
+                                  'params': args['params']}, self.path)
+
+    def result(self, args, ctx):
+        tmpl, params = args.get('template'), args.get('params')
+        if not isinstance(tmpl, str):
+            raise self.error('"template" must be a string, not %s' %
+                             _type(tmpl))
+        if not isinstance(params, dict):
+            raise self.error('"params" must be a map, not %s' %
+                             _type(params))
+        items = []
+        for k, v in params.items():
+            if not isinstance(k, str):
+                raise self.error('"params" keys must be strings, not %s'
+                                 % _type(k))
+            if self.vstrict and (v is None or v == '' or v == [] or
+                                 v == {}):
+                raise self.error('"%s" has an empty value' % k)
+            if v is None:
+                v = ''
+            elif isinstance(v, (list, dict)):
+                if self.version < '2015-10-15':
+                    raise self.error('"params" values must be strings or '
+                                     'numbers, not %s' % _type(v))
+                v = _dumps(v)
+            elif not isinstance(v, str):
+                v = str(v)
+            if (self.strict or self.vstrict) and k not in tmpl:
+                raise self.error('"%s" was not found in the template' % k)
+            if k:
+                items.append((k, v))
+        items.sort(key=lambda kv: (-len(kv[0]), kv[0]))
+        return _replace(tmpl, items)
+
+
+def _replace(tmpl, items):
+    if not items:
+        return tmpl
+    (k, v), rest = items[0], items[1:]
+    return v.join(_replace(part, rest) for part in tmpl.split(k))
+
+
+class StrReplaceStrict(StrReplace):
+    strict = True
+
+
+class StrReplaceVStrict(StrReplace):
+    vstrict = True
+
+
+class ListJoin(Function):
+    def parse(self, parser, args):
+        multi = self.version >= '2015-10-15'
+        if not isinstance(args, list) or len(args) < 2 or \
+                (not multi and len(args) != 2):
+            raise self.error('arguments must be a list [delimiter, list%s]'
+                             % (', ...' if multi else ''))
+        self.args = parser.parse(args, self.path)
+
+    def result(self, args, ctx):
+        delim = args[0]
+        if not isinstance(delim, str):
+            raise self.error('the delimiter must be a string')
+        multi = self.version >= '2015-10-15'
+        items = []
+        for lst in args[1:]:
+            if lst is None:
+                continue
+            if not isinstance(lst, list):
+                raise self.error('expected a list, got %s' % _type(lst))
+            items.extend(lst)
+        out = []
+        for item in items:
+            if item is None:
+                out.append('')
+            elif isinstance(item, str):
+                out.append(item)
+            elif multi and isinstance(item, (list, dict)):
+                out.append(_dumps(item))
+            else:
+                raise self.error('items to join must be strings%s, not %s'
+                                 % (', lists or maps' if multi else '',
+                                    _type(item)))
+        return delim.join(out)
+
+
+class GetFile(Function):
+    def result(self, name, ctx):
+        if not isinstance(name, str):
+            raise self.error('the argument must be a file name')
+        files = ctx.scope.files
+        if name not in files:
+            raise self.error('No content found in the files section for '
+                             '%s' % name)
+        return files[name]
+
+
+class Digest(Function):
+    def parse(self, parser, args):
+        if not isinstance(args, list) or len(args) != 2:
+            raise self.error('arguments must be a list [algorithm, value]')
+        self.args = parser.parse(args, self.path)
+
+    def result(self, args, ctx):
+        alg, value = args
+        if not isinstance(alg, str) or not isinstance(value, str):
+            raise self.error('the algorithm and the value must be strings')
+        alg = alg.lower()
+        if alg not in hashlib.algorithms_available or alg.startswith(
+                'shake'):
+            raise self.error('Algorithm must be one of %s' % ', '.join(
+                sorted(a for a in hashlib.algorithms_guaranteed
+                       if not a.startswith('shake'))))
+        return hashlib.new(alg, value.encode('latin-1')).hexdigest()
+
+
+class Repeat(Function):
+    def parse(self, parser, args):
+        if not isinstance(args, dict) or 'for_each' not in args or \
+                'template' not in args:
+            raise self.error('arguments must be a map with "for_each" and '
+                             '"template"')
+        keep = {'for_each': args['for_each'], 'template': args['template']}
+        if self.version >= '2017-09-01' and 'permutations' in args:
+            keep['permutations'] = args['permutations']
+        self.args = parser.parse(keep, self.path)
+        if not isinstance(self.args['for_each'], (dict, Function)):
+            raise self.error('"for_each" must be a map')
+
+    def result(self, args, ctx):
+        for_each = args['for_each']
+        if not isinstance(for_each, dict):
+            raise self.error('"for_each" must be a map')
+        perms = args.get('permutations', True)
+        if not isinstance(perms, bool):
+            raise self.error('"permutations" must be a boolean')
+        keys, lists = [], []
+        for k, v in for_each.items():
+            if v is None:
+                v = []
+            elif isinstance(v, dict) and self.version >= '2016-10-14':
+                v = list(v)
+            elif not isinstance(v, list):
+                raise self.error('The values of the "for_each" argument '
+                                 'must be lists')
+            keys.append(k)
+            lists.append(v)
+        if perms:
+            combos = itertools.product(*lists)
+        else:
+            if any(isinstance(for_each[k], dict) for k in keys) or \
+                    len({len(x) for x in lists}) > 1:
+                raise self.error('With permutations false, the loop '
+                                 'lists must be lists of the same length')
+            combos = zip(*lists)
+        tmpl = args['template']
+        out = []
+        for combo in combos:
+            out.append(_subst(tmpl, list(zip(keys, combo))))
+        return out
+
+
+def _subst(v, pairs):
+    if isinstance(v, str):
+        for k, x in pairs:
+            v = v.replace(k, x)
+        return v
+    if isinstance(v, dict):
+        return {_subst(k, pairs): _subst(x, pairs) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_subst(x, pairs) for x in v]
+    return v
+
+
+class MapMerge(Function):
+    def result(self, args, ctx):
+        if not isinstance(args, list):
+            raise self.error('the argument must be a list of maps')
+        out = {}
+        for m in args:
+            if m is None:
+                continue
+            if not isinstance(m, dict):
+                raise self.error('items must be maps, not %s' % _type(m))
+            out.update(m)
+        return out
+
+
+class MapReplace(Function):
+    def parse(self, parser, args):
+        if not isinstance(args, list) or len(args) != 2:
+            raise self.error('arguments must be a list [map, {keys: ..., '
+                             'values: ...}]')
+        if isinstance(args[1], dict):
+            extra = set(args[1]) - {'keys', 'values'}
+            if extra:
+                raise self.error('unknown key(s) %s; only "keys" and '
+                                 '"values" are allowed' % ', '.join(
+                                     sorted(map(str, extra))))
+        self.args = parser.parse(args, self.path)
+
+    def result(self, args, ctx):
+        inp, repl = args
+        inp = {} if inp is None else inp
+        repl = {} if repl is None else repl
+        if not isinstance(inp, dict):
+            raise self.error('the first argument must be a map')
+        if not isinstance(repl, dict):
+            raise self.error('the second argument must be a map')
+        extra = set(repl) - {'keys', 'values'}
+        if extra:
+            raise self.error('unknown key(s) %s; only "keys" and "values" '
+                             'are allowed' % ', '.join(sorted(map(str,
+                                                                  extra))))
+        keys = repl.get('keys') or {}
+        values = repl.get('values') or {}
+        if not isinstance(keys, dict) or not isinstance(values, dict):
+            raise self.error('"keys" and "values" must be maps')
+        out = {}
+        for k, v in inp.items():
+            nk = keys.get(k, k)
+            if k in keys and nk != k and nk in inp:
+                raise self.error('key replacement %s collides with a key '
+                                 'in the input map' % nk)
+            if nk in out:
+                raise self.error('key replacement %s creates a duplicate '
+                                 'key' % nk)
+            try:
+                if v in values:
+                    v = values[v]
+            except TypeError:
+                pass
+            out[nk] = v
+        return out
+
+
+class StrSplit(Function):
+    def parse(self, parser, args):
+        if not isinstance(args, list) or len(args) not in (2, 3):
+            raise self.error('arguments must be a list [delimiter, string]'
+                             ' or [delimiter, string, index]')
+        self.args = parser.parse(args, self.path)
+
+    def result(self, args, ctx):
+        delim, s = args[0], args[1]
+        if s is None:
+            return None
+        if not isinstance(delim, str) or not isinstance(s, str):
+            raise self.error('the delimiter and the string must be strings')
+        parts = s.split(delim)
+        if len(args) == 3:
+            idx = args[2]
+            try:
+                idx = int(idx)
+            except (TypeError, ValueError):
+                raise self.error('the index must be an integer')
+            try:
+                return parts[idx]
+            except IndexError:
+                raise self.error('index %d out of range' % idx)
+        return parts
+
+
+class ListConcat(Function):
+    unique = False
+
+    def result(self, args, ctx):
+        if not isinstance(args, list):
+            raise self.error('the argument must be a list of lists')
+        out = []
+        for item in args:
+            if item is None:
+                continue
+            if not isinstance(item, list):
+                raise self.error('Incorrect arguments: Items to concat must'
+                                 ' be lists. %s' % json.dumps(item))
+            out.extend(item)
+        if self.unique:
+            uniq = []
+            for x in out:
+                if x not in uniq:
+                    uniq.append(x)
+            out = uniq
+        return out
+
+
+class ListConcatUnique(ListConcat):
+    unique = True
+
+
+class Contains(Function):
+    def parse(self, parser, args):
+        if not isinstance(args, list) or len(args) != 2:
+            raise self.error('arguments must be a list [value, sequence]')
+        self.args = parser.parse(args, self.path)
+
+    def result(self, args, ctx):
+        value, seq = args
+        if not isinstance(seq, (list, str)):
+            raise self.error('the second argument must be a list or a '
+                             'string')
+        if isinstance(seq, str) and not isinstance(value, str):
+            return False
+        return value in seq
+
+
+class Filter(Function):
+    def parse(self, parser, args):
+        if not isinstance(args, list) or len(args) != 2:
+            raise self.error('arguments must be a list [values, list]')
+        self.args = parser.parse(args, self.path)
+
+    def result(self, args, ctx):
+        values, lst = args
+        if not lst:
+            return lst
+        if not isinstance(lst, list):
+            raise self.error('the second argument must be a list')
+        if not values:
+            return lst
+        if not isinstance(values, list):
+            raise self.error('the first argument must be a list')
+        return [x for x in lst if x not in values]
+
+
+class MakeUrl(Function):
+    KEYS = ('scheme', 'username', 'password', 'host', 'port', 'path',
+            'query', 'fragment')
+
+    def parse(self, parser, args):
+        if not isinstance(args, dict):
+            raise self.error('the argument must be a map')
+        extra = set(args) - set(self.KEYS)
+        if extra:
+            raise self.error('unknown argument(s) %s; allowed: %s' % (
+                ', '.join(sorted(map(str, extra))), ', '.join(self.KEYS)))
+        self.args = parser.parse(args, self.path)
+
+    def result(self, args, ctx):
+        if not isinstance(args, dict):
+            raise self.error('the argument must be a map')
+        a = {k: v for k, v in args.items() if v is not None}
+        for k in ('scheme', 'username', 'password', 'host', 'path',
+                  'fragment'):
+            if k in a and not isinstance(a[k], str):
+                raise self.error('"%s" must be a string' % k)
+        scheme = a.get('scheme', '')
+        if ':' in scheme:
+            raise self.error('"scheme" must not contain ":"')
+        netloc = ''
+        user, pw = a.get('username'), a.get('password')
+        if user or pw:
+            netloc = urlparse.quote(user or '', safe='')
+            if pw:
+                netloc += ':' + urlparse.quote(pw, safe='')
+            netloc += '@'
+        host = a.get('host', '')
+        if host.startswith('[') and host.endswith(']'):
+            host = host[1:-1]
+        host = urlparse.quote(host, safe=':')
+        if ':' in host:
+            host = '[%s]' % host
+        netloc += host
+        if 'port' in a:
+            port = a['port']
+            try:
+                if isinstance(port, bool):
+                    raise ValueError()
+                port = int(port)
+            except (TypeError, ValueError):
+                raise self.error('"port" must be an integer')
+            if not 1 <= port <= 65535:
+                raise self.error('"port" must be between 1 and 65535')
+            netloc += ':%d' % port
+        path = urlparse.quote(a.get('path', ''), safe='/')
+        query = a.get('query', {})
+        if not isinstance(query, dict):
+            raise self.error('"query" must be a map')
+        query = urlparse.urlencode(query).replace('%2F', '/')
+        fragment = urlparse.quote(a.get('fragment', ''))
+        return urlparse.urlunsplit((scheme, netloc, path, query, fragment))
+
+
+_YAQL = {}
+
+
+def _yaql_engine():
+    if 'engine' not in _YAQL:
+        import yaql
+        _YAQL['engine'] = yaql.YaqlFactory().create(options={
+            'yaql.limitIterators': 200,
+            'yaql.memoryQuota': 10000,
+            'yaql.convertInputData': True,
+            'yaql.convertOutputData': True})
+        _YAQL['context'] = yaql.create_context()
+    return _YAQL['engine'], _YAQL['context']
+
+
+def _plain(v):
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple, set, frozenset)):
+        return [_plain(x) for x in v]
+    return v
+
+
+class Yaql(Function):
+    def parse(self, parser, args):
+        if not isinstance(args, dict) or 'expression' not in args:
+            raise self.error('arguments must be a map with "expression" '
+                             'and optional "data"')
+        extra = set(args) - {'expression', 'data'}
+        if extra:
+            raise self.error('unknown key(s) %s' % ', '.join(
+                sorted(map(str, extra))))
+        self.args = parser.parse({'expression': args['expression'],
+                                  'data': args.get('data', {})}, self.path)
+        self._parsed = None
+        if isinstance(self.args['expression'], str):
+            self._parsed = self._compile(self.args['expression'])
+
+    def _compile(self, expr):
+        engine, _ = _yaql_engine()
+        try:
+            return engine(expr)
+        except Exception as e:
+            raise self.error('Bad expression %s' % e)
+
+    def result(self, args, ctx):
+        expr = args['expression']
+        if not isinstance(expr, str):
+            raise self.error('"expression" must be a string')
+        parsed = self._parsed or self._compile(expr)
+        _, yctx = _yaql_engine()
+        try:
+            out = parsed.evaluate(data={'data': args['data']},
+                                  context=yctx.create_child_context())
+        except Exception as e:
+            raise self.error('Bad expression: %s' % e)
+        return _plain(out)
+
+
+class Select(Function):
+    """Fn::Select (HOT 2013-05-23 .. 2015-04-30)."""
+
+    def parse(self, parser, args):
+        if not isinstance(args, list) or len(args) != 2:
+            raise self.error('arguments must be a list [index, collection]')
+        self.args = parser.parse(args, self.path)
+
+    def result(self, args, ctx):
+        index, coll = args
+        if coll is None:
+            return ''
+        if isinstance(coll, str):
+            try:
+                coll = json.loads(coll)
+            except ValueError:
+                raise self.error('the collection must be a list or a map')
+        if isinstance(coll, dict):
+            return coll.get(index, '') if isinstance(index, str) else ''
+        if isinstance(coll, list):
+            try:
+                index = int(index)
+            except (TypeError, ValueError):
+                raise self.error('the index must be an integer')
+            return coll[index] if 0 <= index < len(coll) else ''
+        raise self.error('the collection must be a list or a map')
+
+
+class Removed(Function):
+    def parse(self, parser, args):
+        raise _err('"%s" is not supported in this version of HOT (%s)' % (
+            self.name, self.version), self.path)
+
+
+class NotYet(Function):
+    def parse(self, parser, args):
+        raise _err('"%s" is not supported by converge yet' % self.name,
+                   self.path)
+
+
+class If(Function):
+    """Handled by the parser (it is a macro); never resolved."""
+
+
+CFN = ('Fn::GetAZs', 'Fn::Join', 'Fn::Split', 'Fn::Replace', 'Fn::Base64',
+       'Fn::MemberListToMap', 'Fn::ResourceFacade', 'Ref')
+
+VERSIONS = ('2013-05-23', '2014-10-16', '2015-04-30', '2015-10-15',
+            '2016-04-08', '2016-10-14', '2017-02-24', '2017-09-01',
+            '2018-03-02', '2018-08-31', '2021-04-16')
+ALIASES = {'newton': '2016-10-14', 'ocata': '2017-02-24',
+           'pike': '2017-09-01', 'queens': '2018-03-02',
+           'rocky': '2018-08-31', 'wallaby': '2021-04-16'}
+
+ADDED = {
+    '2013-05-23': {'get_param': GetParam, 'get_resource': GetResource,
+                   'get_attr': GetAttr, 'list_join': ListJoin,
+                   'str_replace': StrReplace, 'get_file': GetFile,
+                   'resource_facade': NotYet, 'Fn::Select': Select},
+    '2015-04-30': {'repeat': Repeat, 'digest': Digest},
+    '2015-10-15': {'str_split': StrSplit},
+    '2016-04-08': {'map_merge': MapMerge},
+    '2016-10-14': {'yaql': Yaql, 'map_replace': MapReplace, 'if': If},
+    '2017-02-24': {'filter': Filter, 'str_replace_strict': StrReplaceStrict},
+    '2017-09-01': {'make_url': MakeUrl, 'list_concat': ListConcat,
+                   'list_concat_unique': ListConcatUnique,
+                   'str_replace_vstrict': StrReplaceVStrict,
+                   'contains': Contains},
+}
+
+CONDITION_NAMES = ('equals', 'not', 'and', 'or')
+ALL_NAMES = set(CFN) | set(CONDITION_NAMES)
+for _v in ADDED.values():
+    ALL_NAMES |= set(_v)
+
+
+def function_table(version):
+    """name -> class for a (canonical) version."""
+    table = {}
+    for v in VERSIONS:
+        if v > version:
+            break
+        table.update(ADDED.get(v, {}))
+    for name in CFN:
+        table[name] = NotYet if version == '2013-05-23' else Removed
+    if version >= '2015-10-15':
+        table['Fn::Select'] = Removed
+    return table
+
+
+def condition_table(version):
+    """Functions usable as values inside condition expressions."""
+    table = {'get_param': GetParam}
+    if version >= '2017-09-01':
+        table['yaql'] = Yaql
+        table['contains'] = Contains
+    return table
+
+
+class Parser:
+    """Parses snippets for one owner (a resource, an output, ...).
+
+    :param refs: set receiving names of resources referenced
+    :param attrs: set receiving (resource, attribute-or-None) pairs
+    """
+
+    def __init__(self, scope, table, refs=None, attrs=None,
+                 conditions=False):
+        self.scope = scope
+        self.table = table
+        self.refs = refs if refs is not None else set()
+        self.attrs = attrs if attrs is not None else set()
+        self.conditions = conditions
+
+    def parse(self, v, path):
+        if isinstance(v, dict):
+            if len(v) == 1:
+                for k in v:
+                    pass
+                cls = self.table.get(k) if isinstance(k, str) else None
+                if cls is not None:
+                    if cls is If:
+                        return self.parse_if(v[k], path + (k,))
+                    return cls(self, k, v[k], path)
+                if isinstance(k, str) and k in ALL_NAMES and \
+                        k not in CONDITION_NAMES:
+                    if self.conditions:
+                        raise _err('"%s" is not allowed in conditions' % k,
+                                   path + (k,))
+                    raise _err('"%s" is not supported in this version of '
+                               'HOT (%s)' % (k, self.scope.version),
+                               path + (k,))
+            out = {}
+            for k, x in v.items():
+                if isinstance(x, (dict, list)):
+                    x = self.parse(x, path + (k,))
+                    if x is OMIT:
+                        continue
+                out[k] = x
+            return out
+        if isinstance(v, list):
+            out = []
+            for i, x in enumerate(v):
+                if isinstance(x, (dict, list)):
+                    x = self.parse(x, path + (i,))
+                    if x is OMIT:
+                        continue
+                out.append(x)
+            return out
+        return v
+
+    def parse_if(self, args, path):
+        two = self.scope.version >= '2021-04-16'
+        if not isinstance(args, list) or not (
+                len(args) == 3 or (two and len(args) == 2)):
+            raise _err('if: arguments must be a list [condition, '
+                       'value_if_true%s]' % (
+                           ', [value_if_false]' if two
+                           else ', value_if_false'), path)
+        cond = self.scope.condition_value(args[0], path + (0,))
+        if cond:
+            return self.parse(args[1], path + (1,))
+        if len(args) == 2:
+            return OMIT
+        return self.parse(args[2], path + (2,))
+
+    def reference(self, name, path):
+        plugin = self.scope.check_reference(name, path)
+        self.refs.add(name)
+        return plugin
+
+    def attribute(self, name, attr):
+        self.attrs.add((name, attr))

@@ -1,0 +1,308 @@
+"""Client-side loading: template + environments + get_file contents.
+
+Produces a :class:`Bundle`, which is everything the engine needs to build a
+stack definition, JSON-serialisable so the engine can store it.
+"""
+
+import json
+import os
+
+import yaml
+
+from converge import exception
+
+_Base = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
+
+
+class Loader(_Base):
+    """A safe loader that keeps timestamps and dates as strings."""
+
+
+def _construct_str(loader, node):
+    return loader.construct_scalar(node)
+
+
+Loader.add_constructor('tag:yaml.org,2002:timestamp', _construct_str)
+
+ENV_SECTIONS = ('parameters', 'parameter_defaults', 'resource_registry',
+                'event_sinks', 'parameter_merge_strategies',
+                'encrypted_param_names')
+
+
+def parse_text(text, filename=None):
+    """Parse YAML (or JSON) text; a user error names file and line."""
+    if text.lstrip().startswith('{'):
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass  # let YAML report it (JSON is mostly YAML)
+    try:
+        return yaml.load(text, Loader=Loader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = mark.line + 1 if mark is not None else None
+        msg = 'Malformed YAML: %s' % (e.problem or e.context or e)
+        raise exception.InvalidTemplate(msg, filename=filename, line=line)
+    except yaml.YAMLError as e:
+        raise exception.InvalidTemplate('Malformed YAML: %s' % e,
+                                        filename=filename)
+
+
+def line_in_text(text, path):
+    """1-based line of the item at `path` in YAML text, or None.
+
+    Streams parser events and stops as soon as the item is found, so an
+    error near the top of a big template is located quickly. If the path
+    cannot be followed to the end, the line of the deepest node reached is
+    returned.
+    """
+    if not text:
+        return None
+    try:
+        return _line_from_events(yaml.parse(text, Loader=_Base), path)
+    except Exception:
+        return None
+
+
+_OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+_CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+
+
+def _skip(events, ev):
+    if not isinstance(ev, _OPEN):
+        return
+    depth = 1
+    for e in events:
+        if isinstance(e, _OPEN):
+            depth += 1
+        elif isinstance(e, _CLOSE):
+            depth -= 1
+            if depth == 0:
+                return
+
+
+def _line_from_events(events, path):
+    node = None
+    for ev in events:
+        if isinstance(ev, (yaml.ScalarEvent, yaml.AliasEvent) + _OPEN):
+            node = ev
+            break
+    if node is None:
+        return None
+    line = node.start_mark.line + 1
+    for key in path:
+        found = False
+        if isinstance(node, yaml.MappingStartEvent):
+            while True:
+                k = next(events)
+                if isinstance(k, yaml.MappingEndEvent):
+                    break
+                v = next(events)
+                if isinstance(k, yaml.ScalarEvent) and k.value == str(key):
+                    line = k.start_mark.line + 1
+                    node, found = v, True
+                    break
+                _skip(events, k)
+                _skip(events, v)
+        elif isinstance(node, yaml.SequenceStartEvent) and \
+                isinstance(key, int) and key >= 0:
+            i = 0
+            while True:
+                v = next(events)
+                if isinstance(v, yaml.SequenceEndEvent):
+                    break
+                if i == key:
+                    line = v.start_mark.line + 1
+                    node, found = v, True
+                    break
+                _skip(events, v)
+                i += 1
+        if not found:
+            return line
+    return line
+
+
+def _read(path, max_size=None, what='Template'):
+    try:
+        size = os.path.getsize(path)
+    except OSError as e:
+        raise exception.InvalidTemplate('Could not read %s: %s' % (
+            path, e.strerror or e))
+    if max_size is not None and size > max_size:
+        raise exception.InvalidTemplate(
+            '%s size (%d bytes) exceeds maximum allowed size (%d bytes)' % (
+                what, size, max_size), filename=path)
+    try:
+        with open(path, encoding='utf-8') as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise exception.InvalidTemplate('Could not read %s: %s' % (path, e))
+
+
+def _walk_get_file(node, path, found):
+    if isinstance(node, dict):
+        if len(node) == 1 and 'get_file' in node:
+            arg = node['get_file']
+            if isinstance(arg, str):
+                found.append((arg, path + ['get_file']))
+                return
+        for k, v in node.items():
+            _walk_get_file(v, path + [k], found)
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            _walk_get_file(v, path + [i], found)
+
+
+def _merge_env(env, new, filename, text):
+    if new is None:
+        return
+    if not isinstance(new, dict):
+        raise exception.InvalidTemplate(
+            'The environment is not a valid YAML mapping data type.',
+            filename=filename, line=1)
+    for section, value in new.items():
+        if section not in ENV_SECTIONS:
+            raise exception.InvalidTemplate(
+                'environment has unknown section "%s"' % section,
+                path=[section], filename=filename,
+                line=line_in_text(text, [section]))
+        if value is None:
+            continue
+        if section in ('parameters', 'parameter_defaults',
+                       'resource_registry', 'event_sinks_map',
+                       'parameter_merge_strategies'):
+            if not isinstance(value, dict):
+                raise exception.InvalidTemplate(
+                    'environment section "%s" must be a map' % section,
+                    path=[section], filename=filename,
+                    line=line_in_text(text, [section]))
+        if section in ('parameters', 'parameter_defaults',
+                       'parameter_merge_strategies'):
+            env.setdefault(section, {}).update(value)
+        elif section == 'resource_registry':
+            reg = env.setdefault('resource_registry', {})
+            for k, v in value.items():
+                if k == 'resources' and isinstance(v, dict):
+                    rres = reg.setdefault('resources', {})
+                    for rname, rmap in v.items():
+                        if isinstance(rmap, dict):
+                            rres.setdefault(rname, {}).update(rmap)
+                        else:
+                            rres[rname] = rmap
+                else:
+                    reg[k] = v
+        elif section == 'event_sinks':
+            env.setdefault('event_sinks', []).extend(
+                value if isinstance(value, list) else [value])
+        else:
+            env[section] = value
+
+
+def _empty_env():
+    return {'parameters': {}, 'parameter_defaults': {},
+            'resource_registry': {}}
+
+
+class Bundle:
+    """A template with its files and merged environment."""
+
+    def __init__(self, template, files=None, environment=None,
+                 template_path='<template>', source_text=None):
+        self.template = template
+        self.files = dict(files or {})
+        env = _empty_env()
+        env.update(environment or {})
+        self.environment = env
+        self.template_path = template_path
+        self.source_text = source_text
+        self._lines = {}
+
+    def line_of(self, path):
+        """Line of the item at `path` (list of keys) in the template."""
+        if path is None or self.source_text is None:
+            return None
+        key = tuple(path)
+        if key not in self._lines:
+            self._lines[key] = line_in_text(self.source_text, list(path))
+        return self._lines[key]
+
+    def to_dict(self):
+        return {'template': self.template, 'files': self.files,
+                'environment': self.environment,
+                'template_path': self.template_path,
+                'source_text': self.source_text}
+
+    @classmethod
+    def from_dict(cls, d):
+        return cls(d.get('template') or {}, d.get('files') or {},
+                   d.get('environment') or {},
+                   d.get('template_path') or '<template>',
+                   d.get('source_text'))
+
+    def merged_over(self, old):
+        """This bundle with its environment layered over `old`'s (for an
+        update that keeps the existing environment)."""
+        env = _empty_env()
+        for src in (old.environment, self.environment):
+            _merge_env(env, {k: v for k, v in src.items()
+                             if k in ENV_SECTIONS}, None, None)
+        files = dict(old.files)
+        files.update(self.files)
+        return Bundle(self.template, files, env, self.template_path,
+                      self.source_text)
+
+
+def _resolve_file(name, base_dir):
+    target = name
+    if target.startswith('file://'):
+        target = target[len('file://'):]
+    if '://' in target:
+        return None, 'get_file URL %s is not supported' % name
+    if not os.path.isabs(target):
+        target = os.path.join(base_dir, target)
+    real = os.path.realpath(target)
+    root = os.path.realpath(base_dir)
+    if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+        return None, ("get_file %s is outside the template's directory" %
+                      name)
+    return real, None
+
+
+def load_bundle(template_path, environment_paths=(), max_size=None,
+                extra_files=None):
+    """Read a template, its environments and get_file files."""
+    text = _read(template_path, max_size)
+    tmpl = parse_text(text, template_path)
+    if not isinstance(tmpl, dict):
+        raise exception.InvalidTemplate(
+            'The template is not a JSON object or YAML mapping.',
+            filename=template_path, line=1)
+
+    env = _empty_env()
+    for env_path in environment_paths or ():
+        env_text = _read(env_path, max_size, what='Environment')
+        _merge_env(env, parse_text(env_text, env_path), env_path, env_text)
+
+    files = {}
+    found = []
+    _walk_get_file(tmpl, [], found)
+    base_dir = os.path.dirname(os.path.abspath(template_path))
+    for name, path in found:
+        if name in files:
+            continue
+        real, err = _resolve_file(name, base_dir)
+        if err is None and not os.path.isfile(real):
+            err = 'get_file %s: file not found (%s)' % (name, real)
+        if err is None:
+            try:
+                with open(real, encoding='utf-8') as f:
+                    files[name] = f.read()
+            except (OSError, UnicodeDecodeError) as e:
+                err = 'get_file %s: could not read it: %s' % (name, e)
+        if err is not None:
+            raise exception.InvalidTemplate(
+                err, path=path, filename=template_path,
+                line=line_in_text(text, path))
+    if extra_files:
+        files.update(extra_files)
+    return Bundle(tmpl, files, env, template_path, text)

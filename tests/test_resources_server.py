@@ -1,0 +1,473 @@
+"""OS::Nova::Server on an in-memory fake of the simulated cloud (and a
+couple of checks against the real sim)."""
+
+import pytest
+
+from converge import exception
+from converge.resources import properties as p
+from converge.resources import server as server_mod
+from tests.resource_fakes import FakeClients, again, make
+
+Server = server_mod.Server
+BASE = {'image': 'cirros', 'flavor': 'm1.small'}
+
+
+def props(**kw):
+    out = dict(BASE)
+    out.update(kw)
+    return out
+
+
+@pytest.fixture
+def clients():
+    return FakeClients()
+
+
+def created(clients, name='web', **kw):
+    s = make(Server, name, props(**kw), clients=clients)
+    s.create()
+    return s
+
+
+# -- schema -------------------------------------------------------------
+
+def test_defaults():
+    out = Server.validate_properties(dict(BASE))
+    assert out['flavor_update_policy'] == 'RESIZE'
+    assert out['image_update_policy'] == 'REBUILD'
+    assert out['user_data_update_policy'] == 'REPLACE'
+    assert out['user_data_format'] == 'HEAT_CFNTOOLS'
+    assert out['software_config_transport'] == 'POLL_SERVER_CFN'
+    assert out['user_data'] == ''
+    assert out['security_groups'] == []
+    assert out['metadata'] == {}
+    assert out['personality'] == {}
+
+
+def test_update_allowed_per_heat():
+    allowed = {k for k, s in Server.properties_schema.items()
+               if s.update_allowed}
+    assert allowed == {
+        'name', 'image', 'flavor', 'flavor_update_policy',
+        'image_update_policy', 'networks', 'metadata',
+        'software_config_transport', 'user_data_update_policy', 'user_data',
+        'admin_pass', 'tags', 'deployment_swift_data'}
+
+
+@pytest.mark.parametrize('bad,path', [
+    ({'flavor': None}, ['flavor']),
+    ({'flavor_update_policy': 'MIGRATE'}, ['flavor_update_policy']),
+    ({'image_update_policy': 'NEVER'}, ['image_update_policy']),
+    ({'user_data_format': 'MIME'}, ['user_data_format']),
+    ({'user_data_update_policy': 'KEEP'}, ['user_data_update_policy']),
+    ({'networks': [{'network': 'a'}, {'netwrok': 'b'}]},
+     ['networks', 1, 'netwrok']),
+    ({'networks': [{'network': 'a', 'allocate_network': 'auto'}]},
+     ['networks', 0]),
+    ({'networks': [{'allocate_network': 'some'}]},
+     ['networks', 0, 'allocate_network']),
+    ({'metadata': ['x']}, ['metadata']),
+    ({'config_drive': 'sometimes'}, ['config_drive']),
+    ({'diskConfig': 'AUTOMATIC'}, ['diskConfig']),
+    ({'tags': [{'a': 1}]}, ['tags', 0]),
+    ({'deployment_swift_data': {'container': ''}},
+     ['deployment_swift_data', 'container']),
+    ({'block_device_mapping_v2': [{'boot_index': 0}]},
+     ['block_device_mapping_v2', 0]),
+    ({'block_device_mapping': [{'volume_id': 'v'}]},
+     ['block_device_mapping', 0, 'device_name']),
+])
+def test_bad_values_rejected_with_path(bad, path):
+    values = props(**bad)
+    if bad.get('flavor', 1) is None:
+        values.pop('flavor')
+    with pytest.raises(exception.InvalidTemplate) as e:
+        Server.validate_properties(
+            values, path=['resources', 'web', 'properties'])
+    assert e.value.path == ['resources', 'web', 'properties'] + path
+
+
+def test_boot_source_required():
+    with pytest.raises(exception.InvalidTemplate) as e:
+        Server.validate_properties({'flavor': 'm1.small'})
+    assert 'Neither image nor bootable volume' in str(e.value)
+    ok = Server.validate_properties({
+        'flavor': 'm1.small',
+        'block_device_mapping_v2': [{'image': 'cirros', 'boot_index': 0,
+                                     'volume_size': 1}]})
+    assert ok['block_device_mapping_v2'][0]['image'] == 'cirros'
+    # an image not known yet is fine
+    Server.validate_properties({'flavor': 'f', 'image': p.UNKNOWN})
+
+
+def test_networks_accept_heat_keys():
+    out = Server.validate_properties(props(networks=[
+        {'network': 'private', 'fixed_ip': '10.0.0.9', 'tag': 'a'},
+        {'port': 'p1', 'floating_ip': 'fip'},
+        {'subnet': 's1', 'port_extra_properties': {'x': 1}},
+        {'uuid': 'net-uuid'},
+        {'allocate_network': 'none'}]))
+    assert len(out['networks']) == 5
+
+
+# -- create / observe / idempotency ---------------------------------------
+
+def test_create_names_and_tags_the_server(clients):
+    s = created(clients, metadata={'role': 'web', 'n': 3},
+                networks=[{'network': 'private'}], key_name='k')
+    srv = clients.compute.servers[s.physical_id]
+    assert srv['name'].startswith('mystack-web-')
+    assert len(srv['name']) <= server_mod.NAME_LIMIT
+    assert srv['idempotency_key'] == s.idempotency_key == s.uuid
+    assert srv['resource'] == 'mystack/web'
+    assert srv['metadata'] == {'role': 'web', 'n': '3'}
+    assert srv['key_name'] == 'k'
+    assert srv['image'] == 'cirros' and srv['flavor'] == 'm1.small'
+    assert s.observe()['id'] == s.physical_id
+    assert s.reference_id() == s.physical_id
+
+
+def test_explicit_name(clients):
+    s = make(Server, 'web', props(name='frontend'), clients=clients)
+    s.create()
+    assert clients.compute.servers[s.physical_id]['name'] == 'frontend'
+
+
+def test_long_default_name_is_cut(clients):
+    s = make(Server, 'a' * 70, dict(BASE), clients=clients)
+    s.create()
+    name = clients.compute.servers[s.physical_id]['name']
+    assert len(name) == server_mod.NAME_LIMIT
+
+
+def test_create_twice_one_server(clients):
+    s = created(clients)
+    first = s.physical_id
+    s.create()
+    assert s.physical_id == first
+    assert len(clients.compute.servers) == 1
+
+
+def test_create_after_crash_adopts_by_key(clients):
+    s = created(clients)
+    # the engine crashed before persisting physical_id
+    s2 = again(s)
+    s2.physical_id = None
+    assert s2.observe()['id'] == s.physical_id  # observe adopts too
+    s3 = again(s)
+    s3.physical_id = None
+    s3.create()
+    assert s3.physical_id == s.physical_id
+    assert len(clients.compute.servers) == 1
+    assert len(clients.compute.ops('create')) == 1
+
+
+def test_observe_gone(clients):
+    s = created(clients)
+    del clients.compute.servers[s.physical_id]
+    assert s.observe() is None
+    s2 = make(Server, 'other', dict(BASE), clients=clients)
+    assert s2.observe() is None and s2.physical_id is None
+
+
+def test_create_error_fails_and_retry_replaces_the_broken_server(clients):
+    clients.compute.create_status = 'ERROR'
+    s = make(Server, 'web', dict(BASE), clients=clients)
+    with pytest.raises(exception.ResourceFailure):
+        s.create()
+    broken = s.physical_id
+    assert broken  # persisted with the failure
+    clients.compute.create_status = 'ACTIVE'
+    s2 = again(s)
+    s2.create()
+    assert s2.physical_id != broken
+    assert list(clients.compute.servers) == [s2.physical_id]
+
+
+def test_create_cloud_error_propagates(clients):
+    clients.compute.fail_next['create'] = exception.CloudError('boom')
+    s = make(Server, 'web', dict(BASE), clients=clients)
+    with pytest.raises(exception.CloudError):
+        s.create()
+    s.create()
+    assert len(clients.compute.servers) == 1
+
+
+def test_user_data_from_software_config(clients):
+    clients.configs.create('5f1e6c4e-8f0e-4c57-9a55-1f0d5b3b2b10', 'c',
+                           'script', '#!/bin/sh\necho hi')
+    s = created(clients, user_data_format='RAW',
+                user_data='5f1e6c4e-8f0e-4c57-9a55-1f0d5b3b2b10')
+    assert clients.compute.servers[s.physical_id]['user_data'] == \
+        '#!/bin/sh\necho hi'
+    s2 = created(clients, name='other', user_data='echo plain')
+    assert clients.compute.servers[s2.physical_id]['user_data'] == \
+        'echo plain'
+
+
+# -- update -------------------------------------------------------------
+
+def test_image_change_rebuilds(clients):
+    s = created(clients)
+    s2 = again(s, props(image='fedora'))
+    assert s2.needs_replace(s.properties) is False
+    s2.update(s.properties, s2.observe())
+    assert clients.compute.servers[s.physical_id]['image'] == 'fedora'
+    assert clients.compute.ops('rebuild') == [
+        ('rebuild', s.physical_id, 'fedora')]
+    assert s2.physical_id == s.physical_id
+    # repeating the update (crash after the rebuild) rebuilds nothing
+    s2.update(s.properties, s2.observe())
+    assert len(clients.compute.ops('rebuild')) == 1
+
+
+def test_image_change_rebuild_preserve_ephemeral(clients):
+    s = created(clients, image_update_policy='REBUILD_PRESERVE_EPHEMERAL')
+    s2 = again(s, props(image='fedora',
+                        image_update_policy='REBUILD_PRESERVE_EPHEMERAL'))
+    assert s2.needs_replace(s.properties) is False
+    s2.update(s.properties, s2.observe())
+    assert clients.compute.servers[s.physical_id]['image'] == 'fedora'
+
+
+def test_image_change_replaces_with_policy_replace(clients):
+    s = created(clients, image_update_policy='REPLACE')
+    s2 = again(s, props(image='fedora', image_update_policy='REPLACE'))
+    assert s2.needs_replace(s.properties) is True
+    with pytest.raises(exception.UpdateReplace):
+        s2.update(s.properties, s2.observe())
+    assert not clients.compute.ops('rebuild')
+
+
+def test_flavor_change_resizes(clients):
+    s = created(clients)
+    s2 = again(s, props(flavor='m1.large'))
+    assert s2.needs_replace(s.properties) is False
+    s2.update(s.properties, s2.observe())
+    assert clients.compute.servers[s.physical_id]['flavor'] == 'm1.large'
+    assert len(clients.compute.ops('resize')) == 1
+
+
+def test_flavor_change_replaces_with_policy_replace(clients):
+    s = created(clients, flavor_update_policy='REPLACE')
+    s2 = again(s, props(flavor='m1.large', flavor_update_policy='REPLACE'))
+    assert s2.needs_replace(s.properties) is True
+    with pytest.raises(exception.UpdateReplace):
+        s2.update(s.properties, s2.observe())
+
+
+def test_policy_changed_in_same_update_applies(clients):
+    s = created(clients)
+    s2 = again(s, props(flavor='m1.large', flavor_update_policy='REPLACE'))
+    assert s2.needs_replace(s.properties) is True
+
+
+def test_name_and_metadata_in_place(clients):
+    s = created(clients, metadata={'a': '1'})
+    s2 = again(s, props(name='renamed', metadata={'a': '2', 'b': [1]}))
+    assert s2.needs_replace(s.properties) is False
+    s2.update(s.properties, s2.observe())
+    srv = clients.compute.servers[s.physical_id]
+    assert srv['name'] == 'renamed'
+    assert srv['metadata'] == {'a': '2', 'b': '[1]'}
+    assert len(clients.compute.servers) == 1
+
+
+def test_user_data_change_replaces_by_default(clients):
+    s = created(clients, user_data='echo 1')
+    s2 = again(s, props(user_data='echo 2'))
+    assert s2.needs_replace(s.properties) is True
+    with pytest.raises(exception.UpdateReplace):
+        s2.update(s.properties, s2.observe())
+
+
+def test_user_data_change_ignored_with_policy_ignore(clients):
+    s = created(clients, user_data='echo 1', user_data_update_policy='IGNORE')
+    s2 = again(s, props(user_data='echo 2',
+                        user_data_update_policy='IGNORE'))
+    assert s2.needs_replace(s.properties) is False
+    s2.update(s.properties, s2.observe())
+    assert clients.compute.servers[s.physical_id]['user_data'] == 'echo 1'
+
+
+@pytest.mark.parametrize('change', [
+    {'key_name': 'other'}, {'availability_zone': 'az2'},
+    {'security_groups': ['web']}, {'user_data_format': 'RAW'},
+    {'config_drive': True}, {'scheduler_hints': {'group': 'g'}},
+    {'networks': [{'network': 'other'}]},
+])
+def test_non_updatable_changes_replace(clients, change):
+    s = created(clients)
+    s2 = again(s, props(**change))
+    assert s2.needs_replace(s.properties) is True
+
+
+@pytest.mark.parametrize('change', [
+    {'admin_pass': 'secret'}, {'tags': ['a']},
+    {'software_config_transport': 'POLL_TEMP_URL'},
+    {'deployment_swift_data': {'container': 'c'}},
+])
+def test_updatable_changes_do_not_replace(clients, change):
+    s = created(clients)
+    s2 = again(s, props(**change))
+    assert s2.needs_replace(s.properties) is False
+    s2.update(s.properties, s2.observe())
+    assert len(clients.compute.servers) == 1
+
+
+def test_nic_tag_change_is_ignored(clients):
+    s = created(clients, networks=[{'network': 'private', 'tag': 'a'}])
+    s2 = again(s, props(networks=[{'network': 'private', 'tag': 'b'}]))
+    assert s2.needs_replace(s.properties) is False
+
+
+def test_stopped_server_is_started(clients):
+    s = created(clients)
+    clients.compute.stop_server(s.physical_id)
+    observed = s.observe()
+    assert s.drift(observed) == {'status'}
+    again(s).update(s.properties, observed)
+    assert clients.compute.servers[s.physical_id]['status'] == 'ACTIVE'
+    assert s.drift(s.observe()) == set()
+
+
+def test_error_server_is_replaced_on_update(clients):
+    s = created(clients)
+    clients.compute.servers[s.physical_id]['status'] = 'ERROR'
+    observed = s.observe()
+    assert 'status' in s.drift(observed)
+    with pytest.raises(exception.UpdateReplace):
+        again(s).update(s.properties, observed)
+
+
+def test_drift(clients):
+    s = created(clients)
+    assert s.drift(s.observe()) == set()
+    srv = clients.compute.servers[s.physical_id]
+    srv['name'] = 'hacked'
+    srv['image'] = 'other'
+    srv['flavor'] = 'm1.tiny'
+    assert s.drift(s.observe()) == {'name', 'image', 'flavor'}
+    # the update repairs all three in place
+    again(s).update(s.properties, s.observe())
+    assert s.drift(s.observe()) == set()
+    assert s.drift({}) == set()  # observing failed: no opinion
+
+
+def test_drift_image_with_replace_policy_replaces(clients):
+    s = created(clients, image_update_policy='REPLACE')
+    clients.compute.servers[s.physical_id]['image'] = 'other'
+    with pytest.raises(exception.UpdateReplace):
+        again(s).update(s.properties, s.observe())
+
+
+# -- delete / check / attributes ------------------------------------------
+
+def test_delete(clients):
+    s = created(clients)
+    s.delete()
+    assert clients.compute.servers == {}
+    s.delete()  # absent already: success
+    assert s.observe() is None
+
+
+def test_delete_without_physical_id_finds_by_key(clients):
+    s = created(clients)
+    s2 = again(s)
+    s2.physical_id = None
+    s2.delete()
+    assert clients.compute.servers == {}
+    s2.delete()
+
+
+def test_check(clients):
+    s = created(clients)
+    s.check(s.observe())
+    s.check({})  # observing failed: it looks again
+    clients.compute.stop_server(s.physical_id)
+    with pytest.raises(exception.ResourceFailure) as e:
+        s.check(s.observe())
+    assert 'SHUTOFF' in str(e.value)
+    s.delete()
+    with pytest.raises(exception.ResourceFailure):
+        s.check(s.observe())
+
+
+def test_attributes(clients):
+    s = created(clients, networks=[{'network': 'private'},
+                                   {'network': 'public',
+                                    'fixed_ip': '172.24.4.9'}],
+                tags=['t1'])
+    srv = clients.compute.servers[s.physical_id]
+    srv['addresses']['private'].insert(0, {
+        'addr': 'fd00::5', 'version': 6, 'OS-EXT-IPS:type': 'fixed'})
+    attrs = s.get_attributes(s.observe())
+    assert set(attrs) == Server.attribute_names()
+    assert attrs['first_address'] == srv['addresses']['private'][1]['addr']
+    assert attrs['networks'] == {
+        'private': ['fd00::5', srv['addresses']['private'][1]['addr']],
+        'public': ['172.24.4.9']}
+    assert attrs['addresses'] == srv['addresses']
+    assert attrs['name'] == srv['name']
+    assert attrs['show']['id'] == s.physical_id
+    assert attrs['accessIPv4'] == srv['accessIPv4']
+    assert attrs['accessIPv6'] == ''
+    assert attrs['console_urls'] == {} and attrs['os_collect_config'] == {}
+    assert attrs['tags'] == ['t1']
+    assert attrs['instance_name']
+
+
+def test_attributes_when_observation_failed(clients):
+    s = created(clients)
+    attrs = s.get_attributes({})
+    assert attrs['first_address'] == '' and attrs['networks'] == {}
+    assert attrs['name'].startswith('mystack-web-')
+
+
+def test_not_logical():
+    assert Server.logical is False
+
+
+# -- against the real simulated cloud -------------------------------------
+
+@pytest.fixture
+def sim_clients(tmp_path):
+    sim = pytest.importorskip('converge.drivers.sim')
+
+    class Clients:
+        compute = sim.SimCompute('sqlite:///%s' % (tmp_path / 'sim.db'))
+        configs = None
+    yield Clients()
+    sim.forget('sqlite:///%s' % (tmp_path / 'sim.db'))
+
+
+def test_sim_lifecycle(sim_clients):
+    cloud = sim_clients.compute
+    s = make(Server, 'web', props(networks=[{'network': 'private'}],
+                                  metadata={'a': 1}), clients=sim_clients)
+    s.create()
+    s2 = again(s)
+    s2.physical_id = None
+    s2.create()  # adopted, not a second server
+    assert s2.physical_id == s.physical_id
+    assert len(cloud.list_servers()) == 1
+    observed = s.observe()
+    assert observed['status'] == 'ACTIVE' and s.drift(observed) == set()
+    attrs = s.get_attributes(observed)
+    assert attrs['first_address'] and attrs['networks']['private']
+    s3 = again(s, props(image='fedora', flavor='m1.large', name='n',
+                        networks=[{'network': 'private'}],
+                        metadata={'a': 2}))
+    assert s3.needs_replace(s.properties) is False
+    s3.update(s.properties, s3.observe())
+    got = cloud.get_server(s.physical_id)
+    assert (got['image'], got['flavor'], got['name']) == (
+        'fedora', 'm1.large', 'n')
+    assert got['metadata'] == {'a': '2'}
+    cloud.stop_server(s.physical_id)
+    assert s3.drift(s3.observe()) == {'status'}
+    s3.update(s3.properties, s3.observe())
+    s3.check(s3.observe())
+    s3.delete()
+    s3.delete()
+    assert s3.observe() is None

@@ -1,0 +1,175 @@
+"""load_bundle / Bundle: files, environments, YAML errors, line lookup."""
+
+import json
+import os
+
+import pytest
+
+from converge import exception
+from converge.template import Bundle
+from converge.template import load_bundle
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return str(path)
+
+
+def test_versions_stay_strings_and_dates_not_parsed(tmp_path):
+    t = write(tmp_path, 't.yaml', 'heat_template_version: 2013-05-23\n'
+               'description: when 2001-12-14t21:59:43.10-05:00\n'
+              'resources: {}\n'
+              'outputs: {o: {value: 2020-01-01}}\n')
+    b = load_bundle(t)
+    assert b.template['heat_template_version'] == '2013-05-23'
+    assert b.template['outputs']['o']['value'] == '2020-01-01'
+    json.dumps(b.to_dict())
+
+
+def test_json_template(tmp_path):
+    t = write(tmp_path, 't.json', json.dumps(
+        {'heat_template_version': '2015-10-15', 'resources': {}}))
+    assert load_bundle(t).template['heat_template_version'] == '2015-10-15'
+
+
+def test_malformed_yaml_names_file_and_line(tmp_path):
+    t = write(tmp_path, 't.yaml', 'heat_template_version: 2015-10-15\n'
+              'resources:\n  a: [1, 2\n  b: c\n')
+    with pytest.raises(exception.InvalidTemplate) as exc:
+        load_bundle(t)
+    assert exc.value.filename == t
+    assert exc.value.line in (3, 4, 5)
+    assert str(exc.value).startswith(t + ':')
+
+
+def test_template_over_size_limit(tmp_path):
+    t = write(tmp_path, 't.yaml', 'heat_template_version: 2015-10-15\n')
+    with pytest.raises(exception.InvalidTemplate) as exc:
+        load_bundle(t, max_size=10)
+    assert 'Template size (34 bytes) exceeds maximum allowed size ' \
+        '(10 bytes)' in str(exc.value)
+    load_bundle(t, max_size=34)
+
+
+def test_get_file_collected_relative_and_file_url(tmp_path):
+    write(tmp_path, 'scripts/a.sh', 'echo a\n')
+    write(tmp_path, 'b.txt', 'b')
+    t = write(tmp_path, 't.yaml', '''
+heat_template_version: 2015-10-15
+resources:
+  r:
+    type: OS::Heat::None
+    properties:
+      a: {get_file: scripts/a.sh}
+      b: {str_replace: {template: {get_file: 'file://%s'}, params: {}}}
+      c: [{get_file: scripts/a.sh}]
+''' % os.path.join(str(tmp_path), 'b.txt'))
+    b = load_bundle(t)
+    assert b.files['scripts/a.sh'] == 'echo a\n'
+    assert b.files['file://%s' % os.path.join(str(tmp_path), 'b.txt')] == \
+        'b'
+
+
+def test_get_file_outside_directory(tmp_path):
+    write(tmp_path, 'secret.txt', 'x')
+    t = write(tmp_path, 'sub/t.yaml', '''heat_template_version: 2015-10-15
+resources:
+  r:
+    type: OS::Heat::None
+    properties:
+      a: {get_file: ../secret.txt}
+''')
+    with pytest.raises(exception.InvalidTemplate) as exc:
+        load_bundle(t)
+    e = exc.value
+    assert "outside the template's directory" in e.message
+    assert e.path == ['resources', 'r', 'properties', 'a', 'get_file']
+    assert e.line == 6 and e.filename == t
+
+
+def test_get_file_absolute_outside_and_missing(tmp_path):
+    t = write(tmp_path, 'sub/t.yaml', '''heat_template_version: 2015-10-15
+resources:
+  r:
+    type: OS::Heat::None
+    properties:
+      a: {get_file: /etc/passwd}
+''')
+    with pytest.raises(exception.InvalidTemplate) as exc:
+        load_bundle(t)
+    assert "outside the template's directory" in exc.value.message
+    t = write(tmp_path, 'sub/t2.yaml', '''heat_template_version: 2015-10-15
+resources:
+  r:
+    type: OS::Heat::None
+    properties:
+      a:
+        get_file: nothere.txt
+''')
+    with pytest.raises(exception.InvalidTemplate) as exc:
+        load_bundle(t)
+    assert 'nothere.txt' in exc.value.message
+    assert exc.value.line == 7
+
+
+def test_environments_merge_in_order(tmp_path):
+    t = write(tmp_path, 't.yaml', 'heat_template_version: 2015-10-15\n')
+    e1 = write(tmp_path, 'e1.yaml', '''
+parameters: {a: 1, b: 1}
+parameter_defaults: {x: 1}
+resource_registry:
+  My::A: OS::Heat::None
+  resources:
+    r1: {My::B: OS::Heat::None}
+event_sinks: []
+''')
+    e2 = write(tmp_path, 'e2.yaml', '''
+parameters: {b: 2}
+parameter_defaults: {y: 2}
+resource_registry:
+  My::A: Test::Value
+  resources:
+    r1: {My::C: OS::Heat::None}
+encrypted_param_names: []
+parameter_merge_strategies: {}
+''')
+    b = load_bundle(t, [e1, e2])
+    env = b.environment
+    assert env['parameters'] == {'a': 1, 'b': 2}
+    assert env['parameter_defaults'] == {'x': 1, 'y': 2}
+    assert env['resource_registry']['My::A'] == 'Test::Value'
+    assert env['resource_registry']['resources']['r1'] == {
+        'My::B': 'OS::Heat::None', 'My::C': 'OS::Heat::None'}
+
+
+def test_environment_unknown_section(tmp_path):
+    t = write(tmp_path, 't.yaml', 'heat_template_version: 2015-10-15\n')
+    e = write(tmp_path, 'env.yaml', 'parameters: {}\nbogus: {}\n')
+    with pytest.raises(exception.InvalidTemplate) as exc:
+        load_bundle(t, [e])
+    assert exc.value.filename == e and exc.value.line == 2
+    assert 'bogus' in exc.value.message
+
+
+def test_round_trip_and_line_of(tmp_path):
+    t = write(tmp_path, 't.yaml', '''heat_template_version: 2015-10-15
+resources:
+  web:
+    type: OS::Heat::None
+    properties:
+      image: cirros
+      list:
+        - a
+        - b
+''')
+    b = load_bundle(t, extra_files={'x': 'y'})
+    d = json.loads(json.dumps(b.to_dict()))
+    b2 = Bundle.from_dict(d)
+    assert b2.template == b.template and b2.files == {'x': 'y'}
+    assert b2.template_path == t
+    assert b2.line_of(['resources', 'web', 'properties', 'image']) == 6
+    assert b2.line_of(['resources', 'web', 'properties', 'list', 1]) == 9
+    # a path that does not fully exist gives the deepest line found
+    assert b2.line_of(['resources', 'web', 'nothere']) == 3
