@@ -223,3 +223,37 @@ resources:
     cli.run('stack', 'create', 'g', '-t', path)
     dot = cli.run('stack', 'graph', 'g').stdout
     assert dot.startswith('digraph') and '"b" -> "a";' in dot
+
+
+@pytest.mark.parametrize('text,args,needle', [
+    ('heat_template_version: 2018-08-31\nresources:\n'
+     '  a: {type: OS::Heat::None, depends_on: b}\n'
+     '  b: {type: OS::Heat::None, depends_on: a}\n', [], 'a, b'),
+    ('heat_template_version: 2018-08-31\nparameters:\n  p: {type: string}\n'
+     'resources: {}\n', [], 'p'),
+    ('heat_template_version: 2018-08-31\nparameters:\n  p:\n'
+     '    type: number\n    constraints: [{range: {min: 1, max: 5}}]\n'
+     'resources: {}\n', ['--parameter', 'p=9'], 'p'),
+    ('heat_template_version: 2018-08-31\nresources:\n  a:\n'
+     '    type: OS::Heat::Value\n    properties:\n'
+     '      value: {get_file: ../../etc/passwd}\n', [], 'outside'),
+    ('heat_template_version: 2018-08-31\nresources:\n  a:\n'
+     '    type: OS::Heat::RandomString\n    properties: {length: lots}\n',
+     [], 'length'),
+])
+def test_more_bad_input(cli, write, text, args, needle):
+    path = write('sub/bad.yaml', text)
+    proc = cli.run('stack', 'create', 'bad', '-t', path, *args, check=False)
+    assert proc.returncode != 0
+    assert needle in proc.stderr and 'bad.yaml' in proc.stderr
+    assert cli.json('stack', 'list') == []
+
+
+def test_template_over_the_size_limit(cli, write):
+    conf = write('c.conf', '[DEFAULT]\nmax_template_size = 100\n')
+    path = write('big.yaml', 'heat_template_version: 2018-08-31\n'
+                 'resources:\n' + ''.join(
+                     '  r%d: {type: OS::Heat::None}\n' % i for i in range(20)))
+    proc = cli.run('--config-file', conf, 'template', 'validate', '-t', path,
+                   check=False)
+    assert proc.returncode != 0 and 'exceeds' in proc.stderr

@@ -270,3 +270,78 @@ def test_check_reports_unhealthy_resources(engine, tmp_path):
     stack = et.run(engine, stacks.converge, stack.id)
     assert et.status(stack) == 'UPDATE_COMPLETE'
     assert engine.clients.compute.get_server(server)['status'] == 'ACTIVE'
+
+
+def test_cancel_with_rollback_returns_to_the_previous_template(engine,
+                                                               tmp_path):
+    v1 = et.hot({'a': {'type': 'OS::Heat::TestResource',
+                       'properties': {'value': 'a1'}}})
+    stack = et.run(engine, stacks.create, 'cr',
+                   et.bundle(tmp_path, v1, 'v1.yaml'), {})
+    v2 = et.hot({'a': {'type': 'OS::Heat::TestResource',
+                       'properties': _test_resource('a2', wait=0.5)},
+                 'b': {'type': 'OS::Heat::TestResource', 'depends_on': 'a',
+                       'properties': {'value': 'b2'}}})
+    _, trav = stacks.update(engine, stack.id,
+                            et.bundle(tmp_path, v2, 'v2.yaml'), {})
+    _, rb = stacks.cancel(engine, stack.id, rollback=True)
+    stack = et.wait(engine, stack.id, rb).stack
+    assert et.status(stack) == 'ROLLBACK_COMPLETE'
+    rows = et.resources(engine, stack)
+    assert set(rows) == {'a'}
+    assert rows['a'].attributes['output'] == 'a1'
+
+
+def test_delete_while_creating_leaves_nothing(engine, tmp_path):
+    b = et.bundle(tmp_path, et.hot({
+        's%d' % i: {'type': 'OS::Nova::Server',
+                    'properties': {'image': 'cirros', 'flavor': 'm1.tiny'}}
+        for i in range(4)}))
+    engine.clients.compute.set_fault('create', latency=0.3)
+    stack_id, trav = stacks.create(engine, 'dc', b, {})
+    _, dtrav = stacks.delete(engine, stack_id)
+    stack = et.wait(engine, stack_id, dtrav).stack
+    assert et.status(stack) == 'DELETE_COMPLETE'
+    engine.idle.wait(10)
+    assert engine.clients.compute.list_servers() == []
+
+
+def test_update_existing_keeps_template_and_parameters(engine, tmp_path):
+    doc = et.hot({'a': {'type': 'OS::Heat::Value',
+                        'properties': {'value': {'list_join': [
+                            '-', [{'get_param': 'x'}, {'get_param': 'y'}]]}}}},
+                 parameters={'x': {'type': 'string'},
+                             'y': {'type': 'string', 'default': 'dy'}})
+    stack = et.run(engine, stacks.create, 'ex', et.bundle(tmp_path, doc),
+                   {'x': 'one'})
+    stack = et.run(engine, stacks.update, stack.id, None, {'y': 'two'},
+                   existing=True)
+    assert et.status(stack) == 'UPDATE_COMPLETE'
+    assert et.resources(engine, stack)['a'].attributes['value'] == 'one-two'
+
+
+def test_stack_timeout_fails_the_stack(engine, tmp_path):
+    b = et.bundle(tmp_path, et.hot({
+        'a': {'type': 'OS::Heat::TestResource', 'properties': {}},
+        'b': {'type': 'OS::Heat::TestResource', 'depends_on': 'a',
+              'properties': {}}}))
+    stack_id, trav = stacks.create(engine, 'to', b, {})
+    with engine.db.write() as s:
+        t = api.traversal_get(s, trav)
+        t.options = dict(t.options, deadline=1.0)  # long past
+    stack = et.wait(engine, stack_id, trav).stack
+    assert et.status(stack) == 'CREATE_FAILED'
+    assert 'Timed out' in stack.status_reason
+
+
+def test_progress_line_on_a_terminal(engine, tmp_path):
+    import io
+    from converge.cmd import progress
+    b = et.bundle(tmp_path, et.hot({'a': {'type': 'OS::Heat::None'},
+                                    'b': {'type': 'OS::Heat::None'}}))
+    stack_id, trav = stacks.create(engine, 'tty', b, {})
+    out = io.StringIO()
+    progress.follow(engine, stack_id, trav, out=out, tty=True,
+                    local_workers=True)
+    text = out.getvalue()
+    assert '\r' in text and 'done' in text and 'failed' in text

@@ -32,6 +32,10 @@ class Database:
                                         expire_on_commit=False)
         self._reader = orm.sessionmaker(self.reader_engine,
                                         expire_on_commit=False)
+        # SQLite has one writer at a time; threads of this process queue
+        # here (woken at once) rather than in SQLite's sleeping busy handler
+        self._write_lock = (threading.Lock() if self.is_sqlite
+                            else contextlib.nullcontext())
 
     @staticmethod
     def _sqlite_engine(url, immediate):
@@ -59,7 +63,7 @@ class Database:
     @contextlib.contextmanager
     def write(self):
         """One transaction: commit on success, roll back on any error."""
-        with self._writer.begin() as session:
+        with self._write_lock, self._writer.begin() as session:
             yield session
 
     @contextlib.contextmanager

@@ -32,7 +32,10 @@ def validate(bundle, params, stack_name='stack', stack_id='',
                                     project_id=engine_project(),
                                     validate_values=validate_values,
                                     limits=limits())
-    dependencies.build(defn.dependencies())
+    try:
+        dependencies.build(defn.dependencies())
+    except exception.InvalidTemplate as exc:
+        raise exc.locate(bundle.template_path, bundle.line_of(exc.path))
     return defn
 
 
@@ -77,8 +80,7 @@ def update(engine, ident, bundle=None, params=None, existing=False,
             bundle = template.Bundle.from_dict(old_bundle)
         else:
             # --existing keeps the old environment under the new one
-            bundle = bundle.merged_over(template.Bundle.from_dict(old_bundle)) \
-                if hasattr(bundle, 'merged_over') else bundle
+            bundle = bundle.merged_over(template.Bundle.from_dict(old_bundle))
     elif bundle is None:
         raise exception.ConvergeError('Need a template to update with '
                                       '(-t), or --existing')
@@ -205,18 +207,18 @@ def _start(engine, session, stack, template_id, action, defn, rollback=False,
     requires = defn.dependencies() if defn is not None else {}
     rows = api.resources_live(session, stack.id)
     selected = _select_rows(rows, requires, template_id)
-    for name in requires:
-        if name not in selected:
-            row = models.Resource(
-                uuid=api.new_id(), stack_id=stack.id, name=name,
-                type=defn.resources[name].type, action='INIT',
-                status='COMPLETE', template_id=template_id, atomic_key=0,
-                requires=[], data={})
-            session.add(row)
-            session.flush()
-            rows.append(row)
-            selected[name] = row.id
-    cleanup_rows = [] if action == 'CHECK' else rows
+    # rows born in this traversal are what their update nodes act on and
+    # cannot have been replaced yet: they need no cleanup node
+    cleanup_rows = [] if action == 'CHECK' else list(rows)
+    born = [models.Resource(
+        uuid=api.new_id(), stack_id=stack.id, name=name,
+        type=defn.resources[name].type, action='INIT', status='COMPLETE',
+        template_id=template_id, atomic_key=0, requires=[], data={})
+        for name in requires if name not in selected]
+    if born:
+        session.add_all(born)
+        session.flush()
+        selected.update((row.name, row.id) for row in born)
     plan = plan_mod.make(
         requires,
         [plan_mod.Row(r.id, r.name, tuple(r.requires or ()), r.replaces)

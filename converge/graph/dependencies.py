@@ -40,4 +40,5 @@ def cycle_error(g):
     names = sorted({n for c in cycles for n in c})
     return exception.InvalidTemplate(
         'Circular dependency between resources %s: %s'
-        % (', '.join(names), '; '.join(parts)), path=['resources'])
+        % (', '.join(names), '; '.join(parts)),
+        path=['resources', cycles[0][0]])
