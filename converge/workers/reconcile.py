@@ -44,6 +44,11 @@ def check_resource(engine, traversal_id, node):
 
     # 2. lock the resource (by name: all its versions) and work
     with engine.locks.resource(stack.id, name, engine.lock_wait):
+        # a duplicate of this message may have done the node meanwhile
+        with engine.db.read() as s:
+            fresh = api.sync_nodes(s, trav.id, [node])
+        if not fresh or fresh[0].done:
+            return
         unit = Unit(engine, trav, stack, sp, name)
         try:
             if is_update:
