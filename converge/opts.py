@@ -38,9 +38,31 @@ DATABASE_OPTS = [
 
 COORDINATION_OPTS = [
     cfg.StrOpt('backend_url', secret=True,
-               help='tooz coordination URL for locks, e.g. '
-                    'redis://127.0.0.1:6379?timeout=10. Default: '
-                    'file://$home/locks.'),
+               help='tooz coordination URL for locks and membership, e.g. '
+                    'redis://127.0.0.1:6379?timeout=10 (timeout: seconds '
+                    'until a dead worker\'s locks expire and it leaves the '
+                    'group). Default: file://$home/locks.'),
+    cfg.StrOpt('group', default='converge-workers',
+               help='tooz group every worker joins; its members are the '
+                    'live workers.'),
+]
+
+WORKER_OPTS = [
+    cfg.IntOpt('workers', default=1, min=1,
+               help='converge-worker processes per host.'),
+    cfg.FloatOpt('sweep_interval', default=5.0, min=0.5,
+                 help='Seconds between sweeps for work held by dead '
+                      'workers or lost in transit.'),
+    cfg.FloatOpt('stall_timeout', default=60.0, min=1.0,
+                 help='A ready traversal node that nobody has started for '
+                      'this long (a lost message) is sent again.'),
+    cfg.IntOpt('max_inflight_per_stack', default=0, min=0,
+               help='Most resource actions of one stack a worker process '
+                    'runs at once; 0: no limit beyond worker_threads.'),
+    cfg.IntOpt('retry_limit', default=5, min=0,
+               help='Times a unit of work that hit an unexpected error '
+                    '(database or broker gone) is sent again, with '
+                    'backoff, before the sweeper is left to find it.'),
 ]
 
 SIM_OPTS = [
@@ -55,6 +77,7 @@ def list_opts():
         (None, DEFAULT_OPTS),
         ('database', DATABASE_OPTS),
         ('coordination', COORDINATION_OPTS),
+        ('worker', WORKER_OPTS),
         ('sim', SIM_OPTS),
     ]
 

@@ -103,19 +103,29 @@ class Engine:
             return trav is not None and trav.state == 'failing'
 
     def settle(self, trav, stack):
-        """End a failing traversal once nothing is in flight; roll back."""
+        """End a failing traversal once nothing is in flight; roll back
+        in the same transaction, so nobody sees it FAILED in between."""
+        from converge.engine import stacks
+        rollback = trav.options.get('rollback') and trav.action in (
+            'CREATE', 'UPDATE')
+        new = None
         with self.db.write() as s:
-            ended = walker.settle(s, trav, stack.id)
-        if ended and trav.options.get('rollback') and trav.action in (
-                'CREATE', 'UPDATE'):
-            from converge.engine import stacks
-            stacks.rollback(self, stack.id, trav)
+            ended = walker.settle(s, trav, stack.id, mark_stack=not rollback)
+            if ended and rollback:
+                new = stacks.start_rollback(self, s, stack.id, trav)
+        if new is not None:
+            stacks.kick(self, new)
 
     # -- workers ------------------------------------------------------------
     def start_workers(self):
         if self._server is None:
             self._server = rpc.start_server(_Endpoint(self), self.engine_id,
                                             self.threads)
+
+    def stop_consuming(self):
+        """Take no more messages; in-flight units go on."""
+        if self._server is not None:
+            self._server.stop()
 
     def stop_workers(self):
         if self._server is not None:
@@ -142,15 +152,45 @@ class _Endpoint:
 
     def __init__(self, engine):
         self.engine = engine
+        self._per_stack = collections.defaultdict(self._semaphore)
 
-    def check_resource(self, ctxt, traversal_id, node):
+    def _semaphore(self):
+        limit = conf_mod.CONF.worker.max_inflight_per_stack
+        return threading.BoundedSemaphore(limit) if limit else _NoLimit()
+
+    def check_resource(self, ctxt, traversal_id, node, attempt=0):
         self.engine._enter()
         try:
-            reconcile.check_resource(self.engine, traversal_id, node)
+            with self._per_stack[traversal_id]:
+                reconcile.check_resource(self.engine, traversal_id, node)
         except Exception:
-            LOG.exception('check_resource %s %s failed', traversal_id, node)
+            # the database or the broker went away mid-unit: the node is
+            # not done, so send it again later (the sweeper is the backstop)
+            LOG.exception('check_resource %s %s failed (attempt %d)',
+                          traversal_id, node, attempt + 1)
+            if attempt < conf_mod.CONF.worker.retry_limit:
+                timer = threading.Timer(
+                    min(2 ** attempt, 30), self._again,
+                    (traversal_id, node, attempt + 1))
+                timer.daemon = True
+                timer.start()
         finally:
             self.engine._leave()
+
+    def _again(self, traversal_id, node, attempt):
+        try:
+            self.engine.client.check_resource(traversal_id, node,
+                                              attempt=attempt)
+        except Exception:
+            LOG.exception('could not send %s again; the sweeper will', node)
+
+
+class _NoLimit:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
 
 
 def limits():

@@ -60,7 +60,7 @@ def create(engine, name, bundle, params, disable_rollback=True,
         engine.remember(template_id, stack, defn)
         trav = _start(engine, s, stack, template_id, 'CREATE', defn,
                       rollback=not disable_rollback)
-    _kick(engine, trav)
+    kick(engine, trav)
     return stack_id, trav.id
 
 
@@ -96,7 +96,7 @@ def update(engine, ident, bundle=None, params=None, existing=False,
         engine.remember(template_id, stack, defn)
         trav = _start(engine, s, stack, template_id, 'UPDATE', defn,
                       rollback=rollback, prev_template_id=stack.template_id)
-    _kick(engine, trav)
+    kick(engine, trav)
     return stack.id, trav.id
 
 
@@ -104,7 +104,7 @@ def delete(engine, ident):
     with engine.db.write() as s:
         stack = api.stack_get(s, ident)
         trav = _start(engine, s, stack, stack.template_id, 'DELETE', None)
-    _kick(engine, trav)
+    kick(engine, trav)
     return stack.id, trav.id
 
 
@@ -130,7 +130,7 @@ def _again(engine, ident, action):
         defn = engine.definition(stack.template_id, stack)
         trav = _start(engine, s, stack, stack.template_id, action, defn,
                       rollback=False)
-    _kick(engine, trav)
+    kick(engine, trav)
     return stack.id, trav.id
 
 
@@ -165,27 +165,31 @@ def cancel(engine, ident, rollback=True):
     return rollback_to_previous(engine, stack.id, old)
 
 
-def rollback(engine, stack_id, failed_trav):
-    """After a failure with rollback enabled (called by the engine)."""
-    return rollback_to_previous(engine, stack_id, failed_trav)
-
-
 def rollback_to_previous(engine, stack_id, trav):
     with engine.db.write() as s:
-        stack = s.get(models.Stack, stack_id)
-        if trav is not None and stack.current_traversal not in (trav.id,):
-            return stack.id, stack.current_traversal  # someone moved on
-        if trav is not None and trav.action == 'CREATE' or \
-                stack.prev_template_id is None:
-            target, defn = None, None  # roll back a create: delete all
-        else:
-            target = stack.prev_template_id
-            defn = engine.definition(target, stack)
-        new = _start(engine, s, stack, target, 'ROLLBACK', defn,
-                     parent=trav.id if trav else None,
-                     keep_template=target is None)
-    _kick(engine, new)
+        new = start_rollback(engine, s, stack_id, trav)
+    if new is None:
+        with engine.db.read() as s:
+            return stack_id, s.get(models.Stack, stack_id).current_traversal
+    kick(engine, new)
     return stack_id, new.id
+
+
+def start_rollback(engine, session, stack_id, trav):
+    """Lay out the walk back to the previous template (in the caller's
+    transaction). Rolling back a create converges to nothing."""
+    stack = session.get(models.Stack, stack_id)
+    if trav is not None and stack.current_traversal != trav.id:
+        return None  # someone else has moved the stack on
+    if (trav is not None and trav.action == 'CREATE') or \
+            stack.prev_template_id is None:
+        target, defn = None, None
+    else:
+        target = stack.prev_template_id
+        defn = engine.definition(target, stack)
+    return _start(engine, session, stack, target, 'ROLLBACK', defn,
+                  parent=trav.id if trav else None,
+                  keep_template=target is None)
 
 
 # -- the traversal ------------------------------------------------------------
@@ -254,17 +258,18 @@ def _start(engine, session, stack, template_id, action, defn, rollback=False,
     session.add(trav)
     session.flush()
     roots = plan.roots
+    now = time.time()
     sync_rows = [dict(traversal_id=trav_id, node=key, stack_id=stack.id,
                       resource_id=node.resource_id,
                       remaining=node.predecessors,
                       dependents=node.dependents + (
                           [plan_mod.STACK_NODE] if key in roots else []),
-                      done=False, updated_at=0.0)
+                      done=False, updated_at=now)
                  for key, node in plan.nodes.items()]
     sync_rows.append(dict(traversal_id=trav_id, node=plan_mod.STACK_NODE,
                           stack_id=stack.id, resource_id=None,
                           remaining=len(roots), dependents=[], done=False,
-                          updated_at=0.0))
+                          updated_at=now))
     session.execute(sa.insert(models.SyncPoint), sync_rows)
     trav.leaves = plan.leaves
     if not plan.nodes:
@@ -273,7 +278,7 @@ def _start(engine, session, stack, template_id, action, defn, rollback=False,
     return trav
 
 
-def _kick(engine, trav):
+def kick(engine, trav):
     for node in trav.leaves:
         engine.client.check_resource(trav.id, node)
 

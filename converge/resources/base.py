@@ -118,9 +118,26 @@ class Resource:
         Values that are not yet known (UNKNOWN) are skipped. Returns the dict
         with defaults applied. Raises exception.InvalidTemplate naming the
         property path.
+
+        Checks that span several properties belong in `validate_more`,
+        which is called here once the schema checks produced a dict.
         """
-        return props_mod.validate(cls.properties_schema, values, path=path,
-                                  allow_unknown=cls.allow_unknown_properties)
+        out = props_mod.validate(cls.properties_schema, values, path=path,
+                                 allow_unknown=cls.allow_unknown_properties)
+        if not isinstance(out, dict):  # UNKNOWN: nothing more to check
+            return out
+        return cls.validate_more(out, list(path))
+
+    @classmethod
+    def validate_more(cls, values, path):
+        """Plug-in checks beyond the schema; return the (coerced) values.
+
+        :param values: the dict produced by the schema checks (defaults
+            applied); items may still be UNKNOWN
+        :param path: the property path, a list, for exception.InvalidTemplate
+        Default: no further checks, `values` returned unchanged.
+        """
+        return values
 
     @classmethod
     def attribute_names(cls):

@@ -100,20 +100,16 @@ class RandomString(base.Resource):
     }
 
     @classmethod
-    def validate_properties(cls, values, path=()):
-        out = super().validate_properties(values, path=path)
-        if not isinstance(out, dict):
-            return out
-        path = list(path)
-        sequence = out.get('sequence')
-        classes = out.get('character_classes')
-        sequences = out.get('character_sequences')
+    def validate_more(cls, values, path):
+        sequence = values.get('sequence')
+        classes = values.get('character_classes')
+        sequences = values.get('character_sequences')
         if sequence and (classes or sequences):
             raise exception.InvalidTemplate(
                 "Cannot use deprecated 'sequence' property along with "
                 "'character_sequences' or 'character_classes' properties",
                 path=path + ['sequence'])
-        length = out.get('length')
+        length = values.get('length')
         minimum = 0
         for items in (classes, sequences):
             if not isinstance(items, list):
@@ -127,7 +123,7 @@ class RandomString(base.Resource):
                 'Length property cannot be smaller than combined character '
                 'class and character sequence minimums',
                 path=path + ['length'])
-        return out
+        return values
 
     # -- steps ------------------------------------------------------------
     def _generate(self):

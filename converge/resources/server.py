@@ -258,23 +258,18 @@ class Server(base.Resource):
 
     # -- validation -------------------------------------------------------
     @classmethod
-    def validate_properties(cls, values, path=()):
-        out = super().validate_properties(values, path=path)
-        if not isinstance(out, dict):
-            return out
-        path = list(path)
-
+    def validate_more(cls, values, path):
         def known(v):
             return v is not p.UNKNOWN
 
-        bdm = out.get('block_device_mapping')
-        bdm_v2 = out.get('block_device_mapping_v2')
+        bdm = values.get('block_device_mapping')
+        bdm_v2 = values.get('block_device_mapping_v2')
         if bdm and bdm_v2:
             raise exception.InvalidTemplate(
                 'Cannot define the following properties at the same time: '
                 'block_device_mapping, block_device_mapping_v2',
                 path=path + ['block_device_mapping_v2'])
-        bootable = out.get('image') is not None
+        bootable = values.get('image') is not None
         for i, m in enumerate(bdm if isinstance(bdm, list) else []):
             if not isinstance(m, dict):
                 continue
@@ -317,7 +312,7 @@ class Server(base.Resource):
             raise exception.InvalidTemplate(
                 'Neither image nor bootable volume is specified for '
                 'instance', path=path + ['image'])
-        nets = out.get('networks')
+        nets = values.get('networks')
         for i, net in enumerate(nets if isinstance(nets, list) else []):
             if not isinstance(net, dict):
                 continue
@@ -332,7 +327,7 @@ class Server(base.Resource):
                     'Can not specify "allocate_network" with other keys of '
                     'networks at the same time.',
                     path=path + ['networks', i])
-        return out
+        return values
 
     # -- helpers ----------------------------------------------------------
     @property

@@ -68,14 +68,12 @@ class TestResource(base.Resource):
     }
 
     @classmethod
-    def validate_properties(cls, values, path=()):
-        out = super().validate_properties(values, path=path)
+    def validate_more(cls, values, path):
         # Heat's custom constraint on constraint_prop_secs sleeps that long
-        if isinstance(out, dict):
-            delay = out.get('constraint_prop_secs')
-            if isinstance(delay, (int, float)) and delay > 0:
-                time.sleep(delay)
-        return out
+        delay = values.get('constraint_prop_secs')
+        if isinstance(delay, (int, float)) and delay > 0:
+            time.sleep(delay)
+        return values
 
     # -- helpers ----------------------------------------------------------
     def _wait_secs(self, action):

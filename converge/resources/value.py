@@ -81,15 +81,12 @@ class Value(base.Resource):
     }
 
     @classmethod
-    def validate_properties(cls, values, path=()):
-        out = super().validate_properties(values, path=path)
-        if out is p.UNKNOWN or not isinstance(out, dict):
-            return out
-        value_type = out.get('type')
-        if 'value' in out and value_type in TYPES:
-            out['value'] = coerce(out['value'], value_type,
-                                  list(path) + ['value'])
-        return out
+    def validate_more(cls, values, path):
+        value_type = values.get('type')
+        if 'value' in values and value_type in TYPES:
+            values['value'] = coerce(values['value'], value_type,
+                                     path + ['value'])
+        return values
 
     def create(self):
         self.physical_id = none.physical_resource_name(self)

@@ -45,6 +45,38 @@ class Locks:
             except coordination.ToozError:  # pragma: no cover - expired
                 pass
 
+    # -- membership: the live workers ----------------------------------------
+    def join(self, group):
+        group = group.encode()
+        try:
+            self._coord.create_group(group).get()
+        except coordination.GroupAlreadyExist:
+            pass
+        try:
+            self._coord.join_group(group).get()
+        except coordination.MemberAlreadyExist:
+            pass
+
+    def leave(self, group):
+        try:
+            self._coord.leave_group(group.encode()).get()
+        except (coordination.GroupNotCreated,
+                coordination.MemberNotJoined):
+            pass
+
+    def members(self, group):
+        """Engine ids of the live workers (heartbeats not expired)."""
+        try:
+            found = self._coord.get_members(group.encode()).get()
+        except coordination.GroupNotCreated:
+            return set()
+        return {m.decode() if isinstance(m, bytes) else m for m in found}
+
+    def try_lock(self, name):
+        """A non-blocking named lock (e.g. one sweeper at a time)."""
+        lock = self._coord.get_lock(('converge-' + name).encode())
+        return lock if lock.acquire(blocking=False) else None
+
     def stop(self):
         try:
             self._coord.stop()

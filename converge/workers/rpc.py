@@ -28,15 +28,23 @@ class WorkerClient:
         target = oslo_messaging.Target(topic=TOPIC, version=VERSION)
         self._client = oslo_messaging.get_rpc_client(transport(), target)
 
-    def check_resource(self, traversal_id, node):
-        self._client.cast({}, 'check_resource', traversal_id=traversal_id,
-                          node=node)
+    def check_resource(self, traversal_id, node, attempt=0):
+        kwargs = dict(traversal_id=traversal_id, node=node)
+        if attempt:
+            kwargs['attempt'] = attempt
+        self._client.cast({}, 'check_resource', **kwargs)
 
 
 def start_server(endpoint, server_name, threads):
+    t = transport()
+    if conf_mod.transport_url().startswith('rabbit'):
+        # take only what the pool can work on, so idle workers get the rest
+        # and a dead worker's unstarted messages go back to the queue
+        conf_mod.CONF.set_override('rabbit_qos_prefetch_count', threads,
+                                   group='oslo_messaging_rabbit')
     target = oslo_messaging.Target(topic=TOPIC, server=server_name,
                                    version=VERSION)
-    server = oslo_messaging.get_rpc_server(transport(), target, [endpoint])
+    server = oslo_messaging.get_rpc_server(t, target, [endpoint])
     server.start(override_pool_size=threads)
     return server
 

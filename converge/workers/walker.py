@@ -54,10 +54,11 @@ def fail(session, traversal, reason):
                             failure=reason)
 
 
-def settle(session, traversal, stack_id):
+def settle(session, traversal, stack_id, mark_stack=True):
     """If a failing traversal has nothing in flight, end it.
 
-    Returns True when this call ended it (the caller may start a rollback).
+    Returns True when this call ended it (the caller may start a rollback,
+    and then leaves the stack's status to the rollback: mark_stack=False).
     """
     if api.resources_in_progress(session, stack_id, traversal.id):
         return False
@@ -65,7 +66,9 @@ def settle(session, traversal, stack_id):
     if not api.traversal_set_state(session, traversal.id, 'failed',
                                    ['failing'], finished_at=utcnow()):
         return False
-    api.stack_set_status(session, stack_id, traversal.id, traversal.action,
-                         'FAILED', trav.failure or 'Failed')
+    if mark_stack:
+        api.stack_set_status(session, stack_id, traversal.id,
+                             traversal.action, 'FAILED',
+                             trav.failure or 'Failed')
     api.sync_purge(session, traversal.id)
     return True

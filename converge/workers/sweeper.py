@@ -1,0 +1,96 @@
+"""Finding work that nobody is doing, and sending it again.
+
+Two ways work gets stranded, both covered here:
+
+- a worker died holding a resource (its row is IN_PROGRESS under an
+  engine id that has left the tooz group, its heartbeats expired);
+- a message was lost (a broker restart, a worker killed after taking the
+  message but before claiming the row): a node is ready (all inputs in)
+  but not done, and nothing has touched it for ``stall_timeout``.
+
+Sending a node again is always safe: a done node's message is dropped,
+the action is idempotent, and the fencing counter stops a slow original.
+"""
+
+import time
+
+import sqlalchemy as sa
+from oslo_log import log as logging
+
+from converge.db import api
+from converge.db import models
+
+LOG = logging.getLogger(__name__)
+
+
+def node_of(row):
+    return 'c:%d' % row.id if row.action == 'DELETE' else 'u:' + row.name
+
+
+def sweep(engine, members, stall_timeout, now=None):
+    """One pass. Returns the (traversal, node) pairs sent again."""
+    now = now or time.time()
+    sent = []
+    with engine.db.read() as s:
+        orphans = s.execute(
+            sa.select(models.Resource, models.Traversal)
+            .join(models.Stack, models.Stack.id == models.Resource.stack_id)
+            .join(models.Traversal,
+                  models.Traversal.id == models.Resource.traversal_id)
+            .where(models.Resource.status == 'IN_PROGRESS',
+                   models.Stack.current_traversal == models.Traversal.id,
+                   models.Traversal.state.in_(['running', 'failing']))
+        ).all()
+        stalled = s.execute(
+            sa.select(models.SyncPoint.traversal_id, models.SyncPoint.node,
+                      models.SyncPoint.resource_id)
+            .join(models.Traversal,
+                  models.Traversal.id == models.SyncPoint.traversal_id)
+            .where(models.SyncPoint.remaining == 0,
+                   models.SyncPoint.done.is_(False),
+                   models.SyncPoint.node != 'stack',
+                   models.SyncPoint.updated_at < now - stall_timeout,
+                   models.Traversal.state == 'running')).all()
+    busy = set()
+    for row, trav in orphans:
+        busy.add(row.id)
+        if row.engine_id in members:
+            continue
+        if trav.state == 'failing':
+            _abandon(engine, row, trav)
+            continue
+        LOG.warning('re-dispatching %s of traversal %s: worker %s is gone',
+                    node_of(row), trav.id, row.engine_id)
+        sent.append((trav.id, node_of(row)))
+    for trav_id, node, resource_id in stalled:
+        if resource_id in busy or (trav_id, node) in sent:
+            continue
+        LOG.warning('re-dispatching %s of traversal %s: no progress for '
+                    '%.0f s', node, trav_id, stall_timeout)
+        sent.append((trav_id, node))
+    if sent:
+        with engine.db.write() as s:
+            for trav_id, node in sent:
+                s.execute(sa.update(models.SyncPoint)
+                          .where(models.SyncPoint.traversal_id == trav_id,
+                                 models.SyncPoint.node == node)
+                          .values(updated_at=now))
+        for trav_id, node in sent:
+            engine.client.check_resource(trav_id, node)
+    return sent
+
+
+def _abandon(engine, row, trav):
+    """A failing traversal waits for in-flight work; a dead worker's work
+    will never end, so mark it failed and let the traversal settle."""
+    with engine.db.write() as s:
+        if api.resource_cas(s, row.id, row.atomic_key, status='FAILED',
+                            status_reason='worker %s died' % row.engine_id,
+                            engine_id=None) is None:
+            return
+        api.event_add(s, row.stack_id, trav.id, row.name, row.type,
+                      row.physical_id, row.action, 'FAILED',
+                      'worker %s died' % row.engine_id)
+    with engine.db.read() as s:
+        stack = s.get(models.Stack, row.stack_id)
+    engine.settle(trav, stack)

@@ -1,0 +1,257 @@
+"""The distributed deployment against real PostgreSQL, RabbitMQ and Redis
+(and MariaDB), on loopback: several worker processes, killed, restarted
+under, and cut off from their services."""
+
+import json
+import subprocess
+import time
+
+import pytest
+
+from tests.distributed import Deployment, require, wait_for
+
+pytestmark = [pytest.mark.distributed, pytest.mark.xdist_group('services')]
+
+SERVERS = 49
+CHAIN = 9
+FANIN = 9
+
+
+def big_template(path, wait=0.2):
+    """500 resources: a hub, 49 servers fanned out from it, behind each
+    server a chain of 9 test resources, and 9 values fanning chain ends
+    back in."""
+    lines = ['heat_template_version: 2018-08-31', 'resources:',
+             '  hub: {type: OS::Heat::Value, properties: {value: hub}}']
+    for s in range(SERVERS):
+        lines += ['  s%d:' % s, '    type: OS::Nova::Server',
+                  '    properties:', '      image: cirros',
+                  '      flavor: m1.tiny',
+                  '      metadata: {hub: {get_attr: [hub, value]}}']
+        prev = 's%d' % s
+        for c in range(CHAIN):
+            name = 't%d_%d' % (s, c)
+            lines += ['  %s:' % name, '    type: OS::Heat::TestResource',
+                      '    properties:',
+                      '      value: {get_resource: %s}' % prev,
+                      '      action_wait_secs: {create: %s, delete: 0}'
+                      % wait]
+            prev = name
+    for k in range(FANIN):
+        ends = ['t%d_%d' % (s, CHAIN - 1) for s in range(k, SERVERS, FANIN)]
+        lines += ['  sum%d:' % k, '    type: OS::Heat::Value',
+                  '    properties:', '      value: {list_join: [",", [%s]]}'
+                  % ', '.join('{get_attr: [%s, output]}' % e for e in ends)]
+    path.write_text('\n'.join(lines) + '\n')
+    return str(path)
+
+
+@pytest.fixture
+def dist(tmp_path):
+    require('postgresql', 'rabbitmq', 'redis')
+    d = Deployment(tmp_path)
+    yield d
+    d.close()
+
+
+def _complete_count(d):
+    return d.sql("SELECT count(*) FROM events WHERE status = 'COMPLETE' "
+                 "AND action = 'CREATE'")[0][0]
+
+
+def test_three_workers_500_resources_one_killed(dist, tmp_path):
+    for _ in range(3):
+        dist.start_worker()
+    ids = [dist.engine_id(i) for i in range(3)]
+    tmpl = big_template(tmp_path / 'big.yaml')
+    started = time.time()
+    create = dist.cli_popen('stack', 'create', 'big', '-t', tmpl, '--wait')
+    wait_for(lambda: _complete_count(dist) >= 120)
+    # kill the worker that holds the most work, as a host dying would
+    held = dict(dist.sql("SELECT engine_id, count(*) FROM resources WHERE "
+                         "status = 'IN_PROGRESS' GROUP BY engine_id"))
+    victim = max(range(3), key=lambda i: held.get(ids[i], 0))
+    stranded = [r[0] for r in dist.sql(
+        "SELECT name FROM resources WHERE status = 'IN_PROGRESS' AND "
+        "engine_id = '%s'" % ids[victim])]
+    killed_at = time.time()
+    dist.kill(victim)
+    out, err = create.communicate(timeout=600)
+    finished = time.time()
+    assert create.returncode == 0, err
+    show = dist.json('stack', 'show', 'big')
+    assert show['stack_status'] == 'CREATE_COMPLETE'
+
+    # exactly one create per server resource at the cloud
+    log = dist.json('sim', 'log', '--op', 'create', '--long')
+    creates = {}
+    for e in log:
+        detail = e.get('Detail') or {}
+        if isinstance(detail, str):
+            detail = json.loads(detail or '{}')
+        if e['OK'] and not detail.get('adopted'):
+            creates[e['Resource']] = creates.get(e['Resource'], 0) + 1
+    assert creates == {'big/s%d' % s: 1 for s in range(SERVERS)}
+    assert len(dist.json('sim', 'server', 'list')) == SERVERS
+
+    # the events tell the story: what the dead worker held was started
+    # again by a survivor and completed once
+    events = dist.json('stack', 'event', 'list', 'big')
+    done = {}
+    starts = {}
+    for e in events:
+        if e['resource_status'] == 'CREATE_COMPLETE':
+            done[e['resource_name']] = done.get(e['resource_name'], 0) + 1
+        if e['resource_status'] == 'CREATE_IN_PROGRESS':
+            starts[e['resource_name']] = starts.get(e['resource_name'], 0) + 1
+    expected = {'hub'} | {'s%d' % i for i in range(SERVERS)} | {
+        't%d_%d' % (i, c) for i in range(SERVERS) for c in range(CHAIN)} | {
+        'sum%d' % k for k in range(FANIN)}
+    assert len(expected) == 500
+    missing = sorted(expected - set(done))
+    if missing:
+        print('ROWS', dist.sql("SELECT name, action, status, engine_id, "
+                               "traversal_id, atomic_key FROM resources "
+                               "WHERE name IN (%s)" % ','.join(
+                                   "'%s'" % m for m in missing)))
+    assert not missing, [(e['resource_name'], e['resource_status'],
+                          e['resource_status_reason'])
+                         for e in events if e['resource_name'] in missing]
+    assert len(done) == 500 and set(done.values()) == {1}
+    assert stranded, 'the killed worker held nothing; kill came too late'
+    for name in stranded:
+        assert starts[name] == 2, name
+
+    # no lock is left held
+    from converge import conf
+    from converge.workers import locks
+    conf.setup(['--config-file', dist.conf], log=False)
+    probe = locks.Locks(conf.coordination_url(), 'probe-%d' % time.time())
+    try:
+        for name in done:
+            with probe.resource(show['id'], name, wait=False):
+                pass
+    finally:
+        probe.stop()
+        conf.setup([], log=False)
+
+    recovered = max(
+        e['event_time'] for e in events
+        if e['resource_name'] in stranded
+        and e['resource_status'] == 'CREATE_COMPLETE')
+    report = {'resources': 500, 'workers': 3,
+              'wall_s': round(finished - started, 2),
+              'stranded': len(stranded),
+              'recovered_after_kill_s': round(
+                  _epoch(recovered) - killed_at, 2)}
+    print('\nMEASURED', json.dumps(report))
+
+
+def _epoch(stamp):
+    import datetime
+    return datetime.datetime.strptime(
+        stamp, '%Y-%m-%dT%H:%M:%S.%fZ').replace(
+        tzinfo=datetime.timezone.utc).timestamp()
+
+
+def _two_step(tmp_path):
+    slow = tmp_path / 'v1.yaml'
+    slow.write_text('''
+heat_template_version: 2018-08-31
+resources:
+  a:
+    type: OS::Heat::TestResource
+    properties: {value: one, action_wait_secs: {create: 3}}
+  b:
+    type: OS::Heat::TestResource
+    depends_on: a
+    properties: {value: b-one}
+  s:
+    type: OS::Nova::Server
+    depends_on: a
+    properties: {image: cirros, flavor: m1.tiny}
+''')
+    fast = tmp_path / 'v2.yaml'
+    fast.write_text(slow.read_text().replace(
+        '{value: one, action_wait_secs: {create: 3}}', '{value: two}')
+        .replace('b-one', 'b-two'))
+    return str(slow), str(fast)
+
+
+def _running(d, name):
+    return d.sql("SELECT count(*) FROM events WHERE resource_name = '%s' "
+                 "AND status = 'IN_PROGRESS'" % name)[0][0] > 0
+
+
+def test_update_supersedes_running_create_across_workers(dist, tmp_path):
+    dist.start_worker()
+    dist.start_worker()
+    slow, fast = _two_step(tmp_path)
+    dist.cli('stack', 'create', 'sup', '-t', slow)  # returns at once
+    wait_for(lambda: _running(dist, 'a'))
+    dist.cli('stack', 'update', 'sup', '-t', fast, '--wait')
+    assert dist.json('stack', 'show', 'sup')['stack_status'] == \
+        'UPDATE_COMPLETE'
+    b = dist.json('stack', 'resource', 'show', 'sup', 'b')
+    assert b['attributes']['output'] == 'b-two'
+    assert len(dist.json('sim', 'server', 'list')) == 1
+
+
+def test_delete_while_creating(dist, tmp_path):
+    dist.start_worker()
+    dist.start_worker()
+    slow, _ = _two_step(tmp_path)
+    dist.cli('stack', 'create', 'del', '-t', slow)
+    wait_for(lambda: _running(dist, 'a'))
+    dist.cli('stack', 'delete', 'del', '--yes', '--wait')
+    assert dist.json('stack', 'list') == []
+    assert dist.json('sim', 'server', 'list') == []
+
+
+def test_rabbitmq_restarted_mid_traversal(dist, tmp_path):
+    dist.start_worker()
+    dist.start_worker()
+    tmpl = big_template(tmp_path / 'big.yaml', wait=0.1)
+    create = dist.cli_popen('stack', 'create', 'rb', '-t', tmpl, '--wait')
+    wait_for(lambda: _complete_count(dist) >= 60)
+    subprocess.run(['rabbitmqctl', 'stop_app'], check=True,
+                   capture_output=True)
+    subprocess.run(['rabbitmqctl', 'start_app'], check=True,
+                   capture_output=True)
+    out, err = create.communicate(timeout=600)
+    assert create.returncode == 0, err
+    assert dist.json('stack', 'show', 'rb')['stack_status'] == \
+        'CREATE_COMPLETE'
+    assert len(dist.json('sim', 'server', 'list')) == SERVERS
+
+
+def test_database_connections_dropped_mid_traversal(dist, tmp_path):
+    dist.start_worker()
+    dist.start_worker()
+    tmpl = big_template(tmp_path / 'big.yaml', wait=0.1)
+    create = dist.cli_popen('stack', 'create', 'db', '-t', tmpl, '--wait')
+    wait_for(lambda: _complete_count(dist) >= 60)
+    dropped = dist.sql(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+        "WHERE datname = '%s' AND pid <> pg_backend_pid()" % dist.name)
+    assert dropped[0][0] > 0
+    out, err = create.communicate(timeout=600)
+    assert create.returncode == 0, err
+    assert dist.json('stack', 'show', 'db')['stack_status'] == \
+        'CREATE_COMPLETE'
+    assert len(dist.json('sim', 'server', 'list')) == SERVERS
+
+
+def test_mariadb_backend(tmp_path):
+    require('mariadb', 'rabbitmq', 'redis')
+    d = Deployment(tmp_path, db='mariadb')
+    try:
+        d.start_worker()
+        slow, fast = _two_step(tmp_path)
+        d.cli('stack', 'create', 'my', '-t', fast, '--wait')
+        assert d.json('stack', 'show', 'my')['stack_status'] == \
+            'CREATE_COMPLETE'
+        d.cli('stack', 'delete', 'my', '--yes', '--wait')
+        assert d.json('sim', 'server', 'list') == []
+    finally:
+        d.close()
