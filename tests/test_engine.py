@@ -345,3 +345,35 @@ def test_progress_line_on_a_terminal(engine, tmp_path):
                     local_workers=True)
     text = out.getvalue()
     assert '\r' in text and 'done' in text and 'failed' in text
+
+
+def _statements_per_node(engine, tmp_path, n):
+    """Walk an n-resource stack synchronously, counting SQL per unit."""
+    import collections
+    queue = collections.deque()
+
+    class Client:
+        def check_resource(self, t, node, attempt=0):
+            queue.append((t, node))
+
+    engine._client = Client()
+    res = {'r%d' % i: {'type': 'OS::Heat::TestResource',
+                       'properties': {'value': {'get_attr': [
+                           'r%d' % (i - 3), 'output']}} if i >= 3 else {}}
+           for i in range(n)}
+    b = et.bundle(tmp_path, et.hot(res), 's%d.yaml' % n)
+    stacks.create(engine, 's%d' % n, b, {})
+    before = engine.db.counter.statements
+    units = 0
+    while queue:
+        reconcile.check_resource(engine, *queue.popleft())
+        units += 1
+    assert units == n
+    return (engine.db.counter.statements - before) / units
+
+
+def test_statements_per_check_resource_stay_flat(engine, tmp_path):
+    small = _statements_per_node(engine, tmp_path, 12)
+    big = _statements_per_node(engine, tmp_path, 240)
+    assert small == big, (small, big)
+    print("statements per check_resource: %.2f" % small)

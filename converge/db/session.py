@@ -16,9 +16,23 @@ _LOCK = threading.Lock()
 _DATABASES = {}
 
 
+class Counter:
+    """SQL statements issued, counted by SQLAlchemy events (benchmarks and
+    tests read it; it is never estimated)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.statements = 0
+
+    def __call__(self, *args, **kwargs):
+        with self._lock:
+            self.statements += 1
+
+
 class Database:
     def __init__(self, url, pool_size=20):
         self.url = url
+        self.counter = Counter()
         self.is_sqlite = url.startswith('sqlite')
         if self.is_sqlite:
             self.writer_engine = self._sqlite_engine(url, immediate=True)
@@ -28,6 +42,8 @@ class Database:
                       pool_pre_ping=True, pool_recycle=3600)
             self.writer_engine = sa.create_engine(url, **kw)
             self.reader_engine = self.writer_engine
+        for eng in {self.writer_engine, self.reader_engine}:
+            event.listen(eng, 'before_cursor_execute', self.counter)
         self._writer = orm.sessionmaker(self.writer_engine,
                                         expire_on_commit=False)
         self._reader = orm.sessionmaker(self.reader_engine,
