@@ -25,6 +25,10 @@ DEFAULT_OPTS = [
     cfg.FloatOpt('lock_wait', default=600.0, min=0,
                  help='Seconds a unit of work waits for a resource lock '
                       'held by another worker before giving up.'),
+    cfg.StrOpt('worker_topic', default='converge-worker',
+               help='Message bus topic the workers consume check_resource '
+                    'work from; deployments sharing a broker need their '
+                    'own (RabbitMQ names the queue after it).'),
     cfg.StrOpt('project_id', default='converge',
                help='Value of the OS::project_id pseudo parameter.'),
 ]

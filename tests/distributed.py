@@ -65,14 +65,16 @@ class Deployment:
             f.write('[DEFAULT]\n'
                     'transport_url = rabbit://guest:guest@127.0.0.1:5672/\n'
                     'control_exchange = %s\n'
+                    'worker_topic = %s\n'
                     'worker_threads = 8\n'
+                    'graceful_shutdown_timeout = 5\n'
                     '[database]\nconnection = %s\n'
                     '[coordination]\n'
                     'backend_url = redis://127.0.0.1:6379?timeout=5\n'
                     'group = %s\n'
                     '[worker]\nsweep_interval = 1\nstall_timeout = %d\n'
                     '[sim]\nconnection = sqlite:///%s\n'
-                    % (self.name, url, self.name, stall_timeout,
+                    % (self.name, self.name, url, self.name, stall_timeout,
                        tmp_path / 'sim.db'))
         self.workers = []
         self.manage('db', 'sync')

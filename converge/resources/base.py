@@ -107,8 +107,6 @@ class Resource:
             if prior.get(key) != self.properties.get(key):
                 if not schema.update_allowed:
                     return True
-        if self.allow_unknown_properties:
-            return False
         return False
 
     @classmethod

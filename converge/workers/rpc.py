@@ -8,8 +8,11 @@ import oslo_messaging
 
 from converge import conf as conf_mod
 
-TOPIC = 'converge-worker'
 VERSION = '1.0'
+
+
+def topic():
+    return conf_mod.CONF.worker_topic
 
 _TRANSPORTS = {}
 
@@ -25,7 +28,7 @@ def transport():
 
 class WorkerClient:
     def __init__(self):
-        target = oslo_messaging.Target(topic=TOPIC, version=VERSION)
+        target = oslo_messaging.Target(topic=topic(), version=VERSION)
         self._client = oslo_messaging.get_rpc_client(transport(), target)
 
     def check_resource(self, traversal_id, node, attempt=0):
@@ -42,7 +45,7 @@ def start_server(endpoint, server_name, threads):
         # and a dead worker's unstarted messages go back to the queue
         conf_mod.CONF.set_override('rabbit_qos_prefetch_count', threads,
                                    group='oslo_messaging_rabbit')
-    target = oslo_messaging.Target(topic=TOPIC, server=server_name,
+    target = oslo_messaging.Target(topic=topic(), server=server_name,
                                    version=VERSION)
     server = oslo_messaging.get_rpc_server(t, target, [endpoint])
     server.start(override_pool_size=threads)
