@@ -118,12 +118,12 @@ def resources_in_progress(session, stack_id, traversal_id):
 # -- events -------------------------------------------------------------------
 
 def event_add(session, stack_id, traversal_id, name, rtype, physical_id,
-              action, status, reason=''):
+              action, status, reason='', timestamp=None):
     session.add(models.Event(
         uuid=new_id(), stack_id=stack_id, traversal_id=traversal_id,
         resource_name=name, resource_type=rtype or '',
         physical_id=physical_id, action=action, status=status,
-        reason=reason or '', timestamp=time.time()))
+        reason=reason or '', timestamp=timestamp or time.time()))
 
 
 def events_list(session, stack_id, after_id=0, resource_name=None,

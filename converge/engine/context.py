@@ -97,11 +97,6 @@ class Engine:
                    data=row.data, clients=self.clients)
 
     # -- failure ------------------------------------------------------------
-    def traversal_failing(self, traversal_id):
-        with self.db.read() as s:
-            trav = api.traversal_get(s, traversal_id)
-            return trav is not None and trav.state == 'failing'
-
     def settle(self, trav, stack):
         """End a failing traversal once nothing is in flight; roll back
         in the same transaction, so nobody sees it FAILED in between."""

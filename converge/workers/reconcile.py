@@ -28,6 +28,7 @@ class Lost(Exception):
 
 def check_resource(engine, traversal_id, node):
     # 1. the node, its traversal and its stack; stale or done -> drop
+    is_update = node.startswith('u:')
     with engine.db.read() as s:
         found = api.sync_load(s, traversal_id, node)
         if found is None:
@@ -36,27 +37,33 @@ def check_resource(engine, traversal_id, node):
         if (trav.state != 'running' or stack.current_traversal != trav.id
                 or sp.done):
             return
-        row = api.resource_get(s, sp.resource_id) if sp.resource_id else None
-    is_update = node.startswith('u:')
+        row = None
+        if not is_update and sp.resource_id:
+            row = api.resource_get(s, sp.resource_id)
     name = node[2:] if is_update else (row.name if row else None)
     if name is None:  # cleanup of a row already gone
         return _finish_only(engine, trav, stack, sp)
 
     # 2. lock the resource (by name: all its versions) and work
     with engine.locks.resource(stack.id, name, engine.lock_wait):
-        # a duplicate of this message may have done the node meanwhile
-        with engine.db.read() as s:
-            fresh = api.sync_nodes(s, trav.id, [node])
-        if not fresh or fresh[0].done:
-            return
         unit = Unit(engine, trav, stack, sp, name)
         try:
             if is_update:
                 unit.converge()
             else:
                 unit.clean_up()
-        except Lost:
-            LOG.info('%s: another unit of work got there first', name)
+        except (Lost, Duplicate):
+            LOG.debug('%s: another unit of work got there first', name)
+
+
+class Duplicate(Exception):
+    """This node was done by another copy of its message meanwhile."""
+
+
+def _still_pending(s, trav, node):
+    fresh = api.sync_nodes(s, trav.id, [node])
+    if not fresh or fresh[0].done:
+        raise Duplicate()
 
 
 class Unit:
@@ -71,6 +78,7 @@ class Unit:
         defn = self.engine.definition(self.trav.template_id, self.stack)
         rdef = defn.resources[self.name]
         with self.engine.db.read() as s:
+            _still_pending(s, self.trav, self.sp.node)
             row = self._current_row(s)
             deps = DependencyData(s, self.trav.id, rdef.requires)
         if rdef.external_id:
@@ -98,8 +106,13 @@ class Unit:
                   decide_mod.CHECK: 'CHECK'}[decision]
         if self._timed_out():
             return self._failed(row, action, 'Timed out')
-        key = self._claim(row, action, plugin)
-        row.atomic_key = key
+        started = None
+        if plugin.logical:
+            # instant and local: no separate claim; the IN_PROGRESS event
+            # is written with the result (the fencing counter still rules)
+            started = time.time()
+        else:
+            row.atomic_key = self._claim(row, action, plugin)
         try:
             if decision == decide_mod.CREATE:
                 plugin.create()
@@ -116,7 +129,8 @@ class Unit:
             return self._failed(row, action, _reason(exc), plugin)
 
         # record and propagate
-        self._record(row, plugin, action, observed, deps, rdef)
+        self._record(row, plugin, action, observed, deps, rdef,
+                     started=started)
 
     def _adopt_external(self, row, rdef, deps):
         """external_id: the resource exists already and is not ours to
@@ -194,7 +208,8 @@ class Unit:
             return self._failed(new, 'CREATE', _reason(exc), plugin)
         self._record(new, plugin, 'CREATE', observed, deps, rdef)
 
-    def _record(self, row, plugin, action, observed, deps, rdef):
+    def _record(self, row, plugin, action, observed, deps, rdef,
+                started=None):
         attrs = plugin.get_attributes(observed) if observed is not None \
             else None
         with self.engine.db.write() as s:
@@ -211,6 +226,11 @@ class Unit:
                               status_reason='state changed')
             if api.resource_cas(s, row.id, row.atomic_key, **values) is None:
                 raise Lost()
+            if action and started:
+                api.event_add(s, self.stack.id, self.trav.id, self.name,
+                              rdef.type, row.physical_id, action,
+                              'IN_PROGRESS', 'state changed',
+                              timestamp=started)
             if action:
                 api.event_add(s, self.stack.id, self.trav.id, self.name,
                               rdef.type, plugin.physical_id, action,
@@ -218,7 +238,8 @@ class Unit:
             self.ready = walker.finish(s, self.trav, self.stack.id,
                                        self.sp.node, self.sp.dependents,
                                        resource_id=row.id)
-        self._tell(self.ready)
+            failing = self._failing(s)
+        self._tell(self.ready, failing)
 
     def _failed(self, row, action, reason, plugin=None):
         with self.engine.db.write() as s:
@@ -241,12 +262,13 @@ class Unit:
                 walker.fail(s, self.trav, 'Resource %s failed: %s' % (
                     action, reason))
         if self.trav.action == 'CHECK':
-            return self._tell(self.ready)
+            return self._tell(self.ready, False)
         self.engine.settle(self.trav, self.stack)
 
     # -- cleanup nodes ------------------------------------------------------
     def clean_up(self):
         with self.engine.db.read() as s:
+            _still_pending(s, self.trav, self.sp.node)
             row = api.resource_get(s, self.sp.resource_id)
             current = api.sync_nodes(s, self.trav.id, ['u:' + self.name])
         if row is None:
@@ -285,13 +307,21 @@ class Unit:
                               'COMPLETE', 'state changed')
             self.ready = walker.finish(s, self.trav, self.stack.id,
                                        self.sp.node, self.sp.dependents)
-        self._tell(self.ready)
+            failing = self._failing(s)
+        self._tell(self.ready, failing)
 
-    def _tell(self, ready):
+    def _failing(self, s):
+        """Read in the recording transaction: a failure elsewhere may be
+        waiting for this unit to end."""
+        if self.ready is None:
+            return False
+        trav = api.traversal_get(s, self.trav.id)
+        return trav is not None and trav.state == 'failing'
+
+    def _tell(self, ready, failing):
         for node in ready or ():
             self.engine.client.check_resource(self.trav.id, node)
-        # a failure elsewhere may be waiting for this unit to end
-        if ready is not None and self.engine.traversal_failing(self.trav.id):
+        if failing:
             self.engine.settle(self.trav, self.stack)
 
 
