@@ -35,6 +35,7 @@ def follow(engine, stack_id, traversal_id, out=None, tty=None,
         tty = out.isatty() and os.environ.get('TERM') != 'dumb'
     last_event = _last_event_id(engine, stack_id)
     shown = ''
+    done = total = 0
     while True:
         with engine.db.read() as s:
             stack = s.get(models.Stack, stack_id)
@@ -43,7 +44,11 @@ def follow(engine, stack_id, traversal_id, out=None, tty=None,
             nxt = (api.traversal_get(s, current)
                    if current and current != traversal_id else None)
             if tty:
-                done, total = api.sync_progress(s, traversal_id)
+                now_done, now_total = api.sync_progress(s, traversal_id)
+                if now_total:  # sync points go when the traversal ends
+                    done, total = now_done, now_total
+                elif stack.status == 'COMPLETE':
+                    done = total
                 busy, failed = _resource_counts(s, stack_id, traversal_id)
         if events:
             last_event = events[-1].id
