@@ -2,6 +2,7 @@
 rollback, replacement, superseding, cancel, duplicates."""
 
 import threading
+import time
 
 import pytest
 
@@ -86,14 +87,17 @@ def test_failure_ends_failed_after_in_flight_work(engine, tmp_path):
     b = et.bundle(tmp_path, et.hot({
         'slow': {'type': 'OS::Heat::TestResource',
                  'properties': _test_resource(wait=1.0)},
+        # fails while slow is surely in flight
         'bad': {'type': 'OS::Heat::TestResource',
-                'properties': {'fail': True}},
+                'properties': {'fail': True,
+                               'action_wait_secs': {'create': 0.3}}},
         'after_bad': {'type': 'OS::Heat::None', 'depends_on': 'bad'}}))
     stack = et.run(engine, stacks.create, 'f', b, {})
     assert et.status(stack) == 'CREATE_FAILED'
     assert 'bad' in stack.status_reason
     rows = et.resources(engine, stack)
-    assert rows['slow'].status == 'COMPLETE'
+    assert (rows['slow'].action, rows['slow'].status) == ('CREATE',
+                                                          'COMPLETE')
     assert rows['bad'].status == 'FAILED'
     assert rows['after_bad'].action == 'INIT'
     _, end = _intervals(et.events(engine, stack.id))
@@ -377,3 +381,50 @@ def test_statements_per_check_resource_stay_flat(engine, tmp_path):
     big = _statements_per_node(engine, tmp_path, 240)
     assert small == big, (small, big)
     print("statements per check_resource: %.2f" % small)
+
+
+class _Dropping:
+    """A message client that loses every message (a broker that failed)."""
+
+    def check_resource(self, *args, **kwargs):
+        pass
+
+
+def test_sweeper_resends_lost_messages(engine, tmp_path):
+    from converge.workers import sweeper
+    b = et.bundle(tmp_path, et.hot({'a': {'type': 'OS::Heat::None'},
+                                    'b': {'type': 'OS::Heat::None',
+                                          'depends_on': 'a'}}))
+    real = engine.client
+    engine._client = _Dropping()
+    stack_id, trav = stacks.create(engine, 'lost', b, {})
+    engine._client = real
+    assert sweeper.sweep(engine, {engine.engine_id}, stall_timeout=60) == []
+    sent = sweeper.sweep(engine, {engine.engine_id}, stall_timeout=0,
+                         now=time.time() + 1)
+    assert sent == [(trav, 'u:a')]
+    assert et.status(et.wait(engine, stack_id, trav).stack) == \
+        'CREATE_COMPLETE'
+
+
+def test_sweeper_redispatches_a_dead_workers_resource(engine, tmp_path):
+    from converge.workers import sweeper
+    b = et.bundle(tmp_path, et.hot({'srv': {
+        'type': 'OS::Nova::Server',
+        'properties': {'image': 'cirros', 'flavor': 'm1.tiny'}}}))
+    real = engine.client
+    engine._client = _Dropping()
+    stack_id, trav = stacks.create(engine, 'dead', b, {})
+    engine._client = real
+    with engine.db.write() as s:  # a worker took it, then died
+        row = [r for r in api.resources_live(s, stack_id)][0]
+        api.resource_cas(s, row.id, row.atomic_key, status='IN_PROGRESS',
+                         action='CREATE', engine_id='dead-worker',
+                         traversal_id=trav)
+    # still a member: nothing to do; gone from the group: sent again
+    assert sweeper.sweep(engine, {'dead-worker'}, stall_timeout=60) == []
+    assert sweeper.sweep(engine, {engine.engine_id}, stall_timeout=60) == \
+        [(trav, 'u:srv')]
+    stack = et.wait(engine, stack_id, trav).stack
+    assert et.status(stack) == 'CREATE_COMPLETE'
+    assert len(engine.clients.compute.list_servers()) == 1

@@ -113,9 +113,38 @@ class Engine:
 
     # -- workers ------------------------------------------------------------
     def start_workers(self):
+        """Serve check_resource, join the group of live workers, and sweep
+        for stranded work (the same in embedded and distributed mode)."""
         if self._server is None:
             self._server = rpc.start_server(_Endpoint(self), self.engine_id,
                                             self.threads)
+            self.locks.join(conf_mod.CONF.coordination.group)
+            self._sweeping = threading.Event()
+            self._sweeper = threading.Thread(target=self._sweep_loop,
+                                             name='sweeper', daemon=True)
+            self._sweeper.start()
+
+    def _sweep_loop(self):
+        CONF = conf_mod.CONF
+        while not self._sweeping.wait(CONF.worker.sweep_interval):
+            try:
+                self.sweep_once()
+            except Exception:
+                LOG.exception('sweep failed; trying again next interval')
+
+    def sweep_once(self):
+        """One sweep, by one worker at a time (a tooz lock elects it)."""
+        from converge.workers import sweeper
+        CONF = conf_mod.CONF
+        lock = self.locks.try_lock('sweeper')
+        if lock is None:
+            return []
+        try:
+            members = self.locks.members(CONF.coordination.group)
+            members.add(self.engine_id)
+            return sweeper.sweep(self, members, CONF.worker.stall_timeout)
+        finally:
+            lock.release()
 
     def stop_consuming(self):
         """Take no more messages; in-flight units go on."""
@@ -124,8 +153,10 @@ class Engine:
 
     def stop_workers(self):
         if self._server is not None:
+            self._sweeping.set()
             rpc.stop_server(self._server)
             self._server = None
+            self.locks.leave(conf_mod.CONF.coordination.group)
         if self._locks is not None:
             self._locks.stop()
             self._locks = None

@@ -9,14 +9,11 @@ handed back: the process leaves the group, so the sweeper re-dispatches
 it elsewhere.
 """
 
-import threading
-
 from oslo_log import log as logging
 from oslo_service import service
 
 from converge import conf as conf_mod
 from converge.db import session as db_session
-from converge.workers import sweeper
 
 LOG = logging.getLogger(__name__)
 
@@ -25,51 +22,22 @@ class WorkerService(service.Service):
     def __init__(self):
         super().__init__()
         self.engine = None
-        self._stopping = threading.Event()
-        self._sweeper = None
 
     def start(self):
         super().start()
         from converge.engine import context
         db_session.forget()  # connections made before fork are not ours
-        CONF = conf_mod.CONF
         self.engine = context.Engine(auto_migrate=False)
-        self.engine.locks.join(CONF.coordination.group)
         self.engine.start_workers()
-        self._sweeper = threading.Thread(target=self._sweep_loop,
-                                         name='sweeper', daemon=True)
-        self._sweeper.start()
         LOG.info('worker %s started (%d threads)', self.engine.engine_id,
                  self.engine.threads)
 
-    def _sweep_loop(self):
-        CONF = conf_mod.CONF
-        while not self._stopping.wait(CONF.worker.sweep_interval):
-            try:
-                self.sweep_once()
-            except Exception:
-                LOG.exception('sweep failed; trying again next interval')
-
-    def sweep_once(self):
-        CONF = conf_mod.CONF
-        lock = self.engine.locks.try_lock('sweeper')
-        if lock is None:
-            return []  # another worker is sweeping
-        try:
-            members = self.engine.locks.members(CONF.coordination.group)
-            return sweeper.sweep(self.engine, members,
-                                 CONF.worker.stall_timeout)
-        finally:
-            lock.release()
-
     def stop(self, graceful=True):
-        self._stopping.set()
         if self.engine is not None:
             CONF = conf_mod.CONF
             self.engine.stop_consuming()
             if not self.engine.idle.wait(CONF.graceful_shutdown_timeout):
                 LOG.warning('handing back %d units of work still running',
                             self.engine.inflight)
-            self.engine.locks.leave(CONF.coordination.group)
             self.engine.stop_workers()
         super().stop(graceful)
