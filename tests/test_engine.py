@@ -428,3 +428,17 @@ def test_sweeper_redispatches_a_dead_workers_resource(engine, tmp_path):
     stack = et.wait(engine, stack_id, trav).stack
     assert et.status(stack) == 'CREATE_COMPLETE'
     assert len(engine.clients.compute.list_servers()) == 1
+
+
+def test_converge_settles_a_row_left_in_progress(engine, tmp_path):
+    b = et.bundle(tmp_path, et.hot({'a': {'type': 'OS::Heat::TestResource',
+                                          'properties': {}}}))
+    stack = et.run(engine, stacks.create, 'ip', b, {})
+    row = et.resources(engine, stack)['a']
+    with engine.db.write() as s:  # a worker died mid-update, nothing changed
+        api.resource_cas(s, row.id, row.atomic_key, action='UPDATE',
+                         status='IN_PROGRESS', engine_id='gone')
+    stack = et.run(engine, stacks.converge, stack.id)
+    assert et.status(stack) == 'UPDATE_COMPLETE'
+    row = et.resources(engine, stack)['a']
+    assert (row.action, row.status) == ('UPDATE', 'COMPLETE')

@@ -224,6 +224,9 @@ class Unit:
             if action:
                 values.update(action=action, status='COMPLETE',
                               status_reason='state changed')
+            elif row.status == 'IN_PROGRESS':
+                # left so by a unit that died; nothing was left to do
+                values.update(status='COMPLETE')
             if api.resource_cas(s, row.id, row.atomic_key, **values) is None:
                 raise Lost()
             if action and started:
