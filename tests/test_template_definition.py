@@ -5,48 +5,10 @@ import os
 import pytest
 
 from converge import exception
-from converge.resources import base
-from converge.resources import properties as P
 from converge.template import StackDefinition
 from converge.template import UNKNOWN
+from tests.template_fakes import Anything, Data, Registry, Server
 from converge.template import load_bundle
-
-
-class Value(base.Resource):
-    properties_schema = {'value': P.Schema(P.ANY)}
-    attributes_schema = {'value': ''}
-
-
-class Server(base.Resource):
-    properties_schema = {
-        'image': P.Schema(P.STRING, required=True),
-        'count': P.Schema(P.INTEGER, default=1),
-        'meta': P.Schema(P.MAP)}
-    attributes_schema = {'ip': '', 'name': ''}
-
-
-class Anything(base.Resource):
-    allow_unknown_properties = True
-
-
-class Registry:
-    types = {'Test::Value': Value, 'Test::Server': Server,
-             'OS::Heat::None': Anything}
-
-    @classmethod
-    def get(cls, name):
-        return cls.types.get(name)
-
-
-class Data:
-    def __init__(self, attrs=None):
-        self.attrs = attrs or {}
-
-    def reference_id(self, name):
-        return 'id-' + name
-
-    def attributes(self, name):
-        return self.attrs.get(name)
 
 
 @pytest.fixture

@@ -7,39 +7,10 @@ import pytest
 import yaml
 
 from converge import exception
-from converge.resources import base
-from converge.resources import properties as P
 from converge.template import Bundle
 from converge.template import StackDefinition
 from converge.template import UNKNOWN
-
-
-class Value(base.Resource):
-    properties_schema = {'value': P.Schema(P.ANY)}
-    attributes_schema = {'value': '', 'list': ''}
-
-
-class Anything(base.Resource):
-    allow_unknown_properties = True
-
-
-class Registry:
-    types = {'Test::Value': Value, 'OS::Heat::None': Anything}
-
-    @classmethod
-    def get(cls, name):
-        return cls.types.get(name)
-
-
-class Data:
-    def __init__(self, attrs=None):
-        self.attrs = attrs or {}
-
-    def reference_id(self, name):
-        return 'id-' + name
-
-    def attributes(self, name):
-        return self.attrs.get(name)
+from tests.template_fakes import Data, Registry
 
 
 def build(tmpl, params=None, files=None, **kw):
