@@ -442,3 +442,22 @@ def test_converge_settles_a_row_left_in_progress(engine, tmp_path):
     assert et.status(stack) == 'UPDATE_COMPLETE'
     row = et.resources(engine, stack)['a']
     assert (row.action, row.status) == ('UPDATE', 'COMPLETE')
+
+
+def test_drift_scan_reports_what_changed_outside(engine, tmp_path):
+    from converge.observers import drift
+    b = et.bundle(tmp_path, et.hot({
+        'up': {'type': 'OS::Nova::Server',
+               'properties': {'image': 'cirros', 'flavor': 'm1.tiny'}},
+        'down': {'type': 'OS::Nova::Server',
+                 'properties': {'image': 'cirros', 'flavor': 'm1.tiny'}},
+        'gone': {'type': 'OS::Nova::Server',
+                 'properties': {'image': 'cirros', 'flavor': 'm1.tiny'}}}))
+    stack = et.run(engine, stacks.create, 'drift', b, {})
+    rows = et.resources(engine, stack)
+    assert drift.scan(engine, stack) == []
+    engine.clients.compute.stop_server(rows['down'].physical_id)
+    engine.clients.compute.delete_server(rows['gone'].physical_id)
+    found = {d.name: d.detail for d in drift.scan(engine, stack)}
+    assert set(found) == {'down', 'gone'}
+    assert found['gone'] == 'gone' and 'status' in found['down']

@@ -234,16 +234,6 @@ def sync_purge(session, traversal_id):
         models.SyncPoint.traversal_id == traversal_id))
 
 
-def sync_pending(session, traversal_id):
-    """Nodes ready to run (all inputs in) but not done."""
-    return list(session.scalars(
-        sa.select(models.SyncPoint.node)
-        .where(models.SyncPoint.traversal_id == traversal_id,
-               models.SyncPoint.remaining == 0,
-               models.SyncPoint.done.is_(False),
-               models.SyncPoint.node != 'stack')))
-
-
 # -- software configs ---------------------------------------------------------
 
 def software_config_create(session, config_id, name, group, config):

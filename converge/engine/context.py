@@ -60,7 +60,7 @@ class Engine:
         return self._client
 
     # -- desired state ------------------------------------------------------
-    def definition(self, template_id, stack, bundle=None, params=None):
+    def definition(self, template_id, stack):
         """The parsed template version (cached: template rows never change)."""
         key = (template_id, stack.id)
         with self._defs_lock:
@@ -68,23 +68,21 @@ class Engine:
             if defn is not None:
                 self._defs.move_to_end(key)
                 return defn
-        if bundle is None:
-            with self.db.read() as s:
-                row = api.template_get(s, template_id)
-                bundle = template.Bundle.from_dict(row.bundle)
-                params = row.parameters
+        with self.db.read() as s:
+            row = api.template_get(s, template_id)
+            bundle = template.Bundle.from_dict(row.bundle)
+            params = row.parameters
         defn = template.StackDefinition(
             bundle, params, stack_name=stack.name, stack_id=stack.id,
             project_id=stack.project_id, limits=limits())
-        with self._defs_lock:
-            self._defs[key] = defn
-            while len(self._defs) > 8:
-                self._defs.popitem(last=False)
+        self.remember(template_id, stack, defn)
         return defn
 
     def remember(self, template_id, stack, defn):
         with self._defs_lock:
             self._defs[(template_id, stack.id)] = defn
+            while len(self._defs) > 8:
+                self._defs.popitem(last=False)
 
     def plugin_class(self, type_name):
         return registry.get(type_name)

@@ -85,12 +85,8 @@ def stack(engine, st, outputs=True):
             dict(output_key=k, output_value=v.get('value'),
                  description=v.get('description', ''),
                  **({'output_error': v['error']} if 'error' in v else {}))
-            for k, v in sorted(outputs_of(engine, st).items())]
+            for k, v in sorted(outputs(engine, st).items())]
     return data
-
-
-def outputs_of(engine, st):
-    return outputs(engine, st)
 
 
 def resources(engine, st):
