@@ -12,9 +12,9 @@ from converge.db import api
 from converge.engine import stacks
 
 
-def stack_fields(engine, stack, outputs=True):
+def stack_fields(engine, stack, with_outputs=True):
     from converge.engine import views
-    return views.stack(engine, stack, outputs=outputs)
+    return views.stack(engine, stack, with_outputs=with_outputs)
 
 
 class _StackShowOne(show.ShowOne):

@@ -55,7 +55,7 @@ def outputs(engine, stack):
     return defn.resolve_outputs(RowData(rows))
 
 
-def stack(engine, st, outputs=True):
+def stack(engine, st, with_outputs=True):
     defn = None
     try:
         defn = _definition(engine, st)
@@ -80,7 +80,7 @@ def stack(engine, st, outputs=True):
         data['parameters'] = {
             k: ('******' if k in hidden else v)
             for k, v in defn.parameters.items()}
-    if outputs and defn is not None and st.deleted_at is None:
+    if with_outputs and defn is not None and st.deleted_at is None:
         data['outputs'] = [
             dict(output_key=k, output_value=v.get('value'),
                  description=v.get('description', ''),
