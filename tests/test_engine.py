@@ -7,6 +7,7 @@ import time
 import pytest
 
 from converge.db import api
+from converge.db import models
 from converge.engine import stacks
 from converge.workers import reconcile
 from tests import enginetools as et
@@ -226,7 +227,7 @@ def test_duplicate_message_does_nothing(engine, tmp_path):
     # keep the traversal's sync points by reading before completion ends
     stack = et.wait(engine, stack_id, trav).stack
     before = len(et.events(engine, stack.id))
-    reconcile.check_resource(engine, trav, 'u:a')
+    reconcile.check_resource(engine, stack.id, trav, 'u:a')
     assert len(et.events(engine, stack.id)) == before
 
 
@@ -234,11 +235,11 @@ def test_lost_compare_and_swap_stops_without_writing(engine, tmp_path):
     b = et.bundle(tmp_path, et.hot({'a': {'type': 'OS::Heat::None'}}))
     stack = et.run(engine, stacks.create, 'race', b, {})
     row = et.resources(engine, stack)['a']
-    with engine.db.write() as s:
-        assert api.resource_cas(s, row.id, row.atomic_key + 5,
+    with engine.db.begin() as c:
+        assert api.resource_cas(c, row.id, row.atomic_key + 5,
                                 status='FAILED') is None
-    with engine.db.read() as s:
-        again = api.resource_get(s, row.id)
+    with engine.db.connect() as c:
+        again = api.resource_get(c, row.id)
     assert again.status == 'COMPLETE' and again.atomic_key == row.atomic_key
 
 
@@ -331,7 +332,7 @@ def test_stack_timeout_fails_the_stack(engine, tmp_path):
               'properties': {}}}))
     stack_id, trav = stacks.create(engine, 'to', b, {})
     with engine.db.write() as s:
-        t = api.traversal_get(s, trav)
+        t = s.get(models.Traversal, trav)
         t.options = dict(t.options, deadline=1.0)  # long past
     stack = et.wait(engine, stack_id, trav).stack
     assert et.status(stack) == 'CREATE_FAILED'
@@ -357,8 +358,8 @@ def _statements_per_node(engine, tmp_path, n):
     queue = collections.deque()
 
     class Client:
-        def check_resource(self, t, node, attempt=0):
-            queue.append((t, node))
+        def check_resource(self, stack_id, t, node, attempt=0):
+            queue.append((stack_id, t, node))
 
     engine._client = Client()
     res = {'r%d' % i: {'type': 'OS::Heat::TestResource',
@@ -402,7 +403,7 @@ def test_sweeper_resends_lost_messages(engine, tmp_path):
     assert sweeper.sweep(engine, {engine.engine_id}, stall_timeout=60) == []
     sent = sweeper.sweep(engine, {engine.engine_id}, stall_timeout=0,
                          now=time.time() + 1)
-    assert sent == [(trav, 'u:a')]
+    assert sent == [(stack_id, trav, 'u:a')]
     assert et.status(et.wait(engine, stack_id, trav).stack) == \
         'CREATE_COMPLETE'
 
@@ -416,15 +417,16 @@ def test_sweeper_redispatches_a_dead_workers_resource(engine, tmp_path):
     engine._client = _Dropping()
     stack_id, trav = stacks.create(engine, 'dead', b, {})
     engine._client = real
-    with engine.db.write() as s:  # a worker took it, then died
+    with engine.db.read() as s:
         row = [r for r in api.resources_live(s, stack_id)][0]
-        api.resource_cas(s, row.id, row.atomic_key, status='IN_PROGRESS',
+    with engine.db.begin() as c:  # a worker took it, then died
+        api.resource_cas(c, row.id, row.atomic_key, status='IN_PROGRESS',
                          action='CREATE', engine_id='dead-worker',
                          traversal_id=trav)
     # still a member: nothing to do; gone from the group: sent again
     assert sweeper.sweep(engine, {'dead-worker'}, stall_timeout=60) == []
     assert sweeper.sweep(engine, {engine.engine_id}, stall_timeout=60) == \
-        [(trav, 'u:srv')]
+        [(stack_id, trav, 'u:srv')]
     stack = et.wait(engine, stack_id, trav).stack
     assert et.status(stack) == 'CREATE_COMPLETE'
     assert len(engine.clients.compute.list_servers()) == 1
@@ -435,8 +437,8 @@ def test_converge_settles_a_row_left_in_progress(engine, tmp_path):
                                           'properties': {}}}))
     stack = et.run(engine, stacks.create, 'ip', b, {})
     row = et.resources(engine, stack)['a']
-    with engine.db.write() as s:  # a worker died mid-update, nothing changed
-        api.resource_cas(s, row.id, row.atomic_key, action='UPDATE',
+    with engine.db.begin() as c:  # a worker died mid-update, nothing changed
+        api.resource_cas(c, row.id, row.atomic_key, action='UPDATE',
                          status='IN_PROGRESS', engine_id='gone')
     stack = et.run(engine, stacks.converge, stack.id)
     assert et.status(stack) == 'UPDATE_COMPLETE'

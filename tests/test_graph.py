@@ -52,8 +52,8 @@ def test_delete_plan_removes_dependents_first():
             plan.Row(3, 'c', requires=(2,))]
     p = plan.make({}, rows, {})
     order = _order(p)
-    assert order.index('c:3') < order.index('c:2') < order.index('c:1')
-    assert p.leaves == ['c:3']
+    assert order.index('c:3:c') < order.index('c:2:b') < order.index('c:1:a')
+    assert p.leaves == ['c:3:c']
 
 
 def test_replacement_cleanup_waits_for_dependents_to_switch_over():
@@ -62,14 +62,21 @@ def test_replacement_cleanup_waits_for_dependents_to_switch_over():
     p = plan.make({'a': set(), 'b': {'a'}}, rows, {'a': 1, 'b': 2})
     order = _order(p)
     # a's new version first, then b re-pointed, then old rows cleaned
-    assert order.index('u:a') < order.index('u:b') < order.index('c:2') \
-        < order.index('c:1')
+    assert order.index('u:a') < order.index('u:b') < order.index('c:2:b') \
+        < order.index('c:1:a')
 
 
 def test_removed_resource_cleanup_runs_in_parallel_with_updates():
     rows = [plan.Row(1, 'a'), plan.Row(2, 'gone')]
     p = plan.make({'a': set()}, rows, {'a': 1})
-    assert 'c:2' in p.leaves and 'u:a' in p.leaves
+    assert 'c:2:gone' in p.leaves and 'u:a' in p.leaves
+
+
+def test_node_keys_name_their_resource():
+    assert plan.resource_name(plan.update_key('web')) == 'web'
+    # resource names may hold colons
+    assert plan.resource_name(plan.cleanup_key(12, 'a:b')) == 'a:b'
+    assert plan.is_update('u:x') and not plan.is_update('c:1:x')
 
 
 def test_dot_output_lists_nodes_and_edges():

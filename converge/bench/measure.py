@@ -95,19 +95,20 @@ class Recorder:
         self._installed = False
 
     # the wrappers ---------------------------------------------------------
-    def _unit(self, engine, traversal_id, node, *args, **kw):
+    def _unit(self, engine, stack_id, traversal_id, node, *args, **kw):
         start = time.perf_counter()
         try:
-            return self._real_unit(engine, traversal_id, node, *args, **kw)
+            return self._real_unit(engine, stack_id, traversal_id, node,
+                                   *args, **kw)
         finally:
             took = time.perf_counter() - start
             with self._lock:
                 self.units.append((traversal_id, took))
 
-    def _cast(self, traversal_id, node, *args, **kw):
+    def _cast(self, stack_id, traversal_id, node, *args, **kw):
         with self._lock:
             self.casts.append(traversal_id)
-        return self._real_cast(traversal_id, node, *args, **kw)
+        return self._real_cast(stack_id, traversal_id, node, *args, **kw)
 
     @contextlib.contextmanager
     def _resource_lock(self, *args, **kw):

@@ -6,6 +6,7 @@ compare-and-swap on ``current_traversal``.
 """
 
 import time
+import types
 import uuid as uuid_mod
 
 import sqlalchemy as sa
@@ -13,6 +14,38 @@ import sqlalchemy as sa
 from converge import exception
 from converge.db import models
 from converge.db.models import utcnow
+
+# The unit-of-work path runs its statements thousands of times a second:
+# those are built once here, with bind parameters, so SQLAlchemy neither
+# rebuilds them nor recomputes their cache keys; they return plain
+# records, not ORM objects (loading instances costs more than the query).
+STACKS = models.Stack.__table__
+RESOURCES = models.Resource.__table__
+TRAVERSALS = models.Traversal.__table__
+SYNC = models.SyncPoint.__table__
+EVENTS = models.Event.__table__
+bp = sa.bindparam
+
+
+class Record(types.SimpleNamespace):
+    """One row as attributes (mutable: callers track their fencing key)."""
+
+
+def _record(row):
+    return None if row is None else Record(**row._mapping)
+
+
+def _columns(table, prefix, skip=()):
+    return [c.label(prefix + c.name) for c in table.c if c.name not in skip]
+
+
+def _split(row, prefixes):
+    """Labelled columns of several tables -> one Record per prefix."""
+    parts = {p: {} for p in prefixes}
+    for key, value in row._mapping.items():
+        prefix, _, name = key.partition('__')
+        parts[prefix][name] = value
+    return tuple(Record(**parts[p]) for p in prefixes)
 
 
 def new_id():
@@ -46,9 +79,9 @@ def stack_set_status(session, stack_id, traversal_id, action, status, reason,
     values = dict(action=action, status=status, status_reason=reason,
                   updated_at=utcnow(), **extra)
     res = session.execute(
-        sa.update(models.Stack)
-        .where(models.Stack.id == stack_id,
-               models.Stack.current_traversal == traversal_id)
+        sa.update(STACKS)
+        .where(STACKS.c.id == stack_id,
+               STACKS.c.current_traversal == traversal_id)
         .values(**values))
     return res.rowcount == 1
 
@@ -76,11 +109,35 @@ def resources_live(session, stack_id):
                            .order_by(models.Resource.id)).all()
 
 
-def resource_get(session, resource_id):
-    return session.get(models.Resource, resource_id)
+_RESOURCE_GET = sa.select(RESOURCES).where(RESOURCES.c.id == bp('b_id'))
 
 
-def resource_cas(session, row_id, atomic_key, traversal_running=None,
+def resource_get(conn, resource_id):
+    return _record(conn.execute(_RESOURCE_GET,
+                                {'b_id': resource_id}).first())
+
+
+_CAS = {}
+
+
+def _cas_statement(columns, traversal_running):
+    """UPDATE resources SET <columns> WHERE id and atomic_key match, built
+    once per set of columns."""
+    key = (columns, traversal_running)
+    stmt = _CAS.get(key)
+    if stmt is None:
+        cond = [RESOURCES.c.id == bp('b_id'),
+                RESOURCES.c.atomic_key == bp('b_key')]
+        if traversal_running:
+            cond.append(sa.exists().where(
+                TRAVERSALS.c.id == bp('b_trav'),
+                TRAVERSALS.c.state == 'running'))
+        stmt = _CAS[key] = sa.update(RESOURCES).where(*cond).values(
+            {c: bp('v_' + c, type_=RESOURCES.c[c].type) for c in columns})
+    return stmt
+
+
+def resource_cas(conn, row_id, atomic_key, traversal_running=None,
                  **values):
     """Write a resource row if nobody else has since `atomic_key`.
 
@@ -89,41 +146,87 @@ def resource_cas(session, row_id, atomic_key, traversal_running=None,
     """
     values['atomic_key'] = atomic_key + 1
     values['updated_at'] = utcnow()
-    cond = [models.Resource.id == row_id,
-            models.Resource.atomic_key == atomic_key]
-    if traversal_running:
-        cond.append(sa.exists().where(
-            models.Traversal.id == traversal_running,
-            models.Traversal.state == 'running'))
-    res = session.execute(sa.update(models.Resource).where(*cond)
-                          .values(**values))
+    params = {'v_' + k: v for k, v in values.items()}
+    params.update(b_id=row_id, b_key=atomic_key, b_trav=traversal_running)
+    stmt = _cas_statement(tuple(sorted(values)), bool(traversal_running))
+    res = conn.execute(stmt, params)
     return atomic_key + 1 if res.rowcount == 1 else None
 
 
-def resource_delete_row(session, row_id, atomic_key):
-    res = session.execute(sa.delete(models.Resource).where(
-        models.Resource.id == row_id,
-        models.Resource.atomic_key == atomic_key))
+_RESOURCE_DELETE = sa.delete(RESOURCES).where(
+    RESOURCES.c.id == bp('b_id'), RESOURCES.c.atomic_key == bp('b_key'))
+
+
+def resource_delete_row(conn, row_id, atomic_key):
+    res = conn.execute(_RESOURCE_DELETE, {'b_id': row_id, 'b_key': atomic_key})
     return res.rowcount == 1
 
 
 def resources_in_progress(session, stack_id, traversal_id):
     return session.scalar(
-        sa.select(sa.func.count()).select_from(models.Resource).where(
-            models.Resource.stack_id == stack_id,
-            models.Resource.traversal_id == traversal_id,
-            models.Resource.status == 'IN_PROGRESS'))
+        sa.select(sa.func.count()).select_from(RESOURCES).where(
+            RESOURCES.c.stack_id == stack_id,
+            RESOURCES.c.traversal_id == traversal_id,
+            RESOURCES.c.status == 'IN_PROGRESS'))
+
+
+def resource_replacement(conn, old, rtype, template_id):
+    """Insert the row of a replacement and point the old row at it."""
+    res = conn.execute(sa.insert(RESOURCES).values(
+        uuid=new_id(), stack_id=old.stack_id, name=old.name, type=rtype,
+        action='INIT', status='COMPLETE', replaces=old.id,
+        template_id=template_id, atomic_key=0, requires=[], data={}))
+    new = resource_get(conn, res.inserted_primary_key[0])
+    if resource_cas(conn, old.id, old.atomic_key,
+                    replaced_by=new.id) is None:
+        return None
+    old.atomic_key += 1
+    return new
+
+
+_DEPENDENCY_ROWS = (
+    sa.select(RESOURCES)
+    .join(SYNC, SYNC.c.resource_id == RESOURCES.c.id)
+    .where(SYNC.c.traversal_id == bp('b_trav'),
+           SYNC.c.node.in_(bp('b_nodes', expanding=True))))
+
+
+def dependency_rows(conn, traversal_id, nodes):
+    """name -> the row each of these update nodes settled on."""
+    rows = conn.execute(_DEPENDENCY_ROWS, {'b_trav': traversal_id,
+                                           'b_nodes': list(nodes)})
+    return {r.name: r for r in rows}
+
+
+def check_failures(conn, stack_id):
+    return [tuple(r) for r in conn.execute(
+        sa.select(RESOURCES.c.name, RESOURCES.c.status_reason).where(
+            RESOURCES.c.stack_id == stack_id,
+            RESOURCES.c.action == 'CHECK',
+            RESOURCES.c.status == 'FAILED').order_by(RESOURCES.c.name))]
 
 
 # -- events -------------------------------------------------------------------
 
-def event_add(session, stack_id, traversal_id, name, rtype, physical_id,
-              action, status, reason='', timestamp=None):
-    session.add(models.Event(
-        uuid=new_id(), stack_id=stack_id, traversal_id=traversal_id,
-        resource_name=name, resource_type=rtype or '',
-        physical_id=physical_id, action=action, status=status,
-        reason=reason or '', timestamp=timestamp or time.time()))
+_EVENT_ADD = sa.insert(EVENTS)
+
+
+def event(stack_id, traversal_id, name, rtype, physical_id, action, status,
+          reason='', timestamp=None):
+    """One event row, to be written with events_add."""
+    return dict(uuid=new_id(), stack_id=stack_id, traversal_id=traversal_id,
+                resource_name=name, resource_type=rtype or '',
+                physical_id=physical_id, action=action, status=status,
+                reason=reason or '', timestamp=timestamp or time.time())
+
+
+def events_add(conn, *events):
+    """Write events in one statement (executemany)."""
+    conn.execute(_EVENT_ADD, list(events))
+
+
+def event_add(conn, *args, **kwargs):
+    events_add(conn, event(*args, **kwargs))
 
 
 def events_list(session, stack_id, after_id=0, resource_name=None,
@@ -140,64 +243,119 @@ def events_list(session, stack_id, after_id=0, resource_name=None,
 
 # -- traversals and sync points -----------------------------------------------
 
-def traversal_get(session, traversal_id):
-    return session.get(models.Traversal, traversal_id)
+_TRAVERSAL_GET = sa.select(TRAVERSALS).where(TRAVERSALS.c.id == bp('b_id'))
+
+
+def traversal_get(conn, traversal_id):
+    return _record(conn.execute(_TRAVERSAL_GET,
+                                {'b_id': traversal_id}).first())
+
+
+_TRAVERSAL_STATE = sa.select(TRAVERSALS.c.state).where(
+    TRAVERSALS.c.id == bp('b_id'))
+
+
+def traversal_state(conn, traversal_id):
+    """The traversal's state, or None when it is gone."""
+    return conn.scalar(_TRAVERSAL_STATE, {'b_id': traversal_id})
 
 
 def traversal_set_state(session, traversal_id, new_state, from_states,
                         **values):
     """CAS on the traversal's state; True when this call moved it."""
     res = session.execute(
-        sa.update(models.Traversal)
-        .where(models.Traversal.id == traversal_id,
-               models.Traversal.state.in_(from_states))
+        sa.update(TRAVERSALS)
+        .where(TRAVERSALS.c.id == traversal_id,
+               TRAVERSALS.c.state.in_(from_states))
         .values(state=new_state, **values))
     return res.rowcount == 1
 
 
-def sync_load(session, traversal_id, node):
-    """The node, its traversal and its stack in one round trip."""
-    row = session.execute(
-        sa.select(models.SyncPoint, models.Traversal, models.Stack)
-        .join(models.Traversal,
-              models.Traversal.id == models.SyncPoint.traversal_id)
-        .join(models.Stack, models.Stack.id == models.Traversal.stack_id)
-        .where(models.SyncPoint.traversal_id == traversal_id,
-               models.SyncPoint.node == node)).first()
-    return row
+# what a unit of work reads after taking its lock, in one round trip: its
+# node, traversal and stack (without the outputs, which may be large), the
+# row the node acts on, and which row the same name's update node settled
+# on (a cleanup node deletes its row unless it is that one)
+_CURRENT = SYNC.alias('current')
+_UNIT_LOAD = (
+    sa.select(*_columns(SYNC, 'sp__'), *_columns(TRAVERSALS, 'trav__'),
+              *_columns(STACKS, 'stack__', skip=('outputs',)),
+              *_columns(RESOURCES, 'row__'),
+              _CURRENT.c.resource_id.label('cur__resource_id'))
+    .select_from(
+        SYNC.join(TRAVERSALS, TRAVERSALS.c.id == SYNC.c.traversal_id)
+        .join(STACKS, STACKS.c.id == TRAVERSALS.c.stack_id)
+        .outerjoin(RESOURCES, RESOURCES.c.id == SYNC.c.resource_id)
+        .outerjoin(_CURRENT, sa.and_(
+            _CURRENT.c.traversal_id == SYNC.c.traversal_id,
+            _CURRENT.c.node == sa.literal('u:') + RESOURCES.c.name)))
+    .where(SYNC.c.traversal_id == bp('b_trav'), SYNC.c.node == bp('b_node')))
 
 
-def sync_nodes(session, traversal_id, nodes):
+def unit_load(conn, traversal_id, node):
+    """(sync point, traversal, stack, row or None, current row id), or None
+    when the node is gone (its traversal ended or was superseded)."""
+    found = conn.execute(_UNIT_LOAD, {'b_trav': traversal_id,
+                                      'b_node': node}).first()
+    if found is None:
+        return None
+    sp, trav, stack, row, cur = _split(found, ('sp', 'trav', 'stack', 'row',
+                                               'cur'))
+    return (sp, trav, stack, row if row.id is not None else None,
+            cur.resource_id)
+
+
+_SYNC_NODES = sa.select(SYNC).where(
+    SYNC.c.traversal_id == bp('b_trav'),
+    SYNC.c.node.in_(bp('b_nodes', expanding=True)))
+
+
+def sync_nodes(conn, traversal_id, nodes):
     if not nodes:
         return []
-    return session.scalars(sa.select(models.SyncPoint).where(
-        models.SyncPoint.traversal_id == traversal_id,
-        models.SyncPoint.node.in_(list(nodes)))).all()
+    return conn.execute(_SYNC_NODES, {'b_trav': traversal_id,
+                                      'b_nodes': list(nodes)}).all()
 
 
-def sync_mark_done(session, traversal_id, node, resource_id=None):
+def _mark_done(with_resource):
+    values = {'done': True, 'updated_at': bp('b_now')}
+    if with_resource:
+        values['resource_id'] = bp('b_rid')
+    return sa.update(SYNC).where(
+        SYNC.c.traversal_id == bp('b_trav'), SYNC.c.node == bp('b_node'),
+        SYNC.c.done.is_(False)).values(values)
+
+
+_MARK_DONE = {False: _mark_done(False), True: _mark_done(True)}
+
+
+def sync_mark_done(conn, traversal_id, node, resource_id=None):
     """Mark the node done; False if it was already (or the traversal is gone)."""
-    values = {'done': True, 'updated_at': time.time()}
-    if resource_id is not None:
-        values['resource_id'] = resource_id
-    res = session.execute(
-        sa.update(models.SyncPoint)
-        .where(models.SyncPoint.traversal_id == traversal_id,
-               models.SyncPoint.node == node,
-               models.SyncPoint.done.is_(False))
-        .values(**values))
+    res = conn.execute(_MARK_DONE[resource_id is not None], {
+        'b_trav': traversal_id, 'b_node': node, 'b_now': time.time(),
+        'b_rid': resource_id})
     return res.rowcount == 1
 
 
-def sync_set_resource(session, traversal_id, node, resource_id):
-    session.execute(
-        sa.update(models.SyncPoint)
-        .where(models.SyncPoint.traversal_id == traversal_id,
-               models.SyncPoint.node == node)
-        .values(resource_id=resource_id))
+_SYNC_SET_RESOURCE = sa.update(SYNC).where(
+    SYNC.c.traversal_id == bp('b_trav'), SYNC.c.node == bp('b_node')).values(
+    resource_id=bp('b_rid'))
 
 
-def sync_release(session, traversal_id, dependents):
+def sync_set_resource(conn, traversal_id, node, resource_id):
+    conn.execute(_SYNC_SET_RESOURCE, {'b_trav': traversal_id, 'b_node': node,
+                                      'b_rid': resource_id})
+
+
+_RELEASE = sa.update(SYNC).where(
+    SYNC.c.traversal_id == bp('b_trav'),
+    SYNC.c.node.in_(bp('b_nodes', expanding=True))).values(
+    remaining=SYNC.c.remaining - 1, updated_at=bp('b_now'))
+_RELEASED = sa.select(SYNC.c.node).where(
+    SYNC.c.traversal_id == bp('b_trav'),
+    SYNC.c.node.in_(bp('b_nodes', expanding=True)), SYNC.c.remaining == 0)
+
+
+def sync_release(conn, traversal_id, dependents):
     """Count one more finished input for each dependent.
 
     Returns the dependents that now have all their inputs. Row locks (or
@@ -205,33 +363,24 @@ def sync_release(session, traversal_id, dependents):
     """
     if not dependents:
         return []
-    session.execute(
-        sa.update(models.SyncPoint)
-        .where(models.SyncPoint.traversal_id == traversal_id,
-               models.SyncPoint.node.in_(dependents))
-        .values(remaining=models.SyncPoint.remaining - 1,
-                updated_at=time.time()))
-    return list(session.scalars(
-        sa.select(models.SyncPoint.node)
-        .where(models.SyncPoint.traversal_id == traversal_id,
-               models.SyncPoint.node.in_(dependents),
-               models.SyncPoint.remaining == 0)))
+    params = {'b_trav': traversal_id, 'b_nodes': list(dependents),
+              'b_now': time.time()}
+    conn.execute(_RELEASE, params)
+    return list(conn.scalars(_RELEASED, params))
 
 
 def sync_progress(session, traversal_id):
     """(done, total) nodes of a traversal, without the stack node."""
     rows = session.execute(
-        sa.select(models.SyncPoint.done, sa.func.count())
-        .where(models.SyncPoint.traversal_id == traversal_id,
-               models.SyncPoint.node != 'stack')
-        .group_by(models.SyncPoint.done)).all()
+        sa.select(SYNC.c.done, sa.func.count())
+        .where(SYNC.c.traversal_id == traversal_id, SYNC.c.node != 'stack')
+        .group_by(SYNC.c.done)).all()
     counts = {bool(d): n for d, n in rows}
     return counts.get(True, 0), counts.get(True, 0) + counts.get(False, 0)
 
 
 def sync_purge(session, traversal_id):
-    session.execute(sa.delete(models.SyncPoint).where(
-        models.SyncPoint.traversal_id == traversal_id))
+    session.execute(sa.delete(SYNC).where(SYNC.c.traversal_id == traversal_id))
 
 
 # -- software configs ---------------------------------------------------------
@@ -249,39 +398,3 @@ def software_config_get(session, config_id):
 def software_config_delete(session, config_id):
     session.execute(sa.delete(models.SoftwareConfig).where(
         models.SoftwareConfig.id == config_id))
-
-
-def check_failures(session, stack_id):
-    return [(r.name, r.status_reason) for r in session.scalars(
-        sa.select(models.Resource).where(
-            models.Resource.stack_id == stack_id,
-            models.Resource.action == 'CHECK',
-            models.Resource.status == 'FAILED').order_by(models.Resource.name))]
-
-
-def dependency_rows(session, traversal_id, names):
-    """name -> the row each named update node of the traversal settled on."""
-    nodes = ['u:' + n for n in names]
-    rows = session.execute(
-        sa.select(models.Resource)
-        .join(models.SyncPoint,
-              models.SyncPoint.resource_id == models.Resource.id)
-        .where(models.SyncPoint.traversal_id == traversal_id,
-               models.SyncPoint.node.in_(nodes))).scalars().all()
-    return {r.name: r for r in rows}
-
-
-def resource_replacement(session, old, rtype, template_id):
-    """Insert the row of a replacement and point the old row at it."""
-    new = models.Resource(uuid=new_id(), stack_id=old.stack_id,
-                          name=old.name, type=rtype, action='INIT',
-                          status='COMPLETE', replaces=old.id,
-                          template_id=template_id, atomic_key=0,
-                          requires=[], data={})
-    session.add(new)
-    session.flush()
-    if resource_cas(session, old.id, old.atomic_key,
-                    replaced_by=new.id) is None:
-        return None
-    old.atomic_key += 1
-    return new

@@ -1,5 +1,13 @@
 """Database engines and transactions.
 
+Two ways in, one per kind of caller:
+
+- ``begin()`` / ``connect()``: a SQLAlchemy Core connection. The unit of
+  work runs on these: a few prebuilt statements, no ORM bookkeeping (an
+  ORM session costs several times the statements it runs).
+- ``write()`` / ``read()``: an ORM session, for stack operations and views
+  that build or show whole objects.
+
 SQLite (the embedded default) runs in WAL mode; write transactions start
 with BEGIN IMMEDIATE so concurrent writers queue on the busy timeout
 instead of failing when a read lock cannot be upgraded. Reads use plain
@@ -77,8 +85,21 @@ class Database:
         return engine
 
     @contextlib.contextmanager
+    def begin(self):
+        """One write transaction on a Core connection: commit on success,
+        roll back on any error."""
+        with self._write_lock, self.writer_engine.begin() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def connect(self):
+        """A Core connection for reading (rolled back when done)."""
+        with self.reader_engine.connect() as conn:
+            yield conn
+
+    @contextlib.contextmanager
     def write(self):
-        """One transaction: commit on success, roll back on any error."""
+        """One ORM transaction: commit on success, roll back on any error."""
         with self._write_lock, self._writer.begin() as session:
             yield session
 

@@ -6,6 +6,7 @@ import threading
 import uuid
 
 from oslo_log import log as logging
+import oslo_messaging
 
 from converge import conf as conf_mod
 from converge import template
@@ -174,6 +175,8 @@ class Engine:
 class _Endpoint:
     """The RPC endpoint: what the message bus may ask of a worker."""
 
+    target = oslo_messaging.Target(version=rpc.VERSION)
+
     def __init__(self, engine):
         self.engine = engine
         self._per_stack = collections.defaultdict(self._semaphore)
@@ -182,11 +185,12 @@ class _Endpoint:
         limit = conf_mod.CONF.worker.max_inflight_per_stack
         return threading.BoundedSemaphore(limit) if limit else _NoLimit()
 
-    def check_resource(self, ctxt, traversal_id, node, attempt=0):
+    def check_resource(self, ctxt, stack_id, traversal_id, node, attempt=0):
         self.engine._enter()
         try:
-            with self._per_stack[traversal_id]:
-                reconcile.check_resource(self.engine, traversal_id, node)
+            with self._per_stack[stack_id]:
+                reconcile.check_resource(self.engine, stack_id, traversal_id,
+                                         node)
         except Exception:
             # the database or the broker went away mid-unit: the node is
             # not done, so send it again later (the sweeper is the backstop)
@@ -195,15 +199,15 @@ class _Endpoint:
             if attempt < conf_mod.CONF.worker.retry_limit:
                 timer = threading.Timer(
                     min(2 ** attempt, 30), self._again,
-                    (traversal_id, node, attempt + 1))
+                    (stack_id, traversal_id, node, attempt + 1))
                 timer.daemon = True
                 timer.start()
         finally:
             self.engine._leave()
 
-    def _again(self, traversal_id, node, attempt):
+    def _again(self, stack_id, traversal_id, node, attempt):
         try:
-            self.engine.client.check_resource(traversal_id, node,
+            self.engine.client.check_resource(stack_id, traversal_id, node,
                                               attempt=attempt)
         except Exception:
             LOG.exception('could not send %s again; the sweeper will', node)

@@ -280,7 +280,7 @@ def _start(engine, session, stack, template_id, action, defn, rollback=False,
 
 def kick(engine, trav):
     for node in trav.leaves:
-        engine.client.check_resource(trav.id, node)
+        engine.client.check_resource(trav.stack_id, trav.id, node)
 
 
 def _null_safe_eq(col, value):

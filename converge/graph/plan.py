@@ -4,8 +4,10 @@ Two kinds of node, as in Heat's convergence:
 
 - ``u:<name>`` (update): make the resource named ``name`` match the
   template: create, update in place, or replace.
-- ``c:<row id>`` (cleanup): delete that resource row unless it is the one
-  its update node settled on. Every existing row gets one.
+- ``c:<row id>:<name>`` (cleanup): delete that resource row unless it is
+  the one its update node settled on. Every existing row gets one. The
+  name is in the key so a worker knows which resource to lock before it
+  reads anything.
 
 Edges: an update node follows the update nodes of what it requires; a
 row's cleanup follows its own name's update; a row's cleanup precedes the
@@ -24,8 +26,19 @@ def update_key(name):
     return 'u:' + name
 
 
-def cleanup_key(row_id):
-    return 'c:%d' % row_id
+def cleanup_key(row_id, name):
+    return 'c:%d:%s' % (row_id, name)
+
+
+def is_update(key):
+    return key.startswith('u:')
+
+
+def resource_name(key):
+    """The name of the resource a node acts on."""
+    if key.startswith('u:'):
+        return key[2:]
+    return key.split(':', 2)[2]
 
 
 @dataclasses.dataclass
@@ -82,16 +95,16 @@ def make(requires, rows, selected):
         for dep in deps:
             plan.edge(update_key(dep), update_key(name))
 
+    keys = {row.id: cleanup_key(row.id, row.name) for row in rows}
     for row in rows:
-        plan.add(cleanup_key(row.id), row.id)
-    row_ids = {row.id for row in rows}
+        plan.add(keys[row.id], row.id)
     for row in rows:
-        c = cleanup_key(row.id)
+        c = keys[row.id]
         if row.name in requires:
             plan.edge(update_key(row.name), c)
         for dep in set(row.requires) | {row.replaces}:
-            if dep in row_ids and dep != row.id:
-                plan.edge(c, cleanup_key(dep))
+            if dep in keys and dep != row.id:
+                plan.edge(c, keys[dep])
     _check_acyclic(plan)
     return plan
 

@@ -8,7 +8,8 @@ import oslo_messaging
 
 from converge import conf as conf_mod
 
-VERSION = '1.0'
+# 2.0: check_resource carries the stack id (locks are taken before reading)
+VERSION = '2.0'
 
 
 def topic():
@@ -31,8 +32,9 @@ class WorkerClient:
         target = oslo_messaging.Target(topic=topic(), version=VERSION)
         self._client = oslo_messaging.get_rpc_client(transport(), target)
 
-    def check_resource(self, traversal_id, node, attempt=0):
-        kwargs = dict(traversal_id=traversal_id, node=node)
+    def check_resource(self, stack_id, traversal_id, node, attempt=0):
+        kwargs = dict(stack_id=stack_id, traversal_id=traversal_id,
+                      node=node)
         if attempt:
             kwargs['attempt'] = attempt
         self._client.cast({}, 'check_resource', **kwargs)

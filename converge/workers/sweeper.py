@@ -19,12 +19,15 @@ from oslo_log import log as logging
 
 from converge.db import api
 from converge.db import models
+from converge.graph import plan
 
 LOG = logging.getLogger(__name__)
 
 
 def node_of(row):
-    return 'c:%d' % row.id if row.action == 'DELETE' else 'u:' + row.name
+    if row.action == 'DELETE':
+        return plan.cleanup_key(row.id, row.name)
+    return plan.update_key(row.name)
 
 
 def sweep(engine, members, stall_timeout, now=None):
@@ -42,7 +45,8 @@ def sweep(engine, members, stall_timeout, now=None):
                    models.Traversal.state.in_(['running', 'failing']))
         ).all()
         stalled = s.execute(
-            sa.select(models.SyncPoint.traversal_id, models.SyncPoint.node,
+            sa.select(models.SyncPoint.stack_id,
+                      models.SyncPoint.traversal_id, models.SyncPoint.node,
                       models.SyncPoint.resource_id)
             .join(models.Traversal,
                   models.Traversal.id == models.SyncPoint.traversal_id)
@@ -61,22 +65,22 @@ def sweep(engine, members, stall_timeout, now=None):
             continue
         LOG.warning('re-dispatching %s of traversal %s: worker %s is gone',
                     node_of(row), trav.id, row.engine_id)
-        sent.append((trav.id, node_of(row)))
-    for trav_id, node, resource_id in stalled:
-        if resource_id in busy or (trav_id, node) in sent:
+        sent.append((row.stack_id, trav.id, node_of(row)))
+    for stack_id, trav_id, node, resource_id in stalled:
+        if resource_id in busy or (stack_id, trav_id, node) in sent:
             continue
         LOG.warning('re-dispatching %s of traversal %s: no progress for '
                     '%.0f s', node, trav_id, stall_timeout)
-        sent.append((trav_id, node))
+        sent.append((stack_id, trav_id, node))
     if sent:
         with engine.db.write() as s:
-            for trav_id, node in sent:
+            for _, trav_id, node in sent:
                 s.execute(sa.update(models.SyncPoint)
                           .where(models.SyncPoint.traversal_id == trav_id,
                                  models.SyncPoint.node == node)
                           .values(updated_at=now))
-        for trav_id, node in sent:
-            engine.client.check_resource(trav_id, node)
+        for stack_id, trav_id, node in sent:
+            engine.client.check_resource(stack_id, trav_id, node)
     return sent
 
 
