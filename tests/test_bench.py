@@ -6,6 +6,7 @@ import json
 import pytest
 
 from converge.bench import cli
+from converge.bench import heat
 from converge.bench import measure
 from converge.bench import scenarios
 
@@ -120,9 +121,59 @@ def test_latency_bound_and_template(tmp_path):
     assert set(bundle.template['resources']) == set(sc.deps)
 
 
-def test_distributed_not_implemented(capsys):
-    assert cli.main(['--scenario', 'wide', '--mode', 'distributed']) == 2
-    assert 'not yet implemented' in capsys.readouterr().err
+def test_tripleo_shape():
+    sc = scenarios.make('tripleo', 10)
+    res = sc.doc['resources']
+    # 3 controllers, then 4/5 computes and 1/5 storage
+    assert scenarios.role_sizes(10) == [('Controller', 3), ('Compute', 6),
+                                        ('CephStorage', 1)]
+    servers = [n for n, r in res.items() if r['type'] == 'OS::Nova::Server']
+    assert len(servers) == 10
+    assert sc.nodes == 10 and sc.n == len(res) == len(sc.deps)
+    # per node 22 resources, per role a config, per step a barrier, and
+    # the all-nodes host list with its config
+    assert sc.n == 10 * 22 + 3 + scenarios.STEPS + 2
+    # step k on a node waits for step k-1 on every node
+    assert sc.deps['Compute0Deployment_Step2'] == {'Step1Complete',
+                                                   'Compute0'}
+    assert len(sc.deps['Step1Complete']) == 10
+    # hostname -> user data -> server -> deployment, then each step and
+    # its barrier
+    assert measure.longest_chain(sc.deps) == 4 + 2 * scenarios.STEPS
+
+
+def test_tripleo_size_of_cerns_cluster():
+    assert scenarios.make('tripleo', 1000).n == 22010
+
+
+# -- counters ---------------------------------------------------------------
+
+def test_window_and_combine():
+    before = measure.combine([
+        dict(units={'t0': [0.5]}, casts={'t0': 1}, locks=1, statements=10,
+             peak_rss_mb=50)])
+    a = dict(units={'t0': [0.5], 't1': [0.1, 0.2]}, casts={'t0': 1, 't1': 2},
+             locks=3, statements=30, peak_rss_mb=60)
+    b = dict(units={'t1': [0.3]}, casts={'t1': 1}, locks=1, statements=5,
+             peak_rss_mb=None)  # an API process: not an engine
+    after = measure.combine([a, b])
+    assert after['rss_each'] == [60]
+    w = measure.window(before, after, 't1')
+    assert w == dict(units=3, casts=3, locks=3, statements=25,
+                     unit_seconds=[0.1, 0.2, 0.3])
+    f = measure.figures(w)
+    assert f['statements_per_check_resource'] == pytest.approx(25 / 3)
+    assert f['messages_per_check_resource'] == 1
+
+
+def test_heat_result_row():
+    out = ('noise\nRESULT {"create_s": 2.0, "create_rps": 50.0, '
+           '"delete_s": 1.0, "peak_rss_mb": 400.5, "ok": true}\n')
+    row = heat.row_of('wide', 100, heat.parse(out))
+    assert row['engine'] == 'heat' and row['status'] == 'ok'
+    assert row['resources_per_s'] == 50.0 and row['rss_mb'] == '400'
+    assert heat.row_of('deep', 100, heat.parse('crashed'))['status'] == \
+        'no result'
 
 
 # -- one real run -----------------------------------------------------------
@@ -136,10 +187,12 @@ def test_wide_run(tmp_path, capsys):
     assert len(rows) == 1
     row = rows[0]
     for key, _, _ in cli.COLUMNS:
-        assert key in row
+        if key != 'x_heat':  # only with --heat
+            assert key in row
     for key in ('create_s', 'resources_per_s', 'statements_per_check_resource',
                 'messages_per_check_resource', 'locks_per_check_resource',
-                'cr_p50_ms', 'cr_p95_ms', 'peak_rss_mb', 'delete_s'):
+                'cr_p50_ms', 'cr_p95_ms', 'peak_rss_mb', 'delete_s',
+                'rss_mb'):
         assert row[key] is not None, key
     assert row['status'] == 'ok'
     assert row['scenario'] == 'wide' and row['n'] == 20
@@ -153,3 +206,23 @@ def test_wide_run(tmp_path, capsys):
     assert row['peak_rss_mb'] > 0
     printed = capsys.readouterr().out
     assert 'wide' in printed and 'sql/cr' in printed
+
+
+@pytest.mark.distributed
+@pytest.mark.xdist_group('services')
+def test_distributed_run_counts_every_worker(tmp_path):
+    """Two worker processes: the units, casts and locks of both are counted
+    (every leaf once), and each worker's peak RSS is reported."""
+    from tests.distributed import require
+    require('postgresql', 'rabbitmq', 'redis')
+    out = tmp_path / 'rows.json'
+    rc = cli.main(['--scenario', 'deep', '--n', '40', '--mode',
+                   'distributed', '--workers', '2', '--json', str(out)])
+    assert rc == 0
+    row = json.loads(out.read_text())[0]
+    assert row['status'] == 'ok' and row['engine'] == 'converge/2w'
+    assert row['check_resources'] == 40
+    assert row['casts'] == 40 and row['locks_per_check_resource'] == 1
+    assert row['statements_per_check_resource'] > 0
+    assert len(row['peak_rss_mb_each']) == 2
+    assert all(r > 0 for r in row['peak_rss_mb_each'])

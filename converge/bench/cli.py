@@ -1,27 +1,34 @@
-"""converge-bench: create and delete generated stacks on an in-process
-embedded engine and report what each traversal cost.
+"""converge-bench: create and delete generated stacks on the engine and
+report what each traversal cost.
 
     converge-bench --scenario wide --n 1000
     converge-bench --scenario deep fanin --n 200 1000 --json out.json
+    converge-bench --scenario tripleo --nodes 1000
     converge-bench --scenario latency --n 40 --latency 0.5
+    converge-bench --scenario wide --mode distributed --workers 3
+    converge-bench --scenario wide deep --n 1000 --heat
+    converge-bench --rally rally-jobs/converge.yaml
 """
 
 import argparse
-import contextlib
-import io
 import json
+import os
 import shutil
 import sys
 import tempfile
 import time
+import types
 
 import converge  # noqa: F401  (picks oslo.service's backend first)
+from converge.bench import harness as harness_mod
+from converge.bench import heat
 from converge.bench import measure
 from converge.bench import scenarios
 
 COLUMNS = [
     # (key, heading, format)
     ('scenario', 'scenario', '%s'),
+    ('engine', 'engine', '%s'),
     ('n', 'n', '%d'),
     ('create_s', 'create_s', '%.2f'),
     ('resources_per_s', 'res/s', '%.1f'),
@@ -32,8 +39,9 @@ COLUMNS = [
     ('locks_per_check_resource', 'locks/cr', '%.2f'),
     ('cr_p50_ms', 'cr_p50_ms', '%.1f'),
     ('cr_p95_ms', 'cr_p95_ms', '%.1f'),
-    ('peak_rss_mb', 'rss_mb', '%.0f'),
+    ('rss_mb', 'rss_mb', '%s'),
     ('delete_s', 'delete_s', '%.2f'),
+    ('x_heat', 'x_heat', '%.1f'),
     ('status', 'status', '%s'),
 ]
 
@@ -41,18 +49,28 @@ COLUMNS = [
 def parse_args(argv):
     ap = argparse.ArgumentParser(
         prog='converge-bench',
-        description='Benchmark traversals of generated HOT graphs.')
-    ap.add_argument('--scenario', nargs='+', required=True,
-                    choices=scenarios.NAMES,
-                    help='wide: N independent resources; deep: 20 layers, '
-                         'each resource needs one of the layer before; '
-                         'fanin: 20 layers, each resource needs %d hubs of '
-                         'the layer before; latency: servers in the deep '
-                         'shape with a simulated create latency'
-                         % scenarios.HUBS)
+        description='Benchmark traversals of generated HOT graphs, or run a '
+                    'Rally task on the engine.')
+    what = ap.add_mutually_exclusive_group(required=True)
+    what.add_argument('--scenario', nargs='+', choices=scenarios.NAMES,
+                      help='wide: N independent resources; deep: 20 layers, '
+                           'each resource needs one of the layer before; '
+                           'fanin: 20 layers, each resource needs %d hubs of '
+                           'the layer before; latency: servers in the deep '
+                           'shape with a simulated create latency; tripleo: '
+                           'an overcloud of --nodes servers with their '
+                           'configs and deployments' % scenarios.HUBS)
+    what.add_argument('--rally', metavar='TASK',
+                      help='run a Rally task file (HeatStacks scenarios) '
+                           'on the engine')
     ap.add_argument('--n', nargs='+', type=int, default=None,
                     help='resources per stack (default: %s)' % ', '.join(
-                        '%s %d' % kv for kv in scenarios.DEFAULT_N.items()))
+                        '%s %d' % kv for kv in scenarios.DEFAULT_N.items()
+                        if kv[0] != 'tripleo'))
+    ap.add_argument('--nodes', nargs='+', type=int, default=None,
+                    help='overcloud nodes of the tripleo scenario (about 22 '
+                         'resources each; default %d)'
+                         % scenarios.DEFAULT_N['tripleo'])
     ap.add_argument('--repeat', type=int, default=1,
                     help='runs of each scenario and n (default 1)')
     ap.add_argument('--latency', type=float,
@@ -60,104 +78,137 @@ def parse_args(argv):
                     help='seconds per server create in the latency '
                          'scenario (default %(default)s)')
     ap.add_argument('--mode', choices=('embedded', 'distributed'),
-                    default='embedded')
+                    default='embedded',
+                    help='embedded: one process, SQLite; distributed: '
+                         'PostgreSQL, RabbitMQ and Redis on 127.0.0.1 and '
+                         '--workers converge-worker processes')
+    ap.add_argument('--workers', type=int, default=1,
+                    help='worker processes in distributed mode (default 1)')
+    ap.add_argument('--db', choices=('postgresql', 'mariadb'),
+                    default='postgresql',
+                    help='database of the distributed mode')
     ap.add_argument('--worker-threads', type=int, default=None,
                     help='override [DEFAULT] worker_threads')
+    ap.add_argument('--heat', action='store_true',
+                    help="also run Heat's engine (heat-bench anchor) on the "
+                         "wide and deep shapes at the same sizes, and report "
+                         "converge's resources/s over Heat's")
+    ap.add_argument('--heat-bench', default=heat.default_script(),
+                    help='heat_bench.py (default %(default)s)')
+    ap.add_argument('--heat-venv', default=heat.default_venv(),
+                    help="Heat's virtualenv, made by `heat_bench.py setup` "
+                         "(default %(default)s)")
     ap.add_argument('--home', default=None,
                     help='engine home (default: a temporary directory, '
                          'removed afterwards)')
     ap.add_argument('--json', metavar='FILE', default=None,
                     help='also write the rows as JSON to FILE')
     args = ap.parse_args(argv)
-    if args.n and any(n < 1 for n in args.n):
-        ap.error('--n must be at least 1')
+    for opt in ('n', 'nodes'):
+        if getattr(args, opt) and any(n < 1 for n in getattr(args, opt)):
+            ap.error('--%s must be at least 1' % opt)
     if args.repeat < 1:
         ap.error('--repeat must be at least 1')
+    if args.workers < 1:
+        ap.error('--workers must be at least 1')
+    if args.heat and args.rally:
+        ap.error('--heat compares scenarios, not Rally tasks')
+    if args.heat:
+        problem = heat.missing(args.heat_bench, args.heat_venv)
+        if problem:
+            ap.error(problem)
     return args
 
 
-@contextlib.contextmanager
-def embedded_engine(home, worker_threads=None):
-    """An in-process embedded engine with its workers running."""
-    from converge import conf
-    from converge.db import session
-    from converge.engine import context
-    conf.setup([], home=home, log=False)
-    if worker_threads:
-        conf.CONF.set_override('worker_threads', worker_threads)
-    engine = context.Engine()
-    engine.start_workers()
-    try:
-        yield engine
-    finally:
-        engine.stop_workers()
-        session.forget()
+def plan(args):
+    """(scenario name, size) pairs, in order."""
+    out = []
+    for name in args.scenario:
+        if name == 'tripleo':
+            sizes = args.nodes or args.n or [scenarios.DEFAULT_N[name]]
+        else:
+            sizes = args.n or [scenarios.DEFAULT_N[name]]
+        out.extend((name, size) for size in sizes for _ in range(args.repeat))
+    return out
 
 
-def _wait(engine, stack_id, traversal_id):
-    from converge.cmd import progress
-    return progress.follow(engine, stack_id, traversal_id,
-                           out=io.StringIO(), tty=False,
-                           local_workers=True).stack
+def make_harness(args, workdir):
+    if args.mode == 'distributed':
+        return harness_mod.Distributed(workdir, args.workers,
+                                       args.worker_threads, args.db)
+    return harness_mod.Embedded(args.home or os.path.join(workdir, 'home'),
+                                args.worker_threads)
 
 
-def run_one(engine, scenario, workdir, stack_name):
+def engine_label(h):
+    if h.mode == 'distributed':
+        return 'converge/%dw' % h.processes()
+    return 'converge'
+
+
+def run_one(h, scenario, workdir, stack_name):
     """Create then delete one scenario's stack; return its row."""
     from converge.engine import stacks
+    engine = h.engine
     bundle = scenario.bundle(workdir)
     chain = measure.longest_chain(scenario.deps)
     bound = chain * scenario.latency if scenario.latency else None
     scenario.prepare(engine)
     try:
-        with measure.Recorder(engine) as rec:
-            before = rec.snapshot()
-            start = time.perf_counter()
-            stack_id, trav = stacks.create(engine, stack_name, bundle, {})
-            stack = _wait(engine, stack_id, trav)
-            create_s = time.perf_counter() - start
-            after = rec.snapshot()
-        row = dict(scenario=scenario.name, n=scenario.n,
-                   create_s=create_s,
-                   resources_per_s=measure.ratio(scenario.n, create_s),
-                   chain=chain, bound_s=bound,
-                   wall_over_bound=measure.ratio(create_s, bound))
-        row.update(measure.figures(rec.window(before, after, trav)))
-        create_status = '%s_%s' % (stack.action, stack.status)
+        before = h.snapshot()
+        start = time.perf_counter()
+        stack_id, trav = stacks.create(engine, stack_name, bundle, {})
+        create = h.wait(stack_id, trav)
+        create_s = time.perf_counter() - start
+        after = h.snapshot()
     finally:
         scenario.finish(engine)
+    row = dict(scenario=scenario.name, engine=engine_label(h), mode=h.mode,
+               workers=h.processes(), n=scenario.n, nodes=scenario.nodes,
+               create_s=create_s,
+               resources_per_s=measure.ratio(scenario.n, create_s),
+               chain=chain, bound_s=bound,
+               wall_over_bound=measure.ratio(create_s, bound))
+    row.update(measure.figures(measure.window(before, after, trav)))
 
     start = time.perf_counter()
     stack_id, dtrav = stacks.delete(engine, stack_id)
-    stack = _wait(engine, stack_id, dtrav)
+    delete = h.wait(stack_id, dtrav)
     row['delete_s'] = time.perf_counter() - start
-    row['peak_rss_mb'] = measure.peak_rss_mb()
-    delete_status = '%s_%s' % (stack.action, stack.status)
-    ok = (create_status == 'CREATE_COMPLETE'
-          and delete_status == 'DELETE_COMPLETE')
-    row['status'] = 'ok' if ok else '%s/%s' % (create_status, delete_status)
+    rss = h.snapshot()['rss_each']
+    row['peak_rss_mb_each'] = rss
+    row['peak_rss_mb'] = max(rss) if rss else None
+    row['rss_mb'] = '/'.join('%.0f' % r for r in rss) if rss else None
+    ok = create == ('CREATE', 'COMPLETE') and delete == ('DELETE', 'COMPLETE')
+    row['status'] = 'ok' if ok else '%s_%s/%s_%s' % (create + delete)
     return row
 
 
-def run(scenario_names, ns=None, repeat=1, latency=scenarios.DEFAULT_LATENCY,
-        home=None, worker_threads=None, on_row=None):
-    """Run every scenario for every n on one engine; return the rows."""
+def run(args, on_row=None):
+    """Run the plan on one engine; return the rows (Heat's after each of
+    converge's it is compared with)."""
     tmp = tempfile.mkdtemp(prefix='converge-bench-')
     rows = []
     try:
-        with embedded_engine(home or tmp + '/home', worker_threads) as engine:
-            count = 0
-            for name in scenario_names:
-                for n in ns or [scenarios.DEFAULT_N[name]]:
-                    for _ in range(repeat):
-                        count += 1
-                        scenario = scenarios.make(name, n, latency=latency)
-                        row = run_one(engine, scenario, tmp,
-                                      'bench-%s-%d-%d' % (name, n, count))
-                        rows.append(row)
-                        if on_row:
-                            on_row(row)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        with make_harness(args, tmp) as h:
+            for count, (name, size) in enumerate(plan(args), 1):
+                scenario = scenarios.make(name, size, latency=args.latency)
+                row = run_one(h, scenario, tmp,
+                              'bench-%s-%d-%d' % (name, size, count))
+                rows.append(row)
+                if on_row:
+                    on_row(row)
+                if args.heat and name in heat.SHAPES:
+                    hrow = heat.run(args.heat_bench, args.heat_venv, name,
+                                    scenario.n, os.path.join(tmp, 'heat'))
+                    row['x_heat'] = measure.ratio(row['resources_per_s'],
+                                                  hrow.get('resources_per_s'))
+                    rows.append(hrow)
+                    if on_row:
+                        on_row(hrow)
+    except harness_mod.BenchError as e:
+        raise harness_mod.BenchError('%s (kept: %s)' % (e, tmp))
+    shutil.rmtree(tmp, ignore_errors=True)
     return rows
 
 
@@ -180,23 +231,51 @@ def table(rows, header=True):
     return '\n'.join(lines)
 
 
+def _dot(_row):
+    print('.', end='', file=sys.stderr, flush=True)
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    if args.mode == 'distributed':
-        print('converge-bench: --mode distributed is not yet implemented',
-              file=sys.stderr)
+    try:
+        if args.rally:
+            return run_rally(args)
+        rows = run(args, on_row=_dot)
+    except harness_mod.BenchError as e:
+        print('\nconverge-bench: %s' % e, file=sys.stderr)
         return 2
-    rows = run(args.scenario, args.n, args.repeat, args.latency, args.home,
-               args.worker_threads,
-               on_row=lambda r: print('.', end='', file=sys.stderr,
-                                      flush=True))
     print('', file=sys.stderr)
     print(table(rows))
-    if args.json:
-        with open(args.json, 'w') as f:
+    write_json(args.json, rows)
+    return 0 if all(r['status'] == 'ok' for r in rows) else 1
+
+
+def run_rally(args):
+    from converge.bench import rally
+    try:
+        rally.load_task(args.rally)
+    except rally.RallyError as e:
+        print('converge-bench: %s' % e, file=sys.stderr)
+        return 2
+    tmp = tempfile.mkdtemp(prefix='converge-bench-')
+    try:
+        with make_harness(args, tmp) as h:
+            def wait(engine, stack_id, trav):
+                action, status = h.wait(stack_id, trav)
+                return types.SimpleNamespace(action=action, status=status)
+            rows = rally.run_task(args.rally, h.engine, wait)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(rally.format_report(rows))
+    write_json(args.json, rows)
+    return 0 if all(r['sla_passed'] for r in rows) else 1
+
+
+def write_json(path, rows):
+    if path:
+        with open(path, 'w') as f:
             json.dump(rows, f, indent=2)
             f.write('\n')
-    return 0 if all(r['status'] == 'ok' for r in rows) else 1
 
 
 if __name__ == '__main__':

@@ -1,6 +1,7 @@
 """Measurement for converge-bench: pure arithmetic, and the wrappers that
 count what one traversal does (units, casts, locks, SQL, unit latency)."""
 
+import collections
 import contextlib
 import graphlib
 import math
@@ -80,17 +81,24 @@ def peak_rss_mb():
 
 class Recorder:
     """Counts, while installed on an engine, every check_resource unit (with
-    its duration), every cast, every resource lock taken, and the SQL
-    statements issued by the benchmark's own thread (to subtract them:
-    waiting for the end polls the database)."""
+    its duration), every cast, every resource lock taken and the SQL
+    statements of this process, all since it was installed.
 
-    def __init__(self, engine):
+    ``own_statements``: what to do with statements issued by the thread that
+    installed it (the benchmark's own: storing the stack, waiting for the
+    end): 'exclude' them (embedded: the workers share this process),
+    or count 'all' (a worker process), or 'none' (an API-only process,
+    whose statements are not check_resource's).
+    """
+
+    def __init__(self, engine, own_statements='exclude'):
         self.engine = engine
+        self.mode = own_statements
         self._lock = threading.Lock()
-        self.units = []        # (traversal_id, seconds)
-        self.casts = []        # traversal_id
+        self.units = collections.defaultdict(list)   # traversal -> [s]
+        self.casts = collections.Counter()            # traversal -> n
         self.locks = 0
-        self.own_statements = 0
+        self.own = 0
         self._own_thread = threading.get_ident()
         self._installed = False
 
@@ -103,11 +111,11 @@ class Recorder:
         finally:
             took = time.perf_counter() - start
             with self._lock:
-                self.units.append((traversal_id, took))
+                self.units[traversal_id].append(took)
 
     def _cast(self, stack_id, traversal_id, node, *args, **kw):
         with self._lock:
-            self.casts.append(traversal_id)
+            self.casts[traversal_id] += 1
         return self._real_cast(stack_id, traversal_id, node, *args, **kw)
 
     @contextlib.contextmanager
@@ -120,7 +128,7 @@ class Recorder:
     def _statement(self, *args, **kw):
         if threading.get_ident() == self._own_thread:
             with self._lock:
-                self.own_statements += 1
+                self.own += 1
 
     # install / remove -----------------------------------------------------
     def install(self):
@@ -136,6 +144,7 @@ class Recorder:
         self._sql_engines = {eng.db.writer_engine, eng.db.reader_engine}
         for sql_engine in self._sql_engines:
             event.listen(sql_engine, 'before_cursor_execute', self._statement)
+        self._base = eng.db.counter.statements
         self._installed = True
         return self
 
@@ -158,28 +167,49 @@ class Recorder:
 
     # reading --------------------------------------------------------------
     def snapshot(self):
-        """Where the counts are now (to take differences)."""
+        """This process's counts so far (JSON-able; to take differences)."""
         with self._lock:
-            return dict(units=len(self.units), casts=len(self.casts),
-                        locks=self.locks, own=self.own_statements,
-                        statements=self.engine.db.counter.statements)
+            if self.mode == 'none':
+                statements = 0
+            else:
+                statements = self.engine.db.counter.statements - self._base
+                if self.mode == 'exclude':
+                    statements -= self.own
+            return dict(units={t: list(v) for t, v in self.units.items()},
+                        casts=dict(self.casts), locks=self.locks,
+                        statements=statements, peak_rss_mb=peak_rss_mb())
 
-    def window(self, before, after, traversal_id):
-        """Figures between two snapshots, for units/casts of one traversal."""
-        with self._lock:
-            units = [t for tid, t in self.units[before['units']:after['units']]
-                     if tid == traversal_id]
-            casts = sum(1 for tid in self.casts[before['casts']:after['casts']]
-                        if tid == traversal_id)
-        statements = (after['statements'] - before['statements']
-                      - (after['own'] - before['own']))
-        return dict(units=len(units), casts=casts,
-                    locks=after['locks'] - before['locks'],
-                    statements=statements, unit_seconds=units)
+
+def combine(snapshots):
+    """One snapshot of several processes (the engine's, together)."""
+    units = collections.defaultdict(list)
+    casts = collections.Counter()
+    for snap in snapshots:
+        for trav, secs in snap['units'].items():
+            units[trav].extend(secs)
+        casts.update(snap['casts'])
+    return dict(units=dict(units), casts=dict(casts),
+                locks=sum(s['locks'] for s in snapshots),
+                statements=sum(s['statements'] for s in snapshots),
+                rss_each=[s['peak_rss_mb'] for s in snapshots
+                          if s.get('peak_rss_mb')])
+
+
+def window(before, after, traversal_id):
+    """What happened between two snapshots: the units and casts of one
+    traversal, and every lock and statement."""
+    units = after['units'].get(traversal_id, [])[
+        len(before['units'].get(traversal_id, [])):]
+    casts = (after['casts'].get(traversal_id, 0)
+             - before['casts'].get(traversal_id, 0))
+    return dict(units=len(units), casts=casts,
+                locks=after['locks'] - before['locks'],
+                statements=after['statements'] - before['statements'],
+                unit_seconds=units)
 
 
 def figures(window):
-    """Per-unit figures of one Recorder.window()."""
+    """Per-unit figures of one window()."""
     units = window['units']
     return dict(
         check_resources=units,

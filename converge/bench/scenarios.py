@@ -15,14 +15,16 @@ from converge import template
 HOT_VERSION = '2021-04-16'
 LAYERS = 20
 HUBS = 3
-DEFAULT_N = {'wide': 1000, 'deep': 1000, 'fanin': 1000, 'latency': 40}
+DEFAULT_N = {'wide': 1000, 'deep': 1000, 'fanin': 1000, 'latency': 40,
+             'tripleo': 100}
 DEFAULT_LATENCY = 0.5
 
 
 class Scenario:
-    def __init__(self, name, n, doc, deps, latency=0.0):
+    def __init__(self, name, n, doc, deps, latency=0.0, nodes=None):
         self.name, self.n, self.doc, self.deps = name, n, doc, deps
         self.latency = latency
+        self.nodes = nodes
 
     def prepare(self, engine):
         if self.latency:
@@ -107,6 +109,129 @@ def hot(deps, resource_type='OS::Heat::None', base_props=None):
     return {'heat_template_version': HOT_VERSION, 'resources': resources}
 
 
+# -- tripleo ---------------------------------------------------------------
+#
+# A TripleO overcloud flattened into one stack (converge has no nested
+# stacks yet): per node a server with its user data, per-node values and
+# configs, and the deployments TripleO applies to every node, then the five
+# deployment steps, each a barrier across all nodes (step k starts on any
+# node only when step k-1 finished on every node, as TripleO's
+# <Role>Deployment_Step<k> groups do). SoftwareDeployment does not exist
+# yet: deployments are OS::Heat::None stand-ins that reference their server
+# and config, so the graph has the real shape.
+
+STEPS = 5
+PER_NODE_DEPLOYMENTS = ('Network', 'Hieradata', 'Hosts', 'AllNodes',
+                        'Update', 'SshKnownHosts', 'PreNetwork', 'NodeTLS',
+                        'PostDeploy')
+
+
+def role_sizes(nodes):
+    """nodes split over the roles: 3 controllers (fewer when nodes < 3),
+    then 4/5 of the rest computes and 1/5 storage."""
+    controllers = min(3, nodes)
+    rest = nodes - controllers
+    storage = rest // 5
+    return [('Controller', controllers), ('Compute', rest - storage),
+            ('CephStorage', storage)]
+
+
+def tripleo_doc(nodes):
+    res = {}
+
+    def add(name, rtype, props=None, depends_on=None):
+        r = {'type': rtype}
+        if props:
+            r['properties'] = props
+        if depends_on:
+            r['depends_on'] = depends_on
+        res[name] = r
+
+    def none(name, **props):
+        add(name, 'OS::Heat::None', props)
+
+    names = []  # per node: its resource-name prefix
+    for role, count in role_sizes(nodes):
+        if not count:
+            continue
+        add(role + 'Config', 'OS::Heat::SoftwareConfig',
+            {'group': 'script', 'config': '#!/bin/sh\necho %s\n' % role})
+        for i in range(count):
+            node = '%s%d' % (role, i)
+            names.append(node)
+            add(node + 'Hostname', 'OS::Heat::Value',
+                {'value': '%s-%d' % (role.lower(), i)})
+            add(node + 'Password', 'OS::Heat::RandomString', {'length': 16})
+            add(node + 'Port', 'OS::Heat::Value',
+                {'value': '192.0.%d.%d' % (len(names) // 250,
+                                           len(names) % 250)})
+            add(node + 'UserData', 'OS::Heat::SoftwareConfig',
+                {'group': 'ungrouped',
+                 'config': {'str_replace': {
+                     'template': '#cloud-config\nhostname: $h\n',
+                     'params': {'$h': {'get_attr': [node + 'Hostname',
+                                                    'value']}}}}})
+            add(node, 'OS::Nova::Server',
+                {'name': {'get_attr': [node + 'Hostname', 'value']},
+                 'image': 'overcloud-full', 'flavor': 'baremetal',
+                 'user_data_format': 'SOFTWARE_CONFIG',
+                 'user_data': {'get_resource': node + 'UserData'},
+                 'metadata': {'role': role,
+                              'port': {'get_attr': [node + 'Port',
+                                                    'value']}}})
+            add(node + 'NetworkConfig', 'OS::Heat::SoftwareConfig',
+                {'group': 'os-apply-config',
+                 'config': {'str_replace': {
+                     'template': 'ip: $ip',
+                     'params': {'$ip': {'get_attr': [node + 'Port',
+                                                     'value']}}}}})
+            add(node + 'HieradataValues', 'OS::Heat::Value',
+                {'value': {'str_replace': {
+                    'template': 'role: %s\npassword: $p\n' % role,
+                    'params': {'$p': {'get_attr': [node + 'Password',
+                                                   'value']}}}}})
+            add(node + 'HieradataConfig', 'OS::Heat::SoftwareConfig',
+                {'group': 'hiera',
+                 'config': {'get_attr': [node + 'HieradataValues',
+                                         'value']}})
+    # what every node's deployments share: the lists of all nodes
+    add('AllNodesHosts', 'OS::Heat::Value',
+        {'value': {'list_join': ['\n', [
+            {'get_attr': [n + 'Hostname', 'value']} for n in names]]}})
+    add('AllNodesConfig', 'OS::Heat::SoftwareConfig',
+        {'group': 'hiera',
+         'config': {'get_attr': ['AllNodesHosts', 'value']}})
+    for node in names:
+        server = {'get_resource': node}
+        for d in PER_NODE_DEPLOYMENTS:
+            config = {'Network': node + 'NetworkConfig',
+                      'Hieradata': node + 'HieradataConfig',
+                      'Hosts': 'AllNodesConfig',
+                      'AllNodes': 'AllNodesConfig'}.get(
+                          d, node.rstrip('0123456789') + 'Config')
+            none(node + d + 'Deployment', server=server,
+                 config={'get_resource': config})
+    for k in range(1, STEPS + 1):
+        for node in names:
+            before = (['Step%dComplete' % (k - 1)] if k > 1 else
+                      [node + d + 'Deployment'
+                       for d in PER_NODE_DEPLOYMENTS])
+            add('%sDeployment_Step%d' % (node, k), 'OS::Heat::None',
+                {'server': {'get_resource': node}, 'step': k},
+                depends_on=before)
+        add('Step%dComplete' % k, 'OS::Heat::None',
+            depends_on=['%sDeployment_Step%d' % (n, k) for n in names])
+    return {'heat_template_version': HOT_VERSION,
+            'description': 'TripleO-like overcloud of %d nodes' % nodes,
+            'resources': res}
+
+
+def deps_of(doc):
+    """The dependency dict of a HOT document, as the engine reads it."""
+    defn = template.StackDefinition(template.Bundle(doc, files={}))
+    return defn.dependencies()
+
+
 def make(name, n, latency=DEFAULT_LATENCY):
     if name == 'wide':
         deps = wide_deps(n)
@@ -122,7 +247,11 @@ def make(name, n, latency=DEFAULT_LATENCY):
         doc = hot(deps, 'OS::Nova::Server',
                   {'image': 'cirros', 'flavor': 'm1.tiny'})
         return Scenario(name, n, doc, deps, latency=latency)
+    if name == 'tripleo':
+        doc = tripleo_doc(n)
+        return Scenario(name, len(doc['resources']), doc, deps_of(doc),
+                        nodes=n)
     raise ValueError('unknown scenario %r' % name)
 
 
-NAMES = ('wide', 'deep', 'fanin', 'latency')
+NAMES = ('wide', 'deep', 'fanin', 'latency', 'tripleo')

@@ -67,6 +67,17 @@ def stack_get(session, ident, include_deleted=False):
     return rows[0]
 
 
+_STACK_STATUS = sa.select(STACKS.c.action, STACKS.c.status,
+                          STACKS.c.current_traversal).where(
+    STACKS.c.id == bp('b_id'))
+
+
+def stack_status(conn, stack_id):
+    """action, status, current_traversal of one stack (one cheap query,
+    for callers that wait)."""
+    return _record(conn.execute(_STACK_STATUS, {'b_id': stack_id}).first())
+
+
 def stack_list(session):
     return session.scalars(sa.select(models.Stack)
                            .where(models.Stack.deleted_at.is_(None))

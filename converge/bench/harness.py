@@ -1,0 +1,173 @@
+"""Where converge-bench runs the engine, and how it reads the engine's counts.
+
+``Embedded``: one process (SQLite, in-process messaging, file locks); the
+bench's thread is the API, the engine's worker threads do the units.
+``Distributed``: a fresh PostgreSQL database, RabbitMQ and Redis on
+loopback and N `converge-worker` processes (fleet.py); the bench's process
+is the API only. Either way ``snapshot()`` gives the engine's counts so far
+(measure.combine of every engine process) and ``wait()`` blocks until a
+traversal ends.
+"""
+
+import glob
+import json
+import os
+import time
+
+from converge.bench import fleet
+from converge.bench import measure
+from converge.bench import probe
+
+#: how often wait() reads the stack's status (one small query)
+POLL = 0.02
+#: how long a worker may take to start or to answer a snapshot request
+PATIENCE = 120
+
+
+class BenchError(Exception):
+    pass
+
+
+class _Harness:
+    engine = None
+    recorder = None
+
+    def wait(self, stack_id, traversal_id):
+        """Block until the traversal ends (or another takes the stack);
+        return the stack's (action, status)."""
+        from converge.db import api
+        while True:
+            with self.engine.db.connect() as conn:
+                st = api.stack_status(conn, stack_id)
+            if st.status != 'IN_PROGRESS' or \
+                    st.current_traversal != traversal_id:
+                return st.action, st.status
+            time.sleep(POLL)
+
+    def processes(self):
+        return 1
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+class Embedded(_Harness):
+    mode = 'embedded'
+
+    def __init__(self, home, worker_threads=None):
+        self.home = home
+        self.worker_threads = worker_threads
+
+    def start(self):
+        from converge import conf
+        from converge.engine import context
+        conf.setup([], home=self.home, log=False)
+        if self.worker_threads:
+            conf.CONF.set_override('worker_threads', self.worker_threads)
+        self.engine = context.Engine()
+        self.engine.start_workers()
+        # the bench's thread stores stacks and waits: not check_resource's
+        self.recorder = measure.Recorder(self.engine, 'exclude').install()
+
+    def snapshot(self):
+        return measure.combine([self.recorder.snapshot()])
+
+    def close(self):
+        from converge.db import session
+        if self.recorder:
+            self.recorder.remove()
+        if self.engine:
+            self.engine.stop_workers()
+        session.forget()
+
+
+class Distributed(_Harness):
+    mode = 'distributed'
+
+    def __init__(self, workdir, workers, worker_threads=None,
+                 db='postgresql'):
+        self.workdir = workdir
+        self.n_workers = workers
+        self.worker_threads = worker_threads
+        self.db = db
+        self.stats = os.path.join(workdir, 'stats')
+        self.deployment = None
+        self.seq = 0
+
+    def processes(self):
+        return self.n_workers
+
+    def start(self):
+        gone = fleet.missing(self.db, 'rabbitmq', 'redis')
+        if gone:
+            raise BenchError('--mode distributed needs %s on 127.0.0.1 '
+                             '(not reachable)' % ', '.join(gone))
+        os.makedirs(self.stats, exist_ok=True)
+        options = {}
+        if self.worker_threads:
+            options['DEFAULT'] = {'worker_threads': self.worker_threads}
+        self.deployment = fleet.Deployment(self.workdir, self.db, options,
+                                           env={probe.ENV: self.stats})
+        for _ in range(self.n_workers):
+            self.deployment.start_worker()
+        self._collect(0)  # each probe answers 0 once it is serving
+
+        from converge import conf
+        from converge.engine import context
+        conf.setup(['--config-file', self.deployment.conf], log=False)
+        self.engine = context.Engine(auto_migrate=False)
+        # this process only stores stacks and casts the first nodes: count
+        # its casts, not its statements
+        self.recorder = measure.Recorder(self.engine, 'none').install()
+
+    def _collect(self, seq):
+        """Every worker's answer to request `seq`. (The launcher forks the
+        process that serves, so answers are told apart by file, not by the
+        pid this process started.)"""
+        deadline = time.monotonic() + PATIENCE
+        while True:
+            answers = [snap for snap in map(_read, glob.glob(
+                os.path.join(self.stats, '[0-9]*.json')))
+                if snap is not None and snap.get('seq') == seq]
+            if len(answers) >= self.n_workers:
+                return answers
+            dead = [i for i, (proc, _) in enumerate(self.deployment.workers)
+                    if proc.poll() is not None]
+            if dead:
+                raise BenchError('worker %d exited (see %s)' % (
+                    dead[0], self.deployment.workers[dead[0]][1]))
+            if time.monotonic() > deadline:
+                raise BenchError('%d of %d workers answered within %ds (see '
+                                 'their logs in %s)' % (
+                                     len(answers), self.n_workers, PATIENCE,
+                                     self.workdir))
+            time.sleep(POLL)
+
+    def snapshot(self):
+        self.seq += 1
+        probe.write_json(os.path.join(self.stats, probe.REQUEST), self.seq)
+        workers = self._collect(self.seq)
+        local = self.recorder.snapshot()
+        local['peak_rss_mb'] = None  # the API process: not an engine
+        return measure.combine([local] + workers)
+
+    def close(self):
+        from converge.db import session
+        if self.recorder:
+            self.recorder.remove()
+        session.forget()
+        if self.deployment:
+            self.deployment.close()
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
