@@ -67,8 +67,9 @@ def coordination_url():
 
 def transport_url():
     """oslo.messaging's [DEFAULT] transport_url, or the in-process one."""
-    return CONF.transport_url or 'fake://'
+    return CONF.transport_url or 'inproc://'
 
 
 def is_embedded():
-    return transport_url().startswith('fake:')
+    """In-process messaging (``inproc://``, or oslo's test ``fake://``)."""
+    return transport_url().startswith(('inproc:', 'fake:'))

@@ -99,4 +99,4 @@ def set_defaults():
     """
     from oslo_messaging import transport
     from oslo_config import cfg as _cfg
-    _cfg.set_defaults(transport._transport_opts, transport_url='fake://')
+    _cfg.set_defaults(transport._transport_opts, transport_url='inproc://')

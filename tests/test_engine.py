@@ -5,6 +5,7 @@ import threading
 import time
 
 import pytest
+import sqlalchemy as sa
 
 from converge.db import api
 from converge.db import models
@@ -406,6 +407,29 @@ def test_sweeper_resends_lost_messages(engine, tmp_path):
     assert sent == [(stack_id, trav, 'u:a')]
     assert et.status(et.wait(engine, stack_id, trav).stack) == \
         'CREATE_COMPLETE'
+
+
+def test_sweeper_leaves_queued_nodes_of_a_moving_traversal(engine, tmp_path):
+    """Ready nodes waiting behind others in the queue are not lost: while
+    their traversal still finishes nodes, they are not sent again."""
+    from converge.workers import sweeper
+    b = et.bundle(tmp_path, et.hot({'a': {'type': 'OS::Heat::None'},
+                                    'b': {'type': 'OS::Heat::None'}}))
+    real = engine.client
+    engine._client = _Dropping()
+    t0 = time.time()
+    stack_id, trav = stacks.create(engine, 'queued', b, {})
+    engine._client = real
+    with engine.db.write() as s:  # 'a' finished 15 s later
+        s.execute(sa.update(models.SyncPoint).where(
+            models.SyncPoint.traversal_id == trav,
+            models.SyncPoint.node == 'u:a').values(done=True,
+                                                   updated_at=t0 + 15))
+    members = {engine.engine_id}
+    assert sweeper.sweep(engine, members, stall_timeout=10,
+                         now=t0 + 20) == []
+    assert sweeper.sweep(engine, members, stall_timeout=10,
+                         now=t0 + 30) == [(stack_id, trav, 'u:b')]
 
 
 def test_sweeper_redispatches_a_dead_workers_resource(engine, tmp_path):

@@ -1,6 +1,6 @@
 """check_resource messages over oslo.messaging.
 
-Embedded: the ``fake://`` transport, in this process. Distributed:
+Embedded: the ``inproc://`` transport (inproc.py), in this process. Distributed:
 ``rabbit://``; casts go to the topic, so any worker takes them.
 """
 

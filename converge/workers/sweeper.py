@@ -6,7 +6,11 @@ Two ways work gets stranded, both covered here:
   engine id that has left the tooz group, its heartbeats expired);
 - a message was lost (a broker restart, a worker killed after taking the
   message but before claiming the row): a node is ready (all inputs in)
-  but not done, and nothing has touched it for ``stall_timeout``.
+  but not done, nothing has touched it for ``stall_timeout``, and its
+  traversal as a whole has finished no node in that time. (A ready node of
+  a traversal that is still finishing nodes is waiting in the queue behind
+  them: 20,000 leaves cast at once wait longer than any timeout, and
+  sending them all again would only double the queue.)
 
 Sending a node again is always safe: a done node's message is dropped,
 the action is idempotent, and the fencing counter stops a slow original.
@@ -55,6 +59,7 @@ def sweep(engine, members, stall_timeout, now=None):
                    models.SyncPoint.node != 'stack',
                    models.SyncPoint.updated_at < now - stall_timeout,
                    models.Traversal.state == 'running')).all()
+        stalled = _without_progress(s, stalled, now - stall_timeout)
     busy = set()
     for row, trav in orphans:
         busy.add(row.id)
@@ -82,6 +87,19 @@ def sweep(engine, members, stall_timeout, now=None):
         for stack_id, trav_id, node in sent:
             engine.client.check_resource(stack_id, trav_id, node)
     return sent
+
+
+def _without_progress(s, candidates, since):
+    """The candidates whose traversal finished no node after `since`."""
+    travs = {c.traversal_id for c in candidates}
+    if not travs:
+        return candidates
+    S = models.SyncPoint
+    moving = set(s.scalars(
+        sa.select(S.traversal_id).where(
+            S.traversal_id.in_(travs), S.done.is_(True),
+            S.updated_at >= since).group_by(S.traversal_id)))
+    return [c for c in candidates if c.traversal_id not in moving]
 
 
 def _abandon(engine, row, trav):
