@@ -153,6 +153,7 @@ def run_one(h, scenario, workdir, stack_name):
     bundle = scenario.bundle(workdir)
     chain = measure.longest_chain(scenario.deps)
     bound = chain * scenario.latency if scenario.latency else None
+    scenario.release()
     scenario.prepare(engine)
     try:
         before = h.snapshot()

@@ -45,6 +45,11 @@ class Scenario:
     def bundle(self, directory):
         return template.load_bundle(self.write(directory))
 
+    def release(self):
+        """Drop the generated document and graph: the bench's own memory
+        must not count as the engine's peak RSS."""
+        self.doc = self.deps = None
+
 
 def layer_sizes(n, layers=LAYERS):
     """n resources over `layers` layers (fewer when n is smaller), sizes

@@ -214,15 +214,18 @@ def _start(engine, session, stack, template_id, action, defn, rollback=False,
     # rows born in this traversal are what their update nodes act on and
     # cannot have been replaced yet: they need no cleanup node
     cleanup_rows = [] if action == 'CHECK' else list(rows)
-    born = [models.Resource(
+    born = [dict(
         uuid=api.new_id(), stack_id=stack.id, name=name,
         type=defn.resources[name].type, action='INIT', status='COMPLETE',
         template_id=template_id, atomic_key=0, requires=[], data={})
         for name in requires if name not in selected]
     if born:
-        session.add_all(born)
-        session.flush()
-        selected.update((row.name, row.id) for row in born)
+        # one batched INSERT ... RETURNING, not an ORM object per resource
+        # (at 22,000 resources the objects cost 70 MB and seconds)
+        selected.update((name, row_id) for row_id, name in session.execute(
+            sa.insert(models.Resource).returning(
+                models.Resource.id, models.Resource.name,
+                sort_by_parameter_order=True), born))
     plan = plan_mod.make(
         requires,
         [plan_mod.Row(r.id, r.name, tuple(r.requires or ()), r.replaces)
