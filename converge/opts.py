@@ -22,6 +22,12 @@ DEFAULT_OPTS = [
     cfg.IntOpt('worker_threads', default=8, min=1,
                help='check_resource units of work one engine process runs '
                     'at once (the bounded pool of the graph walk).'),
+    cfg.IntOpt('definition_cache_resources', default=50000, min=0,
+               help='Parsed template versions each engine process keeps, '
+                    'counted in resources (the most recently used kept '
+                    'first; the one in use is kept whatever its size). '
+                    'The default holds the old and the new version of a '
+                    '22,000-resource stack during an update.'),
     cfg.FloatOpt('lock_wait', default=600.0, min=0,
                  help='Seconds a unit of work waits for a resource lock '
                       'held by another worker before giving up.'),

@@ -487,3 +487,26 @@ def test_drift_scan_reports_what_changed_outside(engine, tmp_path):
     found = {d.name: d.detail for d in drift.scan(engine, stack)}
     assert set(found) == {'down', 'gone'}
     assert found['gone'] == 'gone' and 'status' in found['down']
+
+
+def test_definition_cache_is_bounded_by_resources(engine):
+    """A process keeps parsed templates up to a number of resources, not of
+    versions; the one just parsed is kept whatever its size."""
+    from converge import conf
+    from types import SimpleNamespace as NS
+
+    def defn(n):
+        return NS(resources=dict.fromkeys(range(n)))
+
+    stack = NS(id='s')
+    conf.CONF.set_override('definition_cache_resources', 100)
+    try:
+        engine.remember('t1', stack, defn(40))
+        engine.remember('t2', stack, defn(40))
+        assert engine.definition('t1', stack) is not None  # t1 used last
+        engine.remember('t3', stack, defn(40))  # 120 > 100: t2 goes
+        assert set(k for k, _ in engine._defs) == {'t1', 't3'}
+        engine.remember('big', stack, defn(500))
+        assert [k for k, _ in engine._defs] == ['big']
+    finally:
+        conf.CONF.clear_override('definition_cache_resources')

@@ -120,6 +120,19 @@ def resources_live(session, stack_id):
                            .order_by(models.Resource.id)).all()
 
 
+_LAYOUT = sa.select(
+    RESOURCES.c.id, RESOURCES.c.name, RESOURCES.c.requires,
+    RESOURCES.c.replaces, RESOURCES.c.replaced_by, RESOURCES.c.template_id,
+    RESOURCES.c.status).where(
+    RESOURCES.c.stack_id == bp('b_stack')).order_by(RESOURCES.c.id)
+
+
+def resources_layout(conn, stack_id):
+    """What laying out a traversal reads of every row of the stack: not the
+    properties and attributes (at 22,000 rows those weigh 100 MB)."""
+    return [_record(r) for r in conn.execute(_LAYOUT, {'b_stack': stack_id})]
+
+
 _RESOURCE_GET = sa.select(RESOURCES).where(RESOURCES.c.id == bp('b_id'))
 
 

@@ -80,10 +80,16 @@ class Engine:
         return defn
 
     def remember(self, template_id, stack, defn):
+        """Cache `defn`, bounded by resources rather than versions: one
+        22,000-resource definition weighs what thousands of small ones do."""
+        budget = conf_mod.CONF.definition_cache_resources
         with self._defs_lock:
             self._defs[(template_id, stack.id)] = defn
-            while len(self._defs) > 8:
-                self._defs.popitem(last=False)
+            self._defs.move_to_end((template_id, stack.id))
+            held = sum(len(d.resources) for d in self._defs.values())
+            while len(self._defs) > 1 and held > budget:
+                _, old = self._defs.popitem(last=False)
+                held -= len(old.resources)
 
     def plugin_class(self, type_name):
         return registry.get(type_name)

@@ -209,7 +209,7 @@ def _start(engine, session, stack, template_id, action, defn, rollback=False,
     """Lay out a traversal in the caller's transaction; return it."""
     trav_id = api.new_id()
     requires = defn.dependencies() if defn is not None else {}
-    rows = api.resources_live(session, stack.id)
+    rows = api.resources_layout(session, stack.id)
     selected = _select_rows(rows, requires, template_id)
     # rows born in this traversal are what their update nodes act on and
     # cannot have been replaced yet: they need no cleanup node
