@@ -510,3 +510,36 @@ def test_definition_cache_is_bounded_by_resources(engine):
         assert [k for k, _ in engine._defs] == ['big']
     finally:
         conf.CONF.clear_override('definition_cache_resources')
+
+
+def test_definition_is_parsed_once_when_threads_miss_together(engine):
+    """Every worker thread misses the cache at the start of a traversal;
+    one parses, the others wait and share its result."""
+    from types import SimpleNamespace as NS
+    threads = 6
+    start = threading.Barrier(threads)
+    inside = threading.Barrier(threads)  # only passes if all parse at once
+    calls = []
+
+    def parse(template_id, stack):
+        calls.append(template_id)
+        try:
+            inside.wait(timeout=0.5)
+        except threading.BrokenBarrierError:
+            pass
+        return NS(resources={})
+
+    engine._parse = parse
+    got = []
+
+    def use():
+        start.wait()
+        got.append(engine.definition('t', NS(id='s')))
+
+    pool = [threading.Thread(target=use) for _ in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    assert calls == ['t']
+    assert len(got) == threads and all(d is got[0] for d in got)
