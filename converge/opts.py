@@ -22,6 +22,14 @@ DEFAULT_OPTS = [
     cfg.IntOpt('worker_threads', default=8, min=1,
                help='check_resource units of work one engine process runs '
                     'at once (the bounded pool of the graph walk).'),
+    cfg.IntOpt('engine_threads', default=0, min=0,
+               help='Of the worker threads, how many may run engine code '
+                    '(templates, SQL) at once; the others are waiting on '
+                    'cloud actions. 0: 1 on SQLite, whose writes queue for '
+                    'one writer anyway (more threads only trade the GIL '
+                    'and that writer back and forth), and worker_threads '
+                    'on a server database, whose round trips are waits '
+                    'worth overlapping.'),
     cfg.IntOpt('definition_cache_resources', default=50000, min=0,
                help='Parsed template versions each engine process keeps, '
                     'counted in resources (the most recently used kept '

@@ -173,3 +173,75 @@ resources:
     assert b2.line_of(['resources', 'web', 'properties', 'list', 1]) == 9
     # a path that does not fully exist gives the deepest line found
     assert b2.line_of(['resources', 'web', 'nothere']) == 3
+
+
+# -- building from parser events gives what yaml.load gives ------------------
+
+TRICKY = [
+    'a: 1\nb: 1.5\nc: true\nd: null\ne: ~\nf: 0x1f\ng: 1_000\nh: .inf\n',
+    'when: 2001-12-14t21:59:43.10-05:00\nday: 2020-01-01\n',
+    'q: "quoted: yes"\nn: \'123\'\ns: !!str 123\nt: ! 123\nu: !!int "7"\n',
+    'shared: &x {k: [1, 2]}\nagain: *x\nlist: [&y v, *y]\n',
+    'base: &b {a: 1, b: 2}\nmerged: {<<: *b, b: 3}\n',
+    "quoted_merge: {'<<': 1}\n",
+    'set: !!set {a, b}\nomap: !!omap [{a: 1}, {b: 2}]\n',
+    'bin: !!binary aGVsbG8=\n',
+    '? [1, 2]\n: complex key\n',
+    'a: &x 1\nb: &x 2\nc: *x\n',
+    'block: |\n  line one\n  line two\nfolded: >\n  a\n  b\n',
+    'dup: 1\ndup: 2\n',
+    '',
+    '# only a comment\n',
+    '- a\n- [b, {c: d}]\n',
+    'plain',
+]
+
+
+@pytest.mark.parametrize('text', TRICKY)
+def test_event_loader_matches_yaml_load(text):
+    import yaml
+    from converge.template import loader
+    try:
+        want = yaml.load(text, Loader=loader.Loader)
+    except yaml.YAMLError:
+        with pytest.raises(exception.InvalidTemplate):
+            loader.parse_text(text)
+    else:
+        assert loader.parse_text(text) == want
+
+
+def test_event_loader_leaves_recursion_to_yaml_load():
+    from converge.template import loader
+    doc = loader.parse_text('r: &r [1, *r]\n')
+    assert doc['r'][0] == 1 and doc['r'][1] is doc['r']
+
+
+def test_event_loader_errors_like_yaml_load():
+    from converge.template import loader
+    for text, line in (('a: *nowhere\n', 1), ('a: 1\n---\nb: 2\n', 3),
+                       ('a: [1,\n', 2)):
+        with pytest.raises(exception.InvalidTemplate) as exc:
+            loader.parse_text(text, 't.yaml')
+        assert 't.yaml' in str(exc.value)
+
+
+def test_event_loader_on_every_corpus_file():
+    import yaml
+    from converge.template import loader
+    from tests.conftest import CORPUS
+    if not os.path.isdir(CORPUS):
+        pytest.skip('corpus not found at %s' % CORPUS)
+    checked = 0
+    for root, _, files in os.walk(CORPUS):
+        for name in files:
+            if not name.endswith(('.yaml', '.yml')):
+                continue
+            with open(os.path.join(root, name)) as f:
+                text = f.read()
+            try:
+                want = yaml.load(text, Loader=loader.Loader)
+            except yaml.YAMLError:
+                continue
+            assert loader._load_from_events(text) == want, name
+            checked += 1
+    assert checked > 50

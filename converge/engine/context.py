@@ -16,6 +16,7 @@ from converge.db import session as db_session
 from converge.drivers import clients as clients_mod
 from converge.resources import base
 from converge.resources import registry
+from converge.workers import gate
 from converge.workers import locks as locks_mod
 from converge.workers import reconcile
 from converge.workers import rpc
@@ -35,6 +36,7 @@ class Engine:
             migrate.ensure(self.db)
         self.lock_wait = CONF.lock_wait
         self.threads = CONF.worker_threads
+        self.gate = gate.Gate(engine_threads(self.db, self.threads))
         self._locks = None
         self._client = None
         self.clients = clients_mod.Clients(conf_mod.sim_url(), self.db)
@@ -244,3 +246,12 @@ class _NoLimit:
 def limits():
     CONF = conf_mod.CONF
     return {'max_resources_per_stack': CONF.max_resources_per_stack}
+
+
+def engine_threads(db, worker_threads):
+    """The gate's size (0: none): [DEFAULT] engine_threads, or by the
+    database."""
+    n = conf_mod.CONF.engine_threads
+    if not n:
+        return 1 if db.is_sqlite else 0
+    return 0 if n >= worker_threads else n

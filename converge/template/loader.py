@@ -37,7 +37,10 @@ def parse_text(text, filename=None):
         except ValueError:
             pass  # let YAML report it (JSON is mostly YAML)
     try:
-        return yaml.load(text, Loader=Loader)
+        try:
+            return _load_from_events(text)
+        except _Unusual:
+            return yaml.load(text, Loader=Loader)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -46,6 +49,92 @@ def parse_text(text, filename=None):
     except yaml.YAMLError as e:
         raise exception.InvalidTemplate('Malformed YAML: %s' % e,
                                         filename=filename)
+
+
+class _Unusual(Exception):
+    """A construct the event loader leaves to PyYAML's own (merge keys,
+    sets, ordered maps, recursive or duplicate anchors, unhashable keys)."""
+
+
+_STR = 'tag:yaml.org,2002:str'
+_MAP = (None, '!', 'tag:yaml.org,2002:map')
+_SEQ = (None, '!', 'tag:yaml.org,2002:seq')
+_PLAIN_SCALARS = frozenset('tag:yaml.org,2002:' + t for t in (
+    'null', 'bool', 'int', 'float', 'timestamp', 'binary'))
+
+
+def _load_from_events(text):
+    """The document, built straight from the parser's events.
+
+    yaml.load composes a node tree of the whole document (each node with
+    two position marks) before it builds a single dict: for a
+    22,000-resource template that tree is 160 MB that the process keeps as
+    its peak. Building from events holds one event at a time; scalars are
+    still resolved and constructed by the loader's own resolver and
+    constructors, so the values are those yaml.load gives. Anything else
+    raises _Unusual and is left to yaml.load.
+    """
+    ldr = Loader(text)
+    try:
+        ldr.get_event()  # stream start
+        if ldr.check_event(yaml.StreamEndEvent):
+            return None
+        ldr.get_event()  # document start
+        doc = _build(ldr, ldr.get_event(), {})
+        ldr.get_event()  # document end
+        if not ldr.check_event(yaml.StreamEndEvent):
+            raise _Unusual('more than one document')
+        return doc
+    finally:
+        ldr.dispose()
+
+
+def _build(ldr, ev, anchors):
+    if isinstance(ev, yaml.AliasEvent):
+        if ev.anchor not in anchors:
+            raise _Unusual('alias to an unfinished node')
+        return anchors[ev.anchor]
+    if isinstance(ev, yaml.ScalarEvent):
+        tag = ev.tag
+        if tag is None or tag == '!':
+            tag = ldr.resolve(yaml.ScalarNode, ev.value, ev.implicit)
+        if tag == _STR:
+            value = ev.value
+        elif tag in _PLAIN_SCALARS:
+            value = ldr.yaml_constructors[tag](ldr, yaml.ScalarNode(
+                tag, ev.value, ev.start_mark, ev.end_mark, ev.style))
+        else:
+            raise _Unusual(tag)
+    elif isinstance(ev, yaml.MappingStartEvent):
+        if ev.tag not in _MAP:
+            raise _Unusual(ev.tag)
+        value = {}
+        while not ldr.check_event(yaml.MappingEndEvent):
+            kev = ldr.get_event()
+            if isinstance(kev, yaml.ScalarEvent) and kev.value == '<<' \
+                    and kev.implicit[0]:
+                raise _Unusual('merge key')
+            key = _build(ldr, kev, anchors)
+            try:
+                hash(key)
+            except TypeError:
+                raise _Unusual('unhashable key')
+            value[key] = _build(ldr, ldr.get_event(), anchors)
+        ldr.get_event()
+    elif isinstance(ev, yaml.SequenceStartEvent):
+        if ev.tag not in _SEQ:
+            raise _Unusual(ev.tag)
+        value = []
+        while not ldr.check_event(yaml.SequenceEndEvent):
+            value.append(_build(ldr, ldr.get_event(), anchors))
+        ldr.get_event()
+    else:
+        raise _Unusual(type(ev).__name__)
+    if ev.anchor is not None:
+        if ev.anchor in anchors:
+            raise _Unusual('duplicate anchor')  # yaml.load reports it
+        anchors[ev.anchor] = value
+    return value
 
 
 def line_in_text(text, path):

@@ -32,11 +32,16 @@ class Locks:
         return ('converge-res-' + digest).encode()
 
     @contextlib.contextmanager
-    def resource(self, stack_id, resource_name, wait):
+    def resource(self, stack_id, resource_name, wait,
+                 waiting=contextlib.nullcontext):
+        """Hold the resource's lock; ``waiting()`` is entered only if the
+        lock is taken and this has to wait for it."""
         lock = self._coord.get_lock(self.name(stack_id, resource_name))
-        if not lock.acquire(blocking=wait):
-            raise LockTimeout('Resource %s is locked by another worker'
-                              % resource_name)
+        if not lock.acquire(blocking=False):
+            with waiting():
+                if not lock.acquire(blocking=wait):
+                    raise LockTimeout('Resource %s is locked by another '
+                                      'worker' % resource_name)
         try:
             yield
         finally:

@@ -14,6 +14,7 @@ unit reads afterwards is fresh: one read before acting, one write after
 (plus an IN_PROGRESS claim before a real cloud action).
 """
 
+import contextlib
 import json
 import time
 
@@ -36,7 +37,8 @@ def check_resource(engine, stack_id, traversal_id, node):
     name = plan.resource_name(node)
     # lock the resource (by name: all its versions), then load; a node that
     # is done or whose traversal is over is dropped
-    with engine.locks.resource(stack_id, name, engine.lock_wait):
+    with engine.gate.held(), engine.locks.resource(
+            stack_id, name, engine.lock_wait, waiting=engine.gate.released):
         unit = Unit.load(engine, traversal_id, node, name)
         if unit is None:
             return
@@ -111,16 +113,16 @@ class Unit:
             return self._failed(row, action, 'Timed out')
         started = self._start(row, action, plugin)
         try:
-            if decision == decide_mod.CREATE:
-                plugin.create()
-            elif decision == decide_mod.UPDATE:
-                try:
+            with self._on_cloud(plugin):
+                if decision == decide_mod.CREATE:
+                    plugin.create()
+                elif decision == decide_mod.UPDATE:
                     plugin.update(row.properties or {}, observed)
-                except exception.UpdateReplace:
-                    return self._replace_late(row, rdef, props, deps)
-            else:
-                plugin.check(observed)
-            observed = plugin.observe()
+                else:
+                    plugin.check(observed)
+                observed = plugin.observe()
+        except exception.UpdateReplace:
+            return self._replace_late(row, rdef, props, deps)
         except Exception as exc:  # the plug-in's failure is the resource's
             LOG.debug('%s %s failed', self.name, action, exc_info=True)
             return self._failed(row, action, _reason(exc), plugin)
@@ -145,9 +147,16 @@ class Unit:
         deadline = (self.trav.options or {}).get('deadline')
         return bool(deadline) and time.time() > deadline
 
+    def _on_cloud(self, plugin):
+        """A plug-in that talks to the cloud waits outside the gate."""
+        if plugin.logical:
+            return contextlib.nullcontext()
+        return self.engine.gate.released()
+
     def _observe(self, plugin):
         try:
-            return plugin.observe()
+            with self._on_cloud(plugin):
+                return plugin.observe()
         except exception.CloudError as exc:
             LOG.warning('%s: observing failed: %s', self.name, exc)
             return {}
@@ -194,8 +203,9 @@ class Unit:
         plugin = self.engine.plugin(rdef.plugin, new, props, self.stack)
         new.atomic_key = self._claim(new, 'CREATE', plugin.physical_id)
         try:
-            plugin.create()
-            observed = plugin.observe()
+            with self._on_cloud(plugin):
+                plugin.create()
+                observed = plugin.observe()
         except Exception as exc:
             return self._failed(new, 'CREATE', _reason(exc), plugin)
         self._record(new, plugin, 'CREATE', observed, deps, rdef)
@@ -284,7 +294,8 @@ class Unit:
             plugin = self.engine.plugin(plugin_cls, row,
                                         row.properties or {}, self.stack)
             try:
-                plugin.delete()
+                with self._on_cloud(plugin):
+                    plugin.delete()
             except Exception as exc:
                 LOG.debug('%s DELETE failed', self.name, exc_info=True)
                 return self._failed(row, 'DELETE', _reason(exc), plugin)
