@@ -117,7 +117,9 @@ def test_latency_bound_and_template(tmp_path):
     assert res['r01_0']['type'] == 'OS::Nova::Server'
     assert res['r01_0']['properties']['metadata'] == {
         'dep0': {'get_resource': 'r00_0'}}
-    bundle = sc.bundle(str(tmp_path))
+    written = scenarios.write('latency', 40, str(tmp_path), latency=0.5)
+    assert written.chain == 20 and written.bound_s == 10.0
+    bundle = written.bundle()
     assert set(bundle.template['resources']) == set(sc.deps)
 
 
@@ -216,13 +218,19 @@ def test_distributed_run_counts_every_worker(tmp_path):
     from tests.distributed import require
     require('postgresql', 'rabbitmq', 'redis')
     out = tmp_path / 'rows.json'
-    rc = cli.main(['--scenario', 'deep', '--n', '40', '--mode',
+    # two rows: each on a deployment of its own, which this process (the
+    # API) must cast to, not to the first one's exchange
+    rc = cli.main(['--scenario', 'deep', '--n', '40', '20', '--mode',
                    'distributed', '--workers', '2', '--json', str(out)])
     assert rc == 0
-    row = json.loads(out.read_text())[0]
-    assert row['status'] == 'ok' and row['engine'] == 'converge/2w'
-    assert row['check_resources'] == 40
-    assert row['casts'] == 40 and row['locks_per_check_resource'] == 1
-    assert row['statements_per_check_resource'] > 0
-    assert len(row['peak_rss_mb_each']) == 2
-    assert all(r > 0 for r in row['peak_rss_mb_each'])
+    rows = json.loads(out.read_text())
+    assert [r['n'] for r in rows] == [40, 20]
+    for row in rows:
+        n = row['n']
+        assert row['status'] == 'ok' and row['engine'] == 'converge/2w'
+        assert row['check_resources'] == n
+        # no message lost and sent again by the sweeper
+        assert row['casts'] == n and row['locks_per_check_resource'] == 1
+        assert row['statements_per_check_resource'] > 0
+        assert len(row['peak_rss_mb_each']) == 2
+        assert all(r > 0 for r in row['peak_rss_mb_each'])

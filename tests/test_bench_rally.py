@@ -193,7 +193,8 @@ def _iteration(index, ok, seconds=1.0):
                                              (100, True)])
 def test_sla_failure_rate(max_pct, passed):
     w = rally.Workload(scenario='HeatStacks.create_and_delete_stack',
-                       index=0, args={}, times=4, concurrency=2,
+                       index=0, args={'template_path': '/t/extra/a.yaml'},
+                       times=4, concurrency=2,
                        sla_max_pct=max_pct, sla_min_pct=0)
     its = [_iteration(i, ok=i != 2) for i in range(4)]
     row = rally.summarize(w, its)
@@ -209,6 +210,9 @@ def test_sla_failure_rate(max_pct, passed):
     assert 'failure_rate max %d%%: %s (actual 25.0%%)' % (
         max_pct, 'passed' if passed else 'failed') in report
     assert '| total ' in report and 'Min (sec)' in report
+    # which template a workload ran is in its heading
+    assert 'HeatStacks.create_and_delete_stack [a.yaml] (times 4, ' \
+        'concurrency 2)' in report
 
 
 # -- tiny runs on the engine ------------------------------------------------

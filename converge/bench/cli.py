@@ -11,7 +11,9 @@ report what each traversal cost.
 """
 
 import argparse
+import concurrent.futures
 import json
+import multiprocessing
 import os
 import shutil
 import sys
@@ -89,6 +91,8 @@ def parse_args(argv):
                     help='database of the distributed mode')
     ap.add_argument('--worker-threads', type=int, default=None,
                     help='override [DEFAULT] worker_threads')
+    ap.add_argument('--engine-threads', type=int, default=None,
+                    help='override [DEFAULT] engine_threads')
     ap.add_argument('--heat', action='store_true',
                     help="also run Heat's engine (heat-bench anchor) on the "
                          "wide and deep shapes at the same sizes, and report "
@@ -135,9 +139,16 @@ def plan(args):
 def make_harness(args, workdir):
     if args.mode == 'distributed':
         return harness_mod.Distributed(workdir, args.workers,
-                                       args.worker_threads, args.db)
+                                       engine_options(args), args.db)
     return harness_mod.Embedded(args.home or os.path.join(workdir, 'home'),
-                                args.worker_threads)
+                                engine_options(args))
+
+
+def engine_options(args):
+    """[DEFAULT] options the command line overrides."""
+    return {name: getattr(args, name)
+            for name in ('worker_threads', 'engine_threads')
+            if getattr(args, name) is not None}
 
 
 def engine_label(h):
@@ -146,14 +157,12 @@ def engine_label(h):
     return 'converge'
 
 
-def run_one(h, scenario, workdir, stack_name):
-    """Create then delete one scenario's stack; return its row."""
+def run_one(h, scenario, stack_name):
+    """Create then delete one written scenario's stack; return its row."""
     from converge.engine import stacks
     engine = h.engine
-    bundle = scenario.bundle(workdir)
-    chain = measure.longest_chain(scenario.deps)
-    bound = chain * scenario.latency if scenario.latency else None
-    scenario.release()
+    bundle = scenario.bundle()
+    bound = scenario.bound_s
     scenario.prepare(engine)
     try:
         before = h.snapshot()
@@ -168,7 +177,7 @@ def run_one(h, scenario, workdir, stack_name):
                workers=h.processes(), n=scenario.n, nodes=scenario.nodes,
                create_s=create_s,
                resources_per_s=measure.ratio(scenario.n, create_s),
-               chain=chain, bound_s=bound,
+               chain=scenario.chain, bound_s=bound,
                wall_over_bound=measure.ratio(create_s, bound))
     row.update(measure.figures(measure.window(before, after, trav)))
 
@@ -186,31 +195,49 @@ def run_one(h, scenario, workdir, stack_name):
 
 
 def run(args, on_row=None):
-    """Run the plan on one engine; return the rows (Heat's after each of
-    converge's it is compared with)."""
+    """Run the plan, each row on an engine of its own; return the rows
+    (Heat's after each of converge's it is compared with)."""
     tmp = tempfile.mkdtemp(prefix='converge-bench-')
     rows = []
     try:
-        with make_harness(args, tmp) as h:
-            for count, (name, size) in enumerate(plan(args), 1):
-                scenario = scenarios.make(name, size, latency=args.latency)
-                row = run_one(h, scenario, tmp,
+        for count, (name, size) in enumerate(plan(args), 1):
+            rowdir = os.path.join(tmp, str(count))
+            os.makedirs(rowdir)
+            scenario = scenarios.write(name, size, rowdir, args.latency)
+            row = measure_one(args, scenario, rowdir,
                               'bench-%s-%d-%d' % (name, size, count))
-                rows.append(row)
+            rows.append(row)
+            if on_row:
+                on_row(row)
+            if args.heat and name in heat.SHAPES:
+                hrow = heat.run(args.heat_bench, args.heat_venv, name,
+                                scenario.n, os.path.join(rowdir, 'heat'))
+                row['x_heat'] = measure.ratio(row['resources_per_s'],
+                                              hrow.get('resources_per_s'))
+                rows.append(hrow)
                 if on_row:
-                    on_row(row)
-                if args.heat and name in heat.SHAPES:
-                    hrow = heat.run(args.heat_bench, args.heat_venv, name,
-                                    scenario.n, os.path.join(tmp, 'heat'))
-                    row['x_heat'] = measure.ratio(row['resources_per_s'],
-                                                  hrow.get('resources_per_s'))
-                    rows.append(hrow)
-                    if on_row:
-                        on_row(hrow)
+                    on_row(hrow)
     except harness_mod.BenchError as e:
         raise harness_mod.BenchError('%s (kept: %s)' % (e, tmp))
     shutil.rmtree(tmp, ignore_errors=True)
     return rows
+
+
+def measure_one(args, scenario, workdir, stack_name):
+    """One row on fresh engine processes, so that each row's peak RSS is
+    its own: embedded, a child process is the engine (and, like the CLI,
+    loads the template); distributed, new workers (this process is the
+    API)."""
+    if args.mode == 'distributed':
+        return _row(args, scenario, workdir, stack_name)
+    spawn = multiprocessing.get_context('spawn')
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) as pool:
+        return pool.submit(_row, args, scenario, workdir, stack_name).result()
+
+
+def _row(args, scenario, workdir, stack_name):
+    with make_harness(args, workdir) as h:
+        return run_one(h, scenario, stack_name)
 
 
 def format_cell(value, fmt):

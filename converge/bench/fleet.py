@@ -20,16 +20,23 @@ SERVICES = {'postgresql': 5432, 'rabbitmq': 5672, 'redis': 6379,
             'mariadb': 3306}
 
 
-def missing(*services):
+def missing(*services, wait=0):
     """The services of `services` not reachable on loopback, as
-    'name:port' strings."""
+    'name:port' strings; with `wait`, a service is retried for that many
+    seconds first (one restarting is not missing)."""
+    deadline = time.monotonic() + wait
     out = []
     for name in services:
-        try:
-            socket.create_connection(('127.0.0.1', SERVICES[name]),
-                                     timeout=1).close()
-        except OSError:
-            out.append('%s:%d' % (name, SERVICES[name]))
+        while True:
+            try:
+                socket.create_connection(('127.0.0.1', SERVICES[name]),
+                                         timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() >= deadline:
+                    out.append('%s:%d' % (name, SERVICES[name]))
+                    break
+                time.sleep(0.5)
     return out
 
 

@@ -59,22 +59,25 @@ class _Harness:
 class Embedded(_Harness):
     mode = 'embedded'
 
-    def __init__(self, home, worker_threads=None):
+    def __init__(self, home, options=None):
         self.home = home
-        self.worker_threads = worker_threads
+        self.options = options or {}
 
     def start(self):
         from converge import conf
         from converge.engine import context
         conf.setup([], home=self.home, log=False)
-        if self.worker_threads:
-            conf.CONF.set_override('worker_threads', self.worker_threads)
+        for name, value in self.options.items():
+            conf.CONF.set_override(name, value)
         self.engine = context.Engine()
         self.engine.start_workers()
         # the bench's thread stores stacks and waits: not check_resource's
         self.recorder = measure.Recorder(self.engine, 'exclude').install()
 
     def snapshot(self):
+        # the unit that ended the traversal records its duration after the
+        # stack shows COMPLETE: wait for it, as each worker's probe does
+        self.engine.idle.wait()
         return measure.combine([self.recorder.snapshot()])
 
     def close(self):
@@ -89,11 +92,10 @@ class Embedded(_Harness):
 class Distributed(_Harness):
     mode = 'distributed'
 
-    def __init__(self, workdir, workers, worker_threads=None,
-                 db='postgresql'):
+    def __init__(self, workdir, workers, options=None, db='postgresql'):
         self.workdir = workdir
         self.n_workers = workers
-        self.worker_threads = worker_threads
+        self.options = options or {}
         self.db = db
         self.stats = os.path.join(workdir, 'stats')
         self.deployment = None
@@ -108,9 +110,7 @@ class Distributed(_Harness):
             raise BenchError('--mode distributed needs %s on 127.0.0.1 '
                              '(not reachable)' % ', '.join(gone))
         os.makedirs(self.stats, exist_ok=True)
-        options = {}
-        if self.worker_threads:
-            options['DEFAULT'] = {'worker_threads': self.worker_threads}
+        options = {'DEFAULT': self.options} if self.options else {}
         self.deployment = fleet.Deployment(self.workdir, self.db, options,
                                            env={probe.ENV: self.stats})
         for _ in range(self.n_workers):

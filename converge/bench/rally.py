@@ -561,7 +561,9 @@ def summarize(w, iterations, context_error=None, cleanup_errors=()):
                       for it in iterations if it.error)
     errors = errors[:MAX_ERRORS] + list(cleanup_errors)[:MAX_ERRORS]
     rate = 100.0 * failures / w.times
-    return dict(scenario=w.scenario, times=w.times,
+    templates = [os.path.basename(w.args[k]) for k in
+                 ('template_path', 'updated_template_path') if k in w.args]
+    return dict(scenario=w.scenario, templates=templates, times=w.times,
                 concurrency=w.concurrency,
                 atomic={a: stats(s) for a, s in samples.items()},
                 total=total, failures=failures, failure_rate_pct=rate,
@@ -611,8 +613,10 @@ def format_report(rows):
         if row.get('sla_min_pct'):
             sla = 'failure_rate min %s max %s' % (
                 _pct(row['sla_min_pct']), _pct(row['sla_max_pct']))
-        out.append('%s (times %d, concurrency %d)' % (
-            row['scenario'], row['times'], row['concurrency']))
+        over = ' -> '.join(row.get('templates') or ())
+        out.append('%s%s (times %d, concurrency %d)' % (
+            row['scenario'], ' [%s]' % over if over else '', row['times'],
+            row['concurrency']))
         out.append(_boxed(table))
         out.append('%s: %s (actual %.1f%%)' % (
             sla, 'passed' if row['sla_passed'] else 'failed',

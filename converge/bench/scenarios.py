@@ -6,11 +6,13 @@ simulated cloud is set to (0 for logical resources), and a ``prepare`` step
 run on the engine before the create.
 """
 
+import dataclasses
 import os
 
 import yaml
 
 from converge import template
+from converge.bench import measure
 
 HOT_VERSION = '2021-04-16'
 LAYERS = 20
@@ -26,14 +28,6 @@ class Scenario:
         self.latency = latency
         self.nodes = nodes
 
-    def prepare(self, engine):
-        if self.latency:
-            engine.clients.compute.set_fault('create', latency=self.latency)
-
-    def finish(self, engine):
-        if self.latency:
-            engine.clients.compute.clear_faults('create')
-
     def write(self, directory):
         """Write the template; return its path."""
         path = os.path.join(directory, 'bench-%s-%d.yaml' % (self.name,
@@ -42,13 +36,42 @@ class Scenario:
             yaml.safe_dump(self.doc, f, sort_keys=False)
         return path
 
-    def bundle(self, directory):
-        return template.load_bundle(self.write(directory))
 
-    def release(self):
-        """Drop the generated document and graph: the bench's own memory
-        must not count as the engine's peak RSS."""
-        self.doc = self.deps = None
+@dataclasses.dataclass
+class Written:
+    """A scenario's template on disk, and all the engine's process needs to
+    know of it: the bench builds the document in another process than the
+    engine's, whose peak RSS it reports."""
+    name: str
+    n: int
+    nodes: int
+    latency: float
+    chain: int          # resources on the longest dependency chain
+    path: str
+
+    @property
+    def bound_s(self):
+        """The critical-path lower bound of the create, if actions take
+        time."""
+        return self.chain * self.latency if self.latency else None
+
+    def bundle(self):
+        return template.load_bundle(self.path)
+
+    def prepare(self, engine):
+        if self.latency:
+            engine.clients.compute.set_fault('create', latency=self.latency)
+
+    def finish(self, engine):
+        if self.latency:
+            engine.clients.compute.clear_faults('create')
+
+
+def write(name, n, directory, latency=DEFAULT_LATENCY):
+    """Generate a scenario and write its template into `directory`."""
+    sc = make(name, n, latency=latency)
+    return Written(sc.name, sc.n, sc.nodes, sc.latency,
+                   measure.longest_chain(sc.deps), sc.write(directory))
 
 
 def layer_sizes(n, layers=LAYERS):

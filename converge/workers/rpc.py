@@ -19,11 +19,14 @@ _TRANSPORTS = {}
 
 
 def transport():
-    url = conf_mod.transport_url()
-    t = _TRANSPORTS.get(url)
+    # a transport sends to the exchange configured when it was made: a
+    # process that moves to another deployment on the same broker (the
+    # bench does, row by row) needs a new one
+    key = (conf_mod.transport_url(), conf_mod.CONF.control_exchange)
+    t = _TRANSPORTS.get(key)
     if t is None:
-        t = _TRANSPORTS[url] = oslo_messaging.get_rpc_transport(
-            conf_mod.CONF, url=url)
+        t = _TRANSPORTS[key] = oslo_messaging.get_rpc_transport(
+            conf_mod.CONF, url=key[0])
     return t
 
 
