@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from converge.bench import fleet
 from tests.distributed import Deployment, require, wait_for
 
 pytestmark = [pytest.mark.distributed, pytest.mark.xdist_group('services')]
@@ -71,11 +72,14 @@ def test_three_workers_500_resources_one_killed(dist, tmp_path):
     held = dict(dist.sql("SELECT engine_id, count(*) FROM resources WHERE "
                          "status = 'IN_PROGRESS' GROUP BY engine_id"))
     victim = max(range(3), key=lambda i: held.get(ids[i], 0))
+    killed_at = time.time()
+    dist.kill(victim)
+    # what it held when it died (read before the kill, a unit could still
+    # finish in between); survivors take it over only after the tooz
+    # timeout, so it is all still there
     stranded = [r[0] for r in dist.sql(
         "SELECT name FROM resources WHERE status = 'IN_PROGRESS' AND "
         "engine_id = '%s'" % ids[victim])]
-    killed_at = time.time()
-    dist.kill(victim)
     out, err = create.communicate(timeout=600)
     finished = time.time()
     assert create.returncode == 0, err
@@ -214,10 +218,16 @@ def test_rabbitmq_restarted_mid_traversal(dist, tmp_path):
     tmpl = big_template(tmp_path / 'big.yaml', wait=0.1)
     create = dist.cli_popen('stack', 'create', 'rb', '-t', tmpl, '--wait')
     wait_for(lambda: _complete_count(dist) >= 60)
-    subprocess.run(['rabbitmqctl', 'stop_app'], check=True,
-                   capture_output=True)
-    subprocess.run(['rabbitmqctl', 'start_app'], check=True,
-                   capture_output=True)
+    try:
+        subprocess.run(['rabbitmqctl', 'stop_app'], check=True,
+                       capture_output=True)
+    finally:
+        # the broker is shared with the tests after this one: leave it
+        # serving, whatever happened
+        for step in ('start_app', 'await_startup'):
+            subprocess.run(['rabbitmqctl', step], check=True,
+                           capture_output=True)
+        assert not fleet.missing('rabbitmq', wait=60)
     out, err = create.communicate(timeout=600)
     assert create.returncode == 0, err
     assert dist.json('stack', 'show', 'rb')['stack_status'] == \
