@@ -10,6 +10,7 @@ import types
 import uuid as uuid_mod
 
 import sqlalchemy as sa
+from sqlalchemy import orm
 
 from converge import exception
 from converge.db import models
@@ -46,6 +47,12 @@ def _split(row, prefixes):
         prefix, _, name = key.partition('__')
         parts[prefix][name] = value
     return tuple(Record(**parts[p]) for p in prefixes)
+
+
+def _dialect(conn):
+    """Of a Core connection or an ORM session."""
+    return conn.get_bind().dialect if isinstance(conn, orm.Session) \
+        else conn.dialect
 
 
 def new_id():
@@ -374,6 +381,7 @@ _RELEASE = sa.update(SYNC).where(
     SYNC.c.traversal_id == bp('b_trav'),
     SYNC.c.node.in_(bp('b_nodes', expanding=True))).values(
     remaining=SYNC.c.remaining - 1, updated_at=bp('b_now'))
+_RELEASE_RETURNING = _RELEASE.returning(SYNC.c.node, SYNC.c.remaining)
 _RELEASED = sa.select(SYNC.c.node).where(
     SYNC.c.traversal_id == bp('b_trav'),
     SYNC.c.node.in_(bp('b_nodes', expanding=True)), SYNC.c.remaining == 0)
@@ -383,12 +391,17 @@ def sync_release(conn, traversal_id, dependents):
     """Count one more finished input for each dependent.
 
     Returns the dependents that now have all their inputs. Row locks (or
-    SQLite's single writer) make exactly one caller see each reach zero.
+    SQLite's single writer) make exactly one caller see each reach zero:
+    in the RETURNING of its own update where the database has one, else
+    in a read after it.
     """
     if not dependents:
         return []
     params = {'b_trav': traversal_id, 'b_nodes': list(dependents),
               'b_now': time.time()}
+    if _dialect(conn).update_returning:  # PostgreSQL, SQLite; not MariaDB
+        return [node for node, remaining in
+                conn.execute(_RELEASE_RETURNING, params) if remaining == 0]
     conn.execute(_RELEASE, params)
     return list(conn.scalars(_RELEASED, params))
 
