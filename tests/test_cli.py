@@ -103,9 +103,11 @@ def _wait_for(predicate, timeout=60):
 
 def test_kill_9_mid_create_then_converge_creates_each_server_once(cli, write):
     tmpl = _slow_servers_template(write)
-    # a slow look after each create leaves servers made but not recorded
+    # a slow look after each create leaves servers made but not recorded;
+    # long enough that the kill below lands in it even when each poll of
+    # the sim log (a CLI process) is slow on a loaded machine
     cli.run('sim', 'fault', 'set', 'create', '--latency', '0.3')
-    cli.run('sim', 'fault', 'set', 'get', '--latency', '1.0')
+    cli.run('sim', 'fault', 'set', 'get', '--latency', '5.0')
     proc = cli.popen('stack', 'create', 'k', '-t', tmpl)
     assert _wait_for(lambda: len(cli.json('sim', 'log', '--op', 'create'))
                      >= 1)

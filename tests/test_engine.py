@@ -353,6 +353,58 @@ def test_progress_line_on_a_terminal(engine, tmp_path):
     assert '\r' in text and 'done' in text and 'failed' in text
 
 
+class _DropsConnections:
+    """engine.db whose reads, after the first `ok`, fail `drops` times as a
+    server that dropped the connection makes them fail."""
+
+    def __init__(self, db, drops, invalidated=True, ok=1):
+        self._db, self.drops, self.invalidated = db, drops, invalidated
+        self.ok = ok
+
+    def __getattr__(self, name):
+        return getattr(self._db, name)
+
+    def read(self):
+        if self.ok:
+            self.ok -= 1
+        elif self.drops:
+            self.drops -= 1
+            raise sa.exc.OperationalError(
+                'SELECT', {}, Exception('server closed the connection'),
+                connection_invalidated=self.invalidated)
+        return self._db.read()
+
+
+def test_following_survives_dropped_connections(engine, tmp_path,
+                                                monkeypatch):
+    from converge.cmd import progress
+    b = et.bundle(tmp_path, et.hot({'a': {'type': 'OS::Heat::None'}}))
+    stack_id, trav = stacks.create(engine, 'drop', b, {})
+    monkeypatch.setattr(progress, 'POLL', 0.001)
+    monkeypatch.setattr(engine, 'db', _DropsConnections(engine.db, 2))
+    stack = et.wait(engine, stack_id, trav).stack
+    assert et.status(stack) == 'CREATE_COMPLETE'
+    assert engine.db.drops == 0
+
+
+def test_following_gives_up_on_other_database_errors(engine, tmp_path,
+                                                     monkeypatch):
+    from converge.cmd import progress
+    b = et.bundle(tmp_path, et.hot({'a': {'type': 'OS::Heat::None'}}))
+    stack_id, trav = stacks.create(engine, 'err', b, {})
+    et.wait(engine, stack_id, trav)
+    monkeypatch.setattr(progress, 'POLL', 0.001)
+    monkeypatch.setattr(engine, 'db', _DropsConnections(
+        engine.db, 1, invalidated=False))
+    with pytest.raises(sa.exc.OperationalError):
+        et.wait(engine, stack_id, trav)
+    # and a server that keeps dropping us is an error too, not a hang
+    monkeypatch.setattr(engine, 'db', _DropsConnections(
+        engine.db._db, progress.DROPPED_RETRIES + 1))
+    with pytest.raises(sa.exc.OperationalError):
+        et.wait(engine, stack_id, trav)
+
+
 def _statements_per_node(engine, tmp_path, n):
     """Walk an n-resource stack synchronously, counting SQL per unit."""
     import collections

@@ -5,10 +5,14 @@ import os
 import sys
 import time
 
+from sqlalchemy import exc as sa_exc
+
 from converge.db import api
 from converge.db import models
 
 POLL = 0.1
+#: dropped connections in a row that following survives
+DROPPED_RETRIES = 5
 
 
 class Outcome:
@@ -36,20 +40,32 @@ def follow(engine, stack_id, traversal_id, out=None, tty=None,
     last_event = _last_event_id(engine, stack_id)
     shown = ''
     done = total = 0
+    dropped = 0
     while True:
-        with engine.db.read() as s:
-            stack = s.get(models.Stack, stack_id)
-            events = api.events_list(s, stack_id, after_id=last_event)
-            current = stack.current_traversal
-            nxt = (api.traversal_get(s, current)
-                   if current and current != traversal_id else None)
-            if tty:
-                now_done, now_total = api.sync_progress(s, traversal_id)
-                if now_total:  # sync points go when the traversal ends
-                    done, total = now_done, now_total
-                elif stack.status == 'COMPLETE':
-                    done = total
-                busy, failed = _resource_counts(s, stack_id, traversal_id)
+        try:
+            with engine.db.read() as s:
+                stack = s.get(models.Stack, stack_id)
+                events = api.events_list(s, stack_id, after_id=last_event)
+                current = stack.current_traversal
+                nxt = (api.traversal_get(s, current)
+                       if current and current != traversal_id else None)
+                if tty:
+                    now_done, now_total = api.sync_progress(s, traversal_id)
+                    if now_total:  # sync points go when the traversal ends
+                        done, total = now_done, now_total
+                    elif stack.status == 'COMPLETE':
+                        done = total
+                    busy, failed = _resource_counts(s, stack_id,
+                                                    traversal_id)
+        except sa_exc.DBAPIError as exc:
+            # the server dropped our connection (restart, failover, an
+            # operator's kill): the pool reconnects, so look again
+            if not exc.connection_invalidated or dropped >= DROPPED_RETRIES:
+                raise
+            dropped += 1
+            time.sleep(POLL)
+            continue
+        dropped = 0
         if events:
             last_event = events[-1].id
             if not tty:
