@@ -484,6 +484,40 @@ def test_sweeper_leaves_queued_nodes_of_a_moving_traversal(engine, tmp_path):
                          now=t0 + 30) == [(stack_id, trav, 'u:b')]
 
 
+def test_sweeper_ends_a_failing_traversal_with_nothing_in_flight(
+        engine, tmp_path):
+    """A failed unit leaves its traversal failing for the units still in
+    flight to end; if the last of them read the state just before the
+    failure committed, nobody ends it. The sweeper does, once the traversal
+    has been quiet for stall_timeout, and the stack is not left
+    IN_PROGRESS."""
+    from converge.workers import sweeper
+    from converge.workers import walker
+    b = et.bundle(tmp_path, et.hot({'a': {'type': 'OS::Heat::None'},
+                                    'b': {'type': 'OS::Heat::None',
+                                          'depends_on': 'a'}}))
+    real = engine.client
+    engine._client = _Dropping()
+    t0 = time.time()
+    stack_id, trav_id = stacks.create(engine, 'stuck', b, {})
+    engine._client = real
+    with engine.db.write() as s:
+        walker.fail(s, s.get(models.Traversal, trav_id),
+                    'Resource CREATE failed: boom')
+    members = {engine.engine_id}
+    assert sweeper.sweep(engine, members, stall_timeout=60,
+                         now=t0 + 30) == []
+    with engine.db.read() as s:
+        assert s.get(models.Stack, stack_id).status == 'IN_PROGRESS'
+    assert sweeper.sweep(engine, members, stall_timeout=60,
+                         now=t0 + 90) == []
+    with engine.db.read() as s:
+        stack = s.get(models.Stack, stack_id)
+        assert et.status(stack) == 'CREATE_FAILED'
+        assert 'boom' in stack.status_reason
+        assert s.get(models.Traversal, trav_id).state == 'failed'
+
+
 def test_sweeper_redispatches_a_dead_workers_resource(engine, tmp_path):
     from converge.workers import sweeper
     b = et.bundle(tmp_path, et.hot({'srv': {

@@ -1,6 +1,6 @@
 """Finding work that nobody is doing, and sending it again.
 
-Two ways work gets stranded, both covered here:
+Three ways work gets stranded, all covered here:
 
 - a worker died holding a resource (its row is IN_PROGRESS under an
   engine id that has left the tooz group, its heartbeats expired);
@@ -11,6 +11,9 @@ Two ways work gets stranded, both covered here:
   a traversal that is still finishing nodes is waiting in the queue behind
   them: 20,000 leaves cast at once wait longer than any timeout, and
   sending them all again would only double the queue.)
+- a failing traversal that nobody ended: the unit that failed saw another
+  still in flight, and that one checked the traversal's state just before
+  the failure committed.
 
 Sending a node again is always safe: a done node's message is dropped,
 the action is idempotent, and the fencing counter stops a slow original.
@@ -60,6 +63,11 @@ def sweep(engine, members, stall_timeout, now=None):
                    models.SyncPoint.updated_at < now - stall_timeout,
                    models.Traversal.state == 'running')).all()
         stalled = _without_progress(s, stalled, now - stall_timeout)
+        unsettled = _failing_and_quiet(s, now - stall_timeout)
+    for trav, stack in unsettled:
+        LOG.warning('ending traversal %s: failing, nothing in flight for '
+                    '%.0f s', trav.id, stall_timeout)
+        engine.settle(trav, stack)
     busy = set()
     for row, trav in orphans:
         busy.add(row.id)
@@ -100,6 +108,28 @@ def _without_progress(s, candidates, since):
             S.traversal_id.in_(travs), S.done.is_(True),
             S.updated_at >= since).group_by(S.traversal_id)))
     return [c for c in candidates if c.traversal_id not in moving]
+
+
+def _failing_and_quiet(s, since):
+    """(traversal, stack) of the stacks' current traversals that are
+    failing with no resource in progress and no sync point touched after
+    `since`. A failing traversal is ended by the unit that sees nothing
+    left in flight; a unit that read the state just before the failure
+    committed does not see it, so this is the backstop."""
+    S = models.SyncPoint
+    found = s.execute(
+        sa.select(models.Traversal, models.Stack)
+        .join(models.Stack,
+              models.Stack.current_traversal == models.Traversal.id)
+        .where(models.Traversal.state == 'failing')).all()
+    if not found:
+        return []
+    touched = set(s.scalars(
+        sa.select(S.traversal_id).where(
+            S.traversal_id.in_([t.id for t, _ in found]),
+            S.updated_at >= since).group_by(S.traversal_id)))
+    return [(t, st) for t, st in found if t.id not in touched and
+            not api.resources_in_progress(s, st.id, t.id)]
 
 
 def _abandon(engine, row, trav):
