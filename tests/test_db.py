@@ -81,9 +81,9 @@ def test_sync_point_released_exactly_once_under_concurrency(tmp_path):
 
     def finish(i):
         barrier.wait()
-        with db.write() as s:
-            assert api.sync_mark_done(s, 't1', 'u:p%d' % i)
-            released.extend(api.sync_release(s, 't1', ['u:join']))
+        with db.begin() as conn:  # as a unit records: Core, one transaction
+            assert api.sync_mark_done(conn, 't1', 'u:p%d' % i)
+            released.extend(api.sync_release(conn, 't1', ['u:join']))
 
     threads = [threading.Thread(target=finish, args=(i,)) for i in range(n)]
     [t.start() for t in threads]

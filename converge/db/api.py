@@ -10,7 +10,6 @@ import types
 import uuid as uuid_mod
 
 import sqlalchemy as sa
-from sqlalchemy import orm
 
 from converge import exception
 from converge.db import models
@@ -47,12 +46,6 @@ def _split(row, prefixes):
         prefix, _, name = key.partition('__')
         parts[prefix][name] = value
     return tuple(Record(**parts[p]) for p in prefixes)
-
-
-def _dialect(conn):
-    """Of a Core connection or an ORM session."""
-    return conn.get_bind().dialect if isinstance(conn, orm.Session) \
-        else conn.dialect
 
 
 def new_id():
@@ -399,7 +392,7 @@ def sync_release(conn, traversal_id, dependents):
         return []
     params = {'b_trav': traversal_id, 'b_nodes': list(dependents),
               'b_now': time.time()}
-    if _dialect(conn).update_returning:  # PostgreSQL, SQLite; not MariaDB
+    if conn.dialect.update_returning:  # PostgreSQL, SQLite; not MariaDB
         return [node for node, remaining in
                 conn.execute(_RELEASE_RETURNING, params) if remaining == 0]
     conn.execute(_RELEASE, params)

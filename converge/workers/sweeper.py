@@ -99,14 +99,8 @@ def sweep(engine, members, stall_timeout, now=None):
 
 def _without_progress(s, candidates, since):
     """The candidates whose traversal finished no node after `since`."""
-    travs = {c.traversal_id for c in candidates}
-    if not travs:
-        return candidates
-    S = models.SyncPoint
-    moving = set(s.scalars(
-        sa.select(S.traversal_id).where(
-            S.traversal_id.in_(travs), S.done.is_(True),
-            S.updated_at >= since).group_by(S.traversal_id)))
+    moving = _touched(s, {c.traversal_id for c in candidates}, since,
+                      done_only=True)
     return [c for c in candidates if c.traversal_id not in moving]
 
 
@@ -116,20 +110,27 @@ def _failing_and_quiet(s, since):
     `since`. A failing traversal is ended by the unit that sees nothing
     left in flight; a unit that read the state just before the failure
     committed does not see it, so this is the backstop."""
-    S = models.SyncPoint
     found = s.execute(
         sa.select(models.Traversal, models.Stack)
         .join(models.Stack,
               models.Stack.current_traversal == models.Traversal.id)
         .where(models.Traversal.state == 'failing')).all()
-    if not found:
-        return []
-    touched = set(s.scalars(
-        sa.select(S.traversal_id).where(
-            S.traversal_id.in_([t.id for t, _ in found]),
-            S.updated_at >= since).group_by(S.traversal_id)))
+    touched = _touched(s, {t.id for t, _ in found}, since)
     return [(t, st) for t, st in found if t.id not in touched and
             not api.resources_in_progress(s, st.id, t.id)]
+
+
+def _touched(s, traversal_ids, since, done_only=False):
+    """Those of the traversals with a sync point updated (finished, with
+    done_only) after `since`."""
+    if not traversal_ids:
+        return set()
+    S = models.SyncPoint
+    q = sa.select(S.traversal_id).where(S.traversal_id.in_(traversal_ids),
+                                        S.updated_at >= since)
+    if done_only:
+        q = q.where(S.done.is_(True))
+    return set(s.scalars(q.group_by(S.traversal_id)))
 
 
 def _abandon(engine, row, trav):
