@@ -24,8 +24,9 @@ class Base(DeclarativeBase):
 
 class Stack(Base):
     __tablename__ = 'stacks'
-    __table_args__ = (UniqueConstraint('name', 'deleted_marker',
-                                       name='uq_stacks_name_live'),)
+    # names are unique among a project's live stacks
+    __table_args__ = (UniqueConstraint('project_id', 'name', 'deleted_marker',
+                                       name='uq_stacks_project_name_live'),)
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     name: Mapped[str] = mapped_column(String(255))
@@ -152,6 +153,36 @@ class SyncPoint(Base):
     dependents: Mapped[list] = mapped_column(JSON, default=list)
     done: Mapped[bool] = mapped_column(Boolean, default=False)
     updated_at: Mapped[float] = mapped_column(Float, default=0.0)
+    # a node whose unit of work returned "wait": when a timer in any live
+    # engine sends it again (epoch seconds), and/or the event that sends
+    # it at once (e.g. a signal); both NULL when it is not waiting
+    wake_at: Mapped[float | None] = mapped_column(Float, nullable=True,
+                                                  index=True)
+    wait_event: Mapped[str | None] = mapped_column(String(255),
+                                                   nullable=True, index=True)
+
+
+class LeaseKey(Base):
+    """One row per limited thing (a stack's in-progress cap, a cloud
+    driver's rate): bumping ``gen`` serialises the takers of its leases on
+    every backend (a row lock on PostgreSQL and MariaDB, the one writer
+    on SQLite)."""
+
+    __tablename__ = 'lease_keys'
+
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    gen: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class Lease(Base):
+    """A counted slot of a limit, held until released or until it expires
+    (so a holder that dies frees its slot by itself)."""
+
+    __tablename__ = 'leases'
+
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(255), primary_key=True)
+    expires_at: Mapped[float] = mapped_column(Float, index=True)
 
 
 class Event(Base):
