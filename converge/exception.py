@@ -104,3 +104,14 @@ class CloudError(ConvergeError):
 class CloudNotFound(CloudError):
     def __init__(self, message):
         super().__init__(message, code=404)
+
+
+class CloudTransient(CloudError):
+    """The cloud could not serve the call now (5xx, 429, a dropped
+    connection) but may later: the engine retries the step with backoff
+    instead of failing the resource. ``retry_after`` (seconds) is the
+    cloud's hint, if it gave one."""
+
+    def __init__(self, message, code=503, retry_after=None):
+        super().__init__(message, code)
+        self.retry_after = retry_after

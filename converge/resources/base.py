@@ -16,6 +16,30 @@ from converge import exception
 from converge.resources import properties as props_mod
 
 
+class Wait:
+    """What a step returns when it has started something that takes time
+    (a server building, an agent's signal): "call this step again later".
+
+    The engine records the wait in the database (the plug-in's ``data`` and
+    ``physical_id`` with it), lets go of the thread and the lock, and calls
+    the same step again after ``after`` seconds, or at once when ``event``
+    (a name the engine knows, e.g. a signal's) happens. The step is then
+    run again from the top, so it must look at the world first: a server
+    still BUILDing returns Wait again, an ACTIVE one returns None (done).
+    """
+
+    def __init__(self, after=None, event=None, reason=''):
+        if after is None and event is None:
+            raise ValueError('a Wait needs a time (after) or an event')
+        self.after = after
+        self.event = event
+        self.reason = reason
+
+    def __repr__(self):
+        return 'Wait(after=%r, event=%r, reason=%r)' % (
+            self.after, self.event, self.reason)
+
+
 class StackInfo:
     """What a plug-in may know about its stack."""
 
@@ -70,7 +94,10 @@ class Resource:
         return {} if self.physical_id else None
 
     def create(self):
-        """Bring the resource into existence; set self.physical_id."""
+        """Bring the resource into existence; set self.physical_id.
+
+        Return None when done, or a Wait to be called again later (never
+        sleep: a sleeping step holds a worker thread)."""
         raise NotImplementedError
 
     def update(self, prior, observed):
@@ -79,10 +106,13 @@ class Resource:
         :param prior: the properties applied last time
         :param observed: what observe() returned
         Raise exception.UpdateReplace when that cannot be done in place.
+        Return None when done, or a Wait (as create).
         """
 
     def delete(self):
-        """Remove the real thing; absent already is success."""
+        """Remove the real thing; absent already is success.
+
+        Return None when it is gone, or a Wait (as create)."""
 
     def check(self, observed):
         """Stack check: raise exception.ResourceFailure when unhealthy."""
