@@ -115,3 +115,11 @@ class CloudTransient(CloudError):
     def __init__(self, message, code=503, retry_after=None):
         super().__init__(message, code)
         self.retry_after = retry_after
+
+
+class CloudThrottled(CloudTransient):
+    """A limit of the deployment's own (or the cloud's 429): not a fault,
+    so waiting for it never uses up the transient-error retries."""
+
+    def __init__(self, message, retry_after=1.0):
+        super().__init__(message, 429, retry_after)

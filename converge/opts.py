@@ -17,6 +17,12 @@ DEFAULT_OPTS = [
                help='Largest template file accepted, in bytes.'),
     cfg.IntOpt('max_resources_per_stack', default=30000, min=1,
                help='Most resources one stack may hold.'),
+    cfg.IntOpt('max_resources_in_progress_per_stack', default=0, min=0,
+               help='Most resources of one stack being acted on at once '
+                    '(created, updated, deleted; a server building '
+                    'counts), across every worker of the deployment. '
+                    'Others wait for a free slot without holding a '
+                    'thread. 0: no limit.'),
     cfg.IntOpt('max_events_per_stack', default=0, min=0,
                help='Events kept per stack; 0 keeps all.'),
     cfg.IntOpt('worker_threads', default=8, min=1,
@@ -77,10 +83,41 @@ WORKER_OPTS = [
     cfg.IntOpt('max_inflight_per_stack', default=0, min=0,
                help='Most resource actions of one stack a worker process '
                     'runs at once; 0: no limit beyond worker_threads.'),
+    cfg.FloatOpt('timer_interval', default=0.5, min=0.05,
+                 help='Seconds between looks for waiting resources whose '
+                      'time has come (a server to poll again, a retry '
+                      'after backoff). Every live engine looks; one sends '
+                      'each. Also how late a wait may end.'),
+    cfg.FloatOpt('slot_lease', default=3600.0, min=1.0,
+                 help='Seconds after which a slot of '
+                      'max_resources_in_progress_per_stack whose holder '
+                      'never recorded its result is free again.'),
+    cfg.IntOpt('transient_retries', default=8, min=0,
+               help='Times a resource action is tried again after a '
+                    'transient cloud error (5xx, 429, a dropped '
+                    'connection), with backoff, before it fails.'),
+    cfg.FloatOpt('transient_backoff_max', default=60.0, min=0.1,
+                 help='Longest backoff, in seconds, between tries after '
+                      'a transient cloud error (the cloud\'s own '
+                      'Retry-After wins).'),
     cfg.IntOpt('retry_limit', default=5, min=0,
                help='Times a unit of work that hit an unexpected error '
                     '(database or broker gone) is sent again, with '
                     'backoff, before the sweeper is left to find it.'),
+]
+
+COMPUTE_OPTS = [
+    cfg.IntOpt('max_creates_per_second', default=0, min=0,
+               help='Most server creates the whole deployment sends the '
+                    'compute cloud per second; others wait and try '
+                    'again. 0: no limit.'),
+    cfg.IntOpt('max_builds_in_flight', default=0, min=0,
+               help='Most servers building at once across the '
+                    'deployment (from the create call until the server '
+                    'is seen ACTIVE, SHUTOFF or ERROR). 0: no limit.'),
+    cfg.FloatOpt('build_slot_lease', default=3600.0, min=1.0,
+                 help='Seconds after which a build slot whose server was '
+                      'never seen settled is free again.'),
 ]
 
 SIM_OPTS = [
@@ -96,6 +133,7 @@ def list_opts():
         ('database', DATABASE_OPTS),
         ('coordination', COORDINATION_OPTS),
         ('worker', WORKER_OPTS),
+        ('compute', COMPUTE_OPTS),
         ('sim', SIM_OPTS),
     ]
 

@@ -69,8 +69,9 @@ def engine(tmp_path):
     from converge.engine import context
     conf.setup([], home=str(tmp_path / 'home'), log=False)
     eng = context.Engine()
-    eng.start_workers()
+    from converge.workers import pool
+    pool.start(eng)
     yield eng
-    eng.stop_workers()
+    eng.close()
     from converge.db import session
     session.forget()

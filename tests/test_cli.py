@@ -136,7 +136,7 @@ heat_template_version: 2018-08-31
 resources:
   a:
     type: OS::Heat::TestResource
-    properties: {value: one, action_wait_secs: {create: 6}}
+    properties: {value: one, action_wait_secs: {create: 120}}
   b:
     type: OS::Heat::TestResource
     depends_on: a
@@ -163,7 +163,7 @@ resources:
     assert _wait_for(a_is_running)
     cli.run('stack', 'update', 'two', '-t', fast, '--wait')
     out, err = first.communicate(timeout=60)
-    assert first.returncode != 0
+    assert first.returncode != 0, (out, err)
     assert 'superseded' in err
     assert cli.json('stack', 'show', 'two')['stack_status'] == \
         'UPDATE_COMPLETE'

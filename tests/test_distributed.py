@@ -128,7 +128,7 @@ def test_three_workers_500_resources_one_killed(dist, tmp_path):
 
     # no lock is left held
     from converge import conf
-    from converge.workers import locks
+    from converge.engine import locks
     conf.setup(['--config-file', dist.conf], log=False)
     probe = locks.Locks(conf.coordination_url(), 'probe-%d' % time.time())
     try:
@@ -263,5 +263,89 @@ def test_mariadb_backend(tmp_path):
             'CREATE_COMPLETE'
         d.cli('stack', 'delete', 'my', '--yes', '--wait')
         assert d.json('sim', 'server', 'list') == []
+    finally:
+        d.close()
+
+
+def _servers_template(path, n, after=None):
+    lines = ['heat_template_version: 2018-08-31', 'resources:']
+    for i in range(n):
+        lines += ['  s%d:' % i, '    type: OS::Nova::Server',
+                  '    properties: {image: cirros, flavor: m1.tiny}']
+    lines += ['  after:', '    type: OS::Heat::Value',
+              '    depends_on: [%s]' % ', '.join('s%d' % i for i in range(n)),
+              '    properties: {value: done}']
+    path.write_text('\n'.join(lines) + '\n')
+    return str(path)
+
+
+def _waiting(d):
+    return d.sql('SELECT count(*) FROM sync_points WHERE wake_at IS NOT '
+                 'NULL AND NOT done')[0][0]
+
+
+def _creates(d):
+    counts = {}
+    for e in d.json('sim', 'log', '--op', 'create', '--long'):
+        detail = e.get('Detail') or {}
+        if isinstance(detail, str):
+            detail = json.loads(detail or '{}')
+        if e['OK'] and not detail.get('adopted'):
+            counts[e['Resource']] = counts.get(e['Resource'], 0) + 1
+    return counts
+
+
+def test_waits_survive_every_worker_killed(dist, tmp_path):
+    """Servers building (the cloud takes its time) wait in the database,
+    not in a worker: kill -9 every worker while they build, start a new
+    one, and the stack completes with no operator and no second create."""
+    dist.cli('sim', 'fault', 'set', 'create', '--latency', '4')
+    for _ in range(2):
+        dist.start_worker()
+    tmpl = _servers_template(tmp_path / 'w.yaml', 12)
+    dist.cli('stack', 'create', 'w', '-t', tmpl)
+    wait_for(lambda: _waiting(dist) == 12)
+    # waiting rows belong to no worker
+    assert dist.sql("SELECT count(*) FROM resources WHERE status = "
+                    "'IN_PROGRESS' AND engine_id IS NOT NULL")[0][0] == 0
+    dist.kill(0)
+    dist.kill(1)
+    dist.start_worker()
+    wait_for(lambda: dist.json('stack', 'show', 'w')['stack_status'] ==
+             'CREATE_COMPLETE', timeout=120)
+    assert _creates(dist) == {'w/s%d' % i: 1 for i in range(12)}
+    assert {s['Status'] for s in dist.json('sim', 'server', 'list')} == \
+        {'ACTIVE'}
+
+
+def test_in_progress_cap_holds_across_workers(tmp_path):
+    require('postgresql', 'rabbitmq', 'redis')
+    d = Deployment(tmp_path, options={
+        'DEFAULT': {'max_resources_in_progress_per_stack': 3}})
+    try:
+        for _ in range(2):
+            d.start_worker()
+        lines = ['heat_template_version: 2018-08-31', 'resources:']
+        for i in range(12):
+            lines += ['  t%d:' % i, '    type: OS::Heat::TestResource',
+                      '    properties: {wait_secs: 1}']
+        (tmp_path / 'c.yaml').write_text('\n'.join(lines) + '\n')
+        d.cli('stack', 'create', 'c', '-t', str(tmp_path / 'c.yaml'),
+              '--wait')
+        marks = []
+        for e in d.json('stack', 'event', 'list', 'c'):
+            t = _epoch(e['event_time'])
+            if e['resource_status'] == 'CREATE_IN_PROGRESS':
+                marks.append((t, 1))
+            elif e['resource_status'] == 'CREATE_COMPLETE':
+                marks.append((t, -1))
+        most = now = 0
+        for _, step in sorted(marks):
+            now += step
+            most = max(most, now)
+        assert len(marks) == 24
+        assert most == 3
+        # two processes, one cap: and every slot was given back
+        assert d.sql("SELECT count(*) FROM leases")[0][0] == 0
     finally:
         d.close()

@@ -85,16 +85,44 @@ def test_outputs_and_attributes_flow_through_get_attr(engine, tmp_path):
     assert views.outputs(engine, stack)['out']['value'] == 'got-x'
 
 
-def test_failure_ends_failed_after_in_flight_work(engine, tmp_path):
+def _blocking(monkeypatch, step, name, until):
+    """Make TestResource `name`'s `step` an action in flight: it holds its
+    thread (as a slow cloud call does) until ``until()`` is true."""
+    from converge.resources import test_resource
+    real = getattr(test_resource.TestResource, step)
+
+    def blocked(self, *args):
+        if self.name == name:
+            deadline = time.monotonic() + 30
+            while not until() and time.monotonic() < deadline:
+                time.sleep(0.02)
+        return real(self, *args)
+    monkeypatch.setattr(test_resource.TestResource, step, blocked)
+
+
+def _traversal_state(engine, trav):
+    with engine.db.read() as s:
+        return api.traversal_state(s, trav)
+
+
+def test_failure_ends_failed_after_in_flight_work(engine, tmp_path,
+                                                  monkeypatch):
     b = et.bundle(tmp_path, et.hot({
-        'slow': {'type': 'OS::Heat::TestResource',
-                 'properties': _test_resource(wait=1.0)},
-        # fails while slow is surely in flight
+        'slow': {'type': 'OS::Heat::TestResource', 'properties': {}},
         'bad': {'type': 'OS::Heat::TestResource',
-                'properties': {'fail': True,
-                               'action_wait_secs': {'create': 0.3}}},
+                'properties': {'fail': True}},
         'after_bad': {'type': 'OS::Heat::None', 'depends_on': 'bad'}}))
-    stack = et.run(engine, stacks.create, 'f', b, {})
+    trav = []
+    # slow's create is in flight until the traversal is failing; bad fails
+    # once slow is in flight
+    _blocking(monkeypatch, 'create', 'slow', lambda: trav and
+              _traversal_state(engine, trav[0]) == 'failing')
+    _blocking(monkeypatch, 'create', 'bad', lambda: trav and any(
+        e.resource_name == 'slow' and e.status == 'IN_PROGRESS'
+        for e in et.events(engine, trav[1])))
+    stack_id, t = stacks.create(engine, 'f', b, {})
+    trav.extend([t, stack_id])
+    stack = et.wait(engine, stack_id, t).stack
     assert et.status(stack) == 'CREATE_FAILED'
     assert 'bad' in stack.status_reason
     rows = et.resources(engine, stack)
@@ -183,7 +211,8 @@ def test_update_superseding_a_running_create(engine, tmp_path):
         assert api.traversal_get(s, trav).state == 'superseded'
 
 
-def test_cancel_without_rollback_lets_running_action_finish(engine, tmp_path):
+def test_cancel_without_rollback_lets_running_action_finish(engine, tmp_path,
+                                                            monkeypatch):
     v1 = et.hot({'a': {'type': 'OS::Heat::TestResource',
                        'properties': {'value': 'a1'}},
                  'b': {'type': 'OS::Heat::TestResource', 'depends_on': 'a',
@@ -191,26 +220,24 @@ def test_cancel_without_rollback_lets_running_action_finish(engine, tmp_path):
     stack = et.run(engine, stacks.create, 'cn',
                    et.bundle(tmp_path, v1, 'v1.yaml'), {})
     v2 = et.hot({'a': {'type': 'OS::Heat::TestResource',
-                       'properties': _test_resource('a2', wait=1.0)},
+                       'properties': {'value': 'a2'}},
                  'b': {'type': 'OS::Heat::TestResource', 'depends_on': 'a',
                        'properties': {'value': 'b2'}}})
+    cancelled = threading.Event()
+    _blocking(monkeypatch, 'update', 'a', cancelled.is_set)
     _, trav = stacks.update(engine, stack.id,
                             et.bundle(tmp_path, v2, 'v2.yaml'), {})
-    started = threading.Event()
 
-    def watch():
-        import time
-        while not started.is_set():
-            if any(e.resource_name == 'a' and e.status == 'IN_PROGRESS'
+    def a_updating():
+        return any(e.resource_name == 'a' and e.status == 'IN_PROGRESS'
                    and e.action == 'UPDATE'
-                   for e in et.events(engine, stack.id)):
-                started.set()
-            time.sleep(0.02)
-    t = threading.Thread(target=watch)
-    t.start()
-    assert started.wait(10)
-    t.join()
+                   for e in et.events(engine, stack.id))
+    deadline = time.monotonic() + 10
+    while not a_updating():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
     stacks.cancel(engine, stack.id, rollback=False)
+    cancelled.set()
     engine.idle.wait(10)
     with engine.db.read() as s:
         stack = api.stack_get(s, stack.id)
@@ -414,6 +441,7 @@ def _statements_per_node(engine, tmp_path, n):
         def check_resource(self, stack_id, t, node, attempt=0):
             queue.append((stack_id, t, node))
 
+    engine.close()  # no timer or sweeper statements in the count
     engine._client = Client()
     res = {'r%d' % i: {'type': 'OS::Heat::TestResource',
                        'properties': {'value': {'get_attr': [
@@ -492,7 +520,7 @@ def test_sweeper_ends_a_failing_traversal_with_nothing_in_flight(
     has been quiet for stall_timeout, and the stack is not left
     IN_PROGRESS."""
     from converge.workers import sweeper
-    from converge.workers import walker
+    from converge.engine import traversal
     b = et.bundle(tmp_path, et.hot({'a': {'type': 'OS::Heat::None'},
                                     'b': {'type': 'OS::Heat::None',
                                           'depends_on': 'a'}}))
@@ -502,7 +530,7 @@ def test_sweeper_ends_a_failing_traversal_with_nothing_in_flight(
     stack_id, trav_id = stacks.create(engine, 'stuck', b, {})
     engine._client = real
     with engine.db.write() as s:
-        walker.fail(s, s.get(models.Traversal, trav_id),
+        traversal.fail(s, s.get(models.Traversal, trav_id),
                     'Resource CREATE failed: boom')
     members = {engine.engine_id}
     assert sweeper.sweep(engine, members, stall_timeout=60,
@@ -591,9 +619,9 @@ def test_definition_cache_is_bounded_by_resources(engine):
         engine.remember('t2', stack, defn(40))
         assert engine.definition('t1', stack) is not None  # t1 used last
         engine.remember('t3', stack, defn(40))  # 120 > 100: t2 goes
-        assert set(k for k, _ in engine._defs) == {'t1', 't3'}
+        assert set(k for k, _ in engine.definitions._defs) == {'t1', 't3'}
         engine.remember('big', stack, defn(500))
-        assert [k for k, _ in engine._defs] == ['big']
+        assert [k for k, _ in engine.definitions._defs] == ['big']
     finally:
         conf.CONF.clear_override('definition_cache_resources')
 
@@ -615,7 +643,7 @@ def test_definition_is_parsed_once_when_threads_miss_together(engine):
             pass
         return NS(resources={})
 
-    engine._parse = parse
+    engine.definitions._parse = parse
     got = []
 
     def use():

@@ -2,7 +2,7 @@
 
 import threading
 
-from converge.workers import gate as gate_mod
+from converge.engine import gate as gate_mod
 
 
 def _run_inside(gate, n, body):

@@ -5,6 +5,7 @@ import time
 import pytest
 
 from converge import exception
+from converge.resources import base
 from converge.resources import test_resource as tr
 from tests.resource_fakes import FakeClients, again, make
 
@@ -116,23 +117,45 @@ def test_update_replace_value_always_replaces():
     assert t2.needs_replace(t.properties) is True
 
 
-def test_waits_complete():
-    t = make(TR, 't', {'wait_secs': 0.02,
-                       'action_wait_secs': {'delete': 0.01}})
-    assert t._wait_secs('create') == 0.02
-    assert t._wait_secs('delete') == 0.01
-    start = time.monotonic()
-    t.create()
-    t.delete()
-    assert time.monotonic() - start >= 0.03
+def _time_up(t):
+    t.data['waiting']['until'] = time.time() - 1
+
+
+def test_waits_are_returned_not_slept():
+    """A step that takes time returns a Wait (the engine comes back); run
+    again once the time is up, it is done."""
+    t = make(TR, 't', {'wait_secs': 20,
+                       'action_wait_secs': {'delete': 10}})
+    assert t._wait_secs('create') == 20
+    assert t._wait_secs('delete') == 10
+    wait = t.create()
+    assert isinstance(wait, base.Wait) and 19 < wait.after <= 20
+    again_ = t.create()  # too early: still waiting, not started anew
+    assert isinstance(again_, base.Wait) and again_.after <= wait.after
+    _time_up(t)
+    assert t.create() is None
+    assert isinstance(t.delete(), base.Wait)
+    _time_up(t)
+    assert t.delete() is None
     assert t.get_attributes({})['output'] == 'test_string'
+
+
+def test_a_wait_started_under_other_properties_starts_again():
+    t = make(TR, 't', {'wait_secs': -1})
+    assert isinstance(t.create(), base.Wait)  # forever
+    t2 = again(t, {'wait_secs': 0})
+    assert t2.create() is None
+    assert 'waiting' not in t2.data
 
 
 def test_action_wait_secs_for_update():
     t = make(TR, 't', {'value': 'a'})
     t.create()
-    t2 = again(t, {'value': 'b', 'action_wait_secs': {'update': 0.01}})
-    t2.update(t.properties, {})
+    t2 = again(t, {'value': 'b', 'action_wait_secs': {'update': 5}})
+    assert isinstance(t2.update(t.properties, {}), base.Wait)
+    assert isinstance(t2.update(t.properties, {}), base.Wait)
+    _time_up(t2)
+    assert t2.update(t.properties, {}) is None
     assert t2.get_attributes({}) == {'output': 'b'}
 
 
@@ -147,5 +170,6 @@ def test_polls_client_entity_while_waiting():
     t = make(TR, 't', {'value': 'srv-1', 'client_name': 'compute',
                        'entity_name': 'servers', 'wait_secs': 0.01},
              clients=clients)
+    assert isinstance(t.create(), base.Wait)
     t.create()  # polling a missing server is only simulated effort
     assert clients.compute.ops('get')

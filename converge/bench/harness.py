@@ -70,7 +70,8 @@ class Embedded(_Harness):
         for name, value in self.options.items():
             conf.CONF.set_override(name, value)
         self.engine = context.Engine()
-        self.engine.start_workers()
+        from converge.workers import pool
+        pool.start(self.engine)
         # the bench's thread stores stacks and waits: not check_resource's
         self.recorder = measure.Recorder(self.engine, 'exclude').install()
 
@@ -85,7 +86,7 @@ class Embedded(_Harness):
         if self.recorder:
             self.recorder.remove()
         if self.engine:
-            self.engine.stop_workers()
+            self.engine.close()
         session.forget()
 
 

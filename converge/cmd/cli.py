@@ -77,7 +77,7 @@ class ConvergeApp(app.App):
 
     def clean_up(self, cmd, result, err):
         if self._engine is not None:
-            self._engine.stop_workers()
+            self._engine.close()
         if err and isinstance(err, exception.ConvergeError):
             self.exit_code = getattr(err, 'exit_code', 1)
 

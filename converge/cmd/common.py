@@ -64,7 +64,8 @@ def run(app, args, operation):
     engine = app.engine()
     embedded = conf_mod.is_embedded()
     if embedded:
-        engine.start_workers()
+        from converge.workers import pool
+        pool.start(engine)
     stack_id, traversal_id = operation(engine)
     if not embedded and not getattr(args, 'wait', False):
         return _stack(engine, stack_id)

@@ -123,7 +123,7 @@ def resources_live(session, stack_id):
 _LAYOUT = sa.select(
     RESOURCES.c.id, RESOURCES.c.name, RESOURCES.c.requires,
     RESOURCES.c.replaces, RESOURCES.c.replaced_by, RESOURCES.c.template_id,
-    RESOURCES.c.status).where(
+    RESOURCES.c.status, RESOURCES.c.action).where(
     RESOURCES.c.stack_id == bp('b_stack')).order_by(RESOURCES.c.id)
 
 
@@ -186,12 +186,38 @@ def resource_delete_row(conn, row_id, atomic_key):
     return res.rowcount == 1
 
 
-def resources_in_progress(session, stack_id, traversal_id):
+def resources_in_flight(session, stack_id, traversal_id):
+    """Rows of the traversal a unit of work is acting on (IN_PROGRESS under
+    an engine). A waiting row is IN_PROGRESS under no engine: it holds no
+    thread, so it is not in flight."""
     return session.scalar(
         sa.select(sa.func.count()).select_from(RESOURCES).where(
             RESOURCES.c.stack_id == stack_id,
             RESOURCES.c.traversal_id == traversal_id,
-            RESOURCES.c.status == 'IN_PROGRESS'))
+            RESOURCES.c.status == 'IN_PROGRESS',
+            RESOURCES.c.engine_id.is_not(None)))
+
+
+def resources_stop_waiting(conn, stack_id, traversal_id, reason):
+    """Mark the traversal's waiting rows FAILED (with an event each): the
+    traversal ended, so nobody will come back to them."""
+    waiting = conn.execute(sa.select(
+        RESOURCES.c.id, RESOURCES.c.atomic_key, RESOURCES.c.name,
+        RESOURCES.c.type, RESOURCES.c.physical_id, RESOURCES.c.action).where(
+        RESOURCES.c.stack_id == stack_id,
+        RESOURCES.c.traversal_id == traversal_id,
+        RESOURCES.c.status == 'IN_PROGRESS',
+        RESOURCES.c.engine_id.is_(None))).all()
+    events = []
+    for row in waiting:
+        if resource_cas(conn, row.id, row.atomic_key, status='FAILED',
+                        status_reason=reason) is not None:
+            events.append(event(stack_id, traversal_id, row.name, row.type,
+                                row.physical_id, row.action, 'FAILED',
+                                reason))
+    if events:
+        events_add(conn, *events)
+    return len(events)
 
 
 def resource_replacement(conn, old, rtype, template_id):
@@ -399,6 +425,73 @@ def sync_release(conn, traversal_id, dependents):
     return list(conn.scalars(_RELEASED, params))
 
 
+_WAIT = sa.update(SYNC).where(
+    SYNC.c.traversal_id == bp('b_trav'), SYNC.c.node == bp('b_node'),
+    SYNC.c.done.is_(False)).values(
+    wake_at=bp('b_wake'), wait_event=bp('b_event'), updated_at=bp('b_now'))
+
+
+def sync_wait(conn, traversal_id, node, wake_at, event):
+    """Record that the node waits: until `wake_at` (epoch seconds), or for
+    `event`. False when the node is gone or done."""
+    res = conn.execute(_WAIT, {'b_trav': traversal_id, 'b_node': node,
+                               'b_wake': wake_at, 'b_event': event,
+                               'b_now': time.time()})
+    return res.rowcount == 1
+
+
+_DUE = (
+    sa.select(SYNC.c.stack_id, SYNC.c.traversal_id, SYNC.c.node,
+              SYNC.c.wake_at)
+    .join(TRAVERSALS, TRAVERSALS.c.id == SYNC.c.traversal_id)
+    .where(SYNC.c.wake_at <= bp('b_now'), SYNC.c.done.is_(False),
+           TRAVERSALS.c.state == 'running')
+    .order_by(SYNC.c.wake_at).limit(bp('b_limit')))
+_TAKE_DUE = sa.update(SYNC).where(
+    SYNC.c.traversal_id == bp('b_trav'), SYNC.c.node == bp('b_node'),
+    SYNC.c.wake_at == bp('b_old')).values(wake_at=bp('b_new'))
+
+
+_ANY_DUE = sa.select(SYNC.c.node).where(
+    SYNC.c.wake_at <= bp('b_now'), SYNC.c.done.is_(False)).limit(1)
+
+
+def sync_any_due(conn, now):
+    return conn.execute(_ANY_DUE, {'b_now': now}).first() is not None
+
+
+def sync_take_due(conn, now, lease, limit=1000):
+    """Waiting nodes whose time has come, taken by this engine: each one's
+    wake_at moves `lease` seconds on (compare-and-swap, so of several
+    engines' timers one sends it; if its message is lost, the timer sends
+    it again after the lease). Returns (stack_id, traversal_id, node)."""
+    taken = []
+    for row in conn.execute(_DUE, {'b_now': now, 'b_limit': limit}).all():
+        res = conn.execute(_TAKE_DUE, {
+            'b_trav': row.traversal_id, 'b_node': row.node,
+            'b_old': row.wake_at, 'b_new': now + lease})
+        if res.rowcount == 1:
+            taken.append((row.stack_id, row.traversal_id, row.node))
+    return taken
+
+
+def sync_wake_event(conn, stack_id, event, wake_at, limit=None):
+    """The nodes of the stack waiting for `event`: no longer waiting for it
+    (the caller sends them now; should that message be lost, the timer
+    sends them at `wake_at`). Returns (traversal_id, node) of each."""
+    q = sa.select(SYNC.c.traversal_id, SYNC.c.node).where(
+        SYNC.c.stack_id == stack_id, SYNC.c.wait_event == event,
+        SYNC.c.done.is_(False))
+    if limit:  # the longest waiting first
+        q = q.order_by(SYNC.c.updated_at).limit(limit)
+    found = conn.execute(q).all()
+    for trav_id, node in found:
+        conn.execute(sa.update(SYNC).where(
+            SYNC.c.traversal_id == trav_id, SYNC.c.node == node).values(
+            wake_at=wake_at, wait_event=None))
+    return [tuple(r) for r in found]
+
+
 def sync_progress(session, traversal_id):
     """(done, total) nodes of a traversal, without the stack node."""
     rows = session.execute(
@@ -411,6 +504,62 @@ def sync_progress(session, traversal_id):
 
 def sync_purge(session, traversal_id):
     session.execute(sa.delete(SYNC).where(SYNC.c.traversal_id == traversal_id))
+
+
+# -- leases: counted slots of a limit, across every engine --------------------
+
+LEASE_KEYS = models.LeaseKey.__table__
+LEASES = models.Lease.__table__
+_LEASE_BUMP = sa.update(LEASE_KEYS).where(
+    LEASE_KEYS.c.key == bp('b_key')).values(gen=LEASE_KEYS.c.gen + 1)
+_LEASE_MINE = sa.update(LEASES).where(
+    LEASES.c.key == bp('b_key'), LEASES.c.holder == bp('b_holder')).values(
+    expires_at=bp('b_exp'))
+_LEASE_EXPIRED = sa.delete(LEASES).where(
+    LEASES.c.key == bp('b_key'), LEASES.c.expires_at < bp('b_now'))
+_LEASE_COUNT = sa.select(sa.func.count()).select_from(LEASES).where(
+    LEASES.c.key == bp('b_key'))
+_LEASE_RELEASE = sa.delete(LEASES).where(
+    LEASES.c.key == bp('b_key'), LEASES.c.holder == bp('b_holder'))
+
+
+def lease_take(conn, key, holder, cap, ttl, now=None):
+    """Take (or renew) one of `cap` slots of `key` for `holder` until
+    now + ttl, in the caller's transaction. False when all are held.
+
+    Takers of one key are serialised by writing its lease_keys row first
+    (a row lock on PostgreSQL and MariaDB; SQLite has one writer), so the
+    count read after it is exact.
+    """
+    now = now or time.time()
+    params = {'b_key': key, 'b_holder': holder, 'b_now': now,
+              'b_exp': now + ttl}
+    if conn.execute(_LEASE_BUMP, params).rowcount == 0:
+        try:
+            with conn.begin_nested():
+                conn.execute(sa.insert(LEASE_KEYS).values(key=key, gen=1))
+        except sa.exc.IntegrityError:  # another taker made it first
+            conn.execute(_LEASE_BUMP, params)
+    if conn.execute(_LEASE_MINE, params).rowcount == 1:
+        return True
+    conn.execute(_LEASE_EXPIRED, params)
+    if conn.scalar(_LEASE_COUNT, params) >= cap:
+        return False
+    conn.execute(sa.insert(LEASES).values(key=key, holder=holder,
+                                          expires_at=now + ttl))
+    return True
+
+
+def lease_release(conn, key, holder):
+    """Give the slot back; True when `holder` held one."""
+    return conn.execute(_LEASE_RELEASE, {'b_key': key,
+                                         'b_holder': holder}).rowcount == 1
+
+
+def lease_count(conn, key, now=None):
+    """Slots of `key` held now."""
+    return conn.scalar(sa.select(sa.func.count()).select_from(LEASES).where(
+        LEASES.c.key == key, LEASES.c.expires_at >= (now or time.time())))
 
 
 # -- software configs ---------------------------------------------------------

@@ -1,13 +1,6 @@
-"""Stack operations. Each one that changes desired state starts a traversal.
-
-Starting a traversal is one transaction: store the new desired state,
-take the stack over from whatever traversal owned it (compare-and-swap on
-``current_traversal``), drop that traversal's sync points so its in-flight
-work stops propagating, and lay out the new graph's sync points. Only then
-are the graph's leaves sent to the workers.
+"""Stack operations. Each one that changes desired state starts a traversal
+(converge/engine/traversal.py: one transaction, then the leaves are sent).
 """
-
-import time
 
 import sqlalchemy as sa
 from oslo_log import log as logging
@@ -16,22 +9,20 @@ from converge import exception
 from converge import template
 from converge.db import api
 from converge.db import models
+from converge.engine import definitions
+from converge.engine import traversal
 from converge.graph import dependencies
-from converge.graph import plan as plan_mod
 
 LOG = logging.getLogger(__name__)
-
-IN_PROGRESS_REASON = 'Stack %s started'
 
 
 def validate(bundle, params, stack_name='stack', stack_id='',
              validate_values=True):
-    from converge.engine.context import limits
     defn = template.StackDefinition(bundle, params, stack_name=stack_name,
                                     stack_id=stack_id,
                                     project_id=engine_project(),
                                     validate_values=validate_values,
-                                    limits=limits())
+                                    limits=definitions.limits())
     try:
         dependencies.build(defn.dependencies())
     except exception.InvalidTemplate as exc:
@@ -58,9 +49,9 @@ def create(engine, name, bundle, params, disable_rollback=True,
                                           params)
         stack = s.get(models.Stack, stack_id)
         engine.remember(template_id, stack, defn)
-        trav = _start(engine, s, stack, template_id, 'CREATE', defn,
-                      rollback=not disable_rollback)
-    kick(engine, trav)
+        trav = traversal.start(engine, s, stack, template_id, 'CREATE',
+                               defn, rollback=not disable_rollback)
+    traversal.kick(engine, trav)
     return stack_id, trav.id
 
 
@@ -94,17 +85,19 @@ def update(engine, ident, bundle=None, params=None, existing=False,
                                           params or {})
         stack.disable_rollback = not rollback
         engine.remember(template_id, stack, defn)
-        trav = _start(engine, s, stack, template_id, 'UPDATE', defn,
-                      rollback=rollback, prev_template_id=stack.template_id)
-    kick(engine, trav)
+        trav = traversal.start(engine, s, stack, template_id, 'UPDATE',
+                               defn, rollback=rollback,
+                               prev_template_id=stack.template_id)
+    traversal.kick(engine, trav)
     return stack.id, trav.id
 
 
 def delete(engine, ident):
     with engine.db.write() as s:
         stack = api.stack_get(s, ident)
-        trav = _start(engine, s, stack, stack.template_id, 'DELETE', None)
-    kick(engine, trav)
+        trav = traversal.start(engine, s, stack, stack.template_id,
+                               'DELETE', None)
+    traversal.kick(engine, trav)
     return stack.id, trav.id
 
 
@@ -128,9 +121,9 @@ def _again(engine, ident, action):
     with engine.db.write() as s:
         stack = api.stack_get(s, ident)
         defn = engine.definition(stack.template_id, stack)
-        trav = _start(engine, s, stack, stack.template_id, action, defn,
-                      rollback=False)
-    kick(engine, trav)
+        trav = traversal.start(engine, s, stack, stack.template_id, action,
+                               defn, rollback=False)
+    traversal.kick(engine, trav)
     return stack.id, trav.id
 
 
@@ -149,163 +142,8 @@ def cancel(engine, ident, rollback=True):
                 'can be cancelled' % (stack.name, stack.action, stack.status))
         old = api.traversal_get(s, stack.current_traversal)
         if not rollback:
-            new_trav = api.new_id()
-            action = stack.action
-            _supersede(s, stack, new_trav)
-            s.add(models.Traversal(id=new_trav, stack_id=stack.id,
-                                   action=action,
-                                   template_id=stack.template_id,
-                                   state='cancelled'))
-            s.execute(sa.update(models.Stack)
-                      .where(models.Stack.id == stack.id)
-                      .values(current_traversal=new_trav, status='FAILED',
-                              status_reason='Stack %s cancelled' % action,
-                              updated_at=models.utcnow()))
-            return stack.id, new_trav
-    return rollback_to_previous(engine, stack.id, old)
-
-
-def rollback_to_previous(engine, stack_id, trav):
-    with engine.db.write() as s:
-        new = start_rollback(engine, s, stack_id, trav)
-    if new is None:
-        with engine.db.read() as s:
-            return stack_id, s.get(models.Stack, stack_id).current_traversal
-    kick(engine, new)
-    return stack_id, new.id
-
-
-def start_rollback(engine, session, stack_id, trav):
-    """Lay out the walk back to the previous template (in the caller's
-    transaction). Rolling back a create converges to nothing."""
-    stack = session.get(models.Stack, stack_id)
-    if trav is not None and stack.current_traversal != trav.id:
-        return None  # someone else has moved the stack on
-    if (trav is not None and trav.action == 'CREATE') or \
-            stack.prev_template_id is None:
-        target, defn = None, None
-    else:
-        target = stack.prev_template_id
-        defn = engine.definition(target, stack)
-    return _start(engine, session, stack, target, 'ROLLBACK', defn,
-                  parent=trav.id if trav else None,
-                  keep_template=target is None)
-
-
-# -- the traversal ------------------------------------------------------------
-
-def _supersede(session, stack, new_traversal_id):
-    """The running traversal loses the stack; its sync points go."""
-    old = stack.current_traversal
-    if old:
-        api.traversal_set_state(session, old, 'superseded',
-                                ['running', 'failing'],
-                                finished_at=models.utcnow())
-        api.sync_purge(session, old)
-
-
-def _start(engine, session, stack, template_id, action, defn, rollback=False,
-           prev_template_id=None, parent=None, keep_template=False):
-    """Lay out a traversal in the caller's transaction; return it."""
-    trav_id = api.new_id()
-    requires = defn.dependencies() if defn is not None else {}
-    rows = api.resources_layout(session, stack.id)
-    selected = _select_rows(rows, requires, template_id)
-    # rows born in this traversal are what their update nodes act on and
-    # cannot have been replaced yet: they need no cleanup node
-    cleanup_rows = [] if action == 'CHECK' else list(rows)
-    born = [dict(
-        uuid=api.new_id(), stack_id=stack.id, name=name,
-        type=defn.resources[name].type, action='INIT', status='COMPLETE',
-        template_id=template_id, atomic_key=0, requires=[], data={})
-        for name in requires if name not in selected]
-    if born:
-        # one batched INSERT ... RETURNING, not an ORM object per resource
-        # (at 22,000 resources the objects cost 70 MB and seconds)
-        selected.update((name, row_id) for row_id, name in session.execute(
-            sa.insert(models.Resource).returning(
-                models.Resource.id, models.Resource.name,
-                sort_by_parameter_order=True), born))
-    plan = plan_mod.make(
-        requires,
-        [plan_mod.Row(r.id, r.name, tuple(r.requires or ()), r.replaces)
-         for r in cleanup_rows],
-        selected)
-
-    _supersede(session, stack, trav_id)
-    values = dict(current_traversal=trav_id, action=action,
-                  status='IN_PROGRESS',
-                  status_reason=IN_PROGRESS_REASON % action,
-                  updated_at=models.utcnow())
-    if template_id is not None and not keep_template:
-        values['template_id'] = template_id
-    if prev_template_id is not None:
-        values['prev_template_id'] = prev_template_id
-    res = session.execute(
-        sa.update(models.Stack)
-        .where(models.Stack.id == stack.id,
-               _null_safe_eq(models.Stack.current_traversal,
-                             stack.current_traversal))
-        .values(**values))
-    if res.rowcount != 1:
-        raise exception.Conflict('Stack %s changed while this operation '
-                                 'started; try again' % stack.name)
-    options = {'rollback': bool(rollback)}
-    if parent:
-        options['parent'] = parent
-    if stack.timeout_mins and action not in ('DELETE', 'ROLLBACK'):
-        options['deadline'] = time.time() + stack.timeout_mins * 60
-    trav = models.Traversal(id=trav_id, stack_id=stack.id, action=action,
-                            template_id=template_id, state='running',
-                            options=options, total=len(plan.nodes))
-    session.add(trav)
-    session.flush()
-    roots = plan.roots
-    now = time.time()
-    sync_rows = [dict(traversal_id=trav_id, node=key, stack_id=stack.id,
-                      resource_id=node.resource_id,
-                      remaining=node.predecessors,
-                      dependents=node.dependents + (
-                          [plan_mod.STACK_NODE] if key in roots else []),
-                      done=False, updated_at=now)
-                 for key, node in plan.nodes.items()]
-    sync_rows.append(dict(traversal_id=trav_id, node=plan_mod.STACK_NODE,
-                          stack_id=stack.id, resource_id=None,
-                          remaining=len(roots), dependents=[], done=False,
-                          updated_at=now))
-    session.execute(sa.insert(models.SyncPoint), sync_rows)
-    trav.leaves = plan.leaves
-    if not plan.nodes:
-        from converge.workers import walker
-        walker.complete(session, trav, stack.id)
-    return trav
-
-
-def kick(engine, trav):
-    for node in trav.leaves:
-        engine.client.check_resource(trav.stack_id, trav.id, node)
-
-
-def _null_safe_eq(col, value):
-    return col.is_(None) if value is None else col == value
-
-
-def _select_rows(rows, requires, template_id):
-    """Which existing row each desired resource starts from.
-
-    The row already made for this template version wins (rollback re-uses
-    the original; a resumed traversal re-uses its own replacement), then
-    a row not replaced, then the newest.
-    """
-    best = {}
-    for row in rows:
-        if row.name not in requires:
-            continue
-        score = (row.template_id == template_id, row.replaced_by is None,
-                 row.status != 'FAILED', row.id)
-        if row.name not in best or score > best[row.name][0]:
-            best[row.name] = (score, row.id)
-    return {name: v[1] for name, v in best.items()}
+            return stack.id, traversal.cancel(s, stack)
+    return traversal.rollback_to_previous(engine, stack.id, old)
 
 
 def engine_project():

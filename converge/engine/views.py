@@ -2,6 +2,7 @@
 
 from converge import exception
 from converge.db import api
+from converge.engine import rows as rows_mod
 from converge.graph import dot as dot_mod
 
 
@@ -11,13 +12,7 @@ def iso(dt):
 
 def current_rows(rows, template_id):
     """name -> the row that stands for that resource now."""
-    best = {}
-    for row in rows:
-        score = (row.replaced_by is None, row.template_id == template_id,
-                 row.action != 'INIT', row.id)
-        if row.name not in best or score > best[row.name][0]:
-            best[row.name] = (score, row)
-    return {name: v[1] for name, v in best.items()}
+    return rows_mod.current(rows, template_id)
 
 
 class RowData:

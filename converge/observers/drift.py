@@ -2,8 +2,8 @@
 
 import dataclasses
 
-from converge import exception
 from converge.engine import views
+from converge.observers import observe as observe_mod
 
 
 @dataclasses.dataclass
@@ -23,17 +23,7 @@ def scan(engine, stack):
         if cls is None:
             continue
         plugin = engine.plugin(cls, row, row.properties or {}, stack)
-        try:
-            observed = plugin.observe()
-        except exception.CloudError as exc:
-            found.append(Drift(name, row.physical_id, 'unobservable: %s'
-                               % exc))
-            continue
-        if observed is None:
-            found.append(Drift(name, row.physical_id, 'gone'))
-            continue
-        changed = plugin.drift(observed)
-        if changed:
-            found.append(Drift(name, row.physical_id, 'changed: ' +
-                               ', '.join(sorted(changed))))
+        detail = observe_mod.drift(plugin, observe_mod.observe(plugin))
+        if detail:
+            found.append(Drift(name, row.physical_id, detail))
     return found

@@ -1,7 +1,8 @@
 """OS::Heat::TestResource: stores a string; knobs to wait, fail, replace.
 
 Only for testing the engine: ``wait_secs``/``action_wait_secs`` make the
-create/update/delete take time, ``fail`` makes create/update fail,
+create/update/delete take time (waiting as a cloud action does: the step
+returns a Wait and the engine comes back, no thread held), ``fail`` makes create/update fail,
 ``update_replace`` makes a value change replace the resource, and a change
 of ``update_replace_value`` always replaces it.
 """
@@ -86,20 +87,33 @@ class TestResource(base.Resource):
         return secs
 
     def _wait(self, action):
+        """Start waiting `action`'s seconds, or go on waiting: a Wait while
+        the time is not up (the engine comes back), None when it is."""
+        pending = self.data.get('waiting')
         secs = self._wait_secs(action)
-        if secs is None or secs == 0:
-            return
-        if secs < 0:  # infinite: until the stack is given up on
-            while True:
-                self._effort()
-                time.sleep(self.poll_interval)
-        deadline = time.monotonic() + secs
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
+        # a wait started under other properties (an update came while it
+        # waited) starts again with the new ones
+        if pending is None or pending.get('action') != action or \
+                pending.get('secs') != secs:
+            self.data.pop('waiting', None)
+            if not secs:
+                return None
+            pending = self.data['waiting'] = {
+                'action': action, 'secs': secs,
+                # a negative wait is infinite: until the stack gives up
+                'until': None if secs < 0 else time.time() + secs}
+        else:
             self._effort()
-            time.sleep(min(self.poll_interval, left))
+        until = pending['until']
+        left = self.poll_interval if until is None else until - time.time()
+        if left <= 0:
+            del self.data['waiting']
+            return None
+        if self.properties.get('client_name'):
+            left = min(left, self.poll_interval)  # simulated effort
+        return base.Wait(after=left, reason='%s: waiting %s' % (
+            self.name, 'forever' if until is None else
+            '%.1f s more' % left))
 
     def _effort(self):
         """Poll `client_name`.`entity_name` for the stored value, if set."""
@@ -125,7 +139,9 @@ class TestResource(base.Resource):
         if not self.properties.get('fail'):
             self.data['value'] = self.properties.get('value')
             self.physical_id = none.physical_resource_name(self)
-        self._wait('create')
+        wait = self._wait('create')
+        if wait is not None:
+            return wait
         if self.properties.get('fail'):
             raise self._failure()
 
@@ -144,17 +160,21 @@ class TestResource(base.Resource):
             raise exception.UpdateReplace(self.name)
         fail = self.properties.get('fail')
         value = self.properties.get('value')
-        if prior.get('value') != value or self.data.get('value') != value:
+        waiting = (self.data.get('waiting') or {}).get('action') == 'update'
+        if waiting or prior.get('value') != value or \
+                self.data.get('value') != value:
             if not fail:
                 self.data['value'] = value
-            self._wait('update')
+            wait = self._wait('update')
+            if wait is not None:
+                return wait
         if not self.physical_id and not fail:
             self.physical_id = none.physical_resource_name(self)
         if fail:
             raise self._failure()
 
     def delete(self):
-        self._wait('delete')
+        return self._wait('delete')
 
     def get_attributes(self, observed):
         delay = self.properties.get('attr_wait_secs')

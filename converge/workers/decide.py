@@ -20,7 +20,9 @@ def for_update(stack_action, row, plugin, observed):
     prior = row.properties or {}
     if prior != plugin.properties:
         return REPLACE if plugin.needs_replace(prior) else UPDATE
-    if row.status == 'FAILED' or plugin.drift(observed):
+    # an action that failed, or did not finish (its unit died, or its wait
+    # was stopped), may have changed the real thing halfway: do it again
+    if row.status in ('FAILED', 'IN_PROGRESS') or plugin.drift(observed):
         return UPDATE
     return NOTHING
 

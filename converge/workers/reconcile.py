@@ -1,7 +1,23 @@
 """check_resource: one unit of work, read top to bottom.
 
     lock -> load the node and desired state -> observe -> decide -> act
-    -> record (state, event, propagation: one transaction) -> tell dependents
+    -> one Outcome -> handle it (one transaction) -> tell dependents
+
+Every unit ends with one outcome, handled in one place (`Unit.handle`):
+
+    DONE     record the resource; mark the node done and release its
+             dependents (one transaction); send the ready ones
+    FAILED   record FAILED; the traversal fails (a CHECK reports it at the
+             end instead). A retryable failure (the cloud's 5xx or 429) is
+             not FAILED: it WAITs with backoff
+    REPLACE  make a new row for the resource and converge that one
+    WAIT     the step started something that takes time (a server
+             building) or needs an event (a signal): record when to come
+             back, in the database, and let go of the thread and the lock.
+             Any live engine's timer (workers/pool.py) or the event itself
+             sends the node again, and the same step runs again from the top
+    LOST     another unit wrote the row first: stop without writing
+    DROP     nothing to do: the node is done or its traversal is over
 
 A message may arrive twice, late, or for a traversal that a newer one has
 superseded; a worker may die at any line. So: a node already done or no
@@ -15,18 +31,42 @@ unit reads afterwards is fresh: one read before acting, one write after
 """
 
 import contextlib
+import dataclasses
 import json
 import time
 
 from oslo_log import log as logging
 
+from converge import conf as conf_mod
 from converge import exception
 from converge.db import api
+from converge.engine import rows as rows_mod
+from converge.engine import traversal as traversal_mod
 from converge.graph import plan
+from converge.observers import observe as observe_mod
+from converge.resources import base
 from converge.workers import decide as decide_mod
+from converge.workers import limits
 from converge.workers import walker
 
 LOG = logging.getLogger(__name__)
+
+DONE, FAILED, REPLACE, WAIT, LOST, DROP = (
+    'done', 'failed', 'replace', 'wait', 'lost', 'drop')
+
+
+@dataclasses.dataclass
+class Outcome:
+    kind: str
+    #: CREATE, UPDATE, CHECK, DELETE; None when nothing was done
+    action: str | None = None
+    reason: str = ''
+    #: what the plug-in observed after acting (DONE)
+    observed: object = None
+    #: when and for what to come back (WAIT)
+    wait: base.Wait | None = None
+    #: write events for it (a row that was never created leaves quietly)
+    events: bool = True
 
 
 class Lost(Exception):
@@ -34,6 +74,7 @@ class Lost(Exception):
 
 
 def check_resource(engine, stack_id, traversal_id, node):
+    """Run one unit of work; returns its Outcome."""
     name = plan.resource_name(node)
     # lock the resource (by name: all its versions), then load; a node that
     # is done or whose traversal is over is dropped
@@ -41,14 +82,15 @@ def check_resource(engine, stack_id, traversal_id, node):
             stack_id, name, engine.lock_wait, waiting=engine.gate.released):
         unit = Unit.load(engine, traversal_id, node, name)
         if unit is None:
-            return
+            return Outcome(DROP)
         try:
-            if unit.is_update:
-                unit.converge()
-            else:
-                unit.clean_up()
+            outcome = unit.converge() if unit.is_update else unit.clean_up()
+            unit.handle(outcome)
         except Lost:
             LOG.debug('%s: another unit of work got there first', name)
+            return Outcome(LOST)
+    unit.tell()
+    return outcome
 
 
 class Unit:
@@ -57,8 +99,12 @@ class Unit:
         self.sp, self.name = sp, name
         self.is_update = plan.is_update(sp.node)
         self.row = self.current_id = None
-        self.defn = self.rdef = self.deps = None
-        self.ready = []
+        self.defn = self.rdef = self.deps = self.props = None
+        self.plugin = None
+        self.started = None   # stamp of an unclaimed action's start
+        self.ready = []       # dependents to send after commit
+        self.woken = []       # (traversal, node) woken by a freed slot
+        self.failing = False  # the traversal is failing: settle it
 
     @classmethod
     def load(cls, engine, traversal_id, node, name):
@@ -77,204 +123,101 @@ class Unit:
             if unit.is_update:
                 if row is None:  # its row vanished (a concurrent cleanup)
                     return None
-                unit.row = _settled(conn, row, trav.template_id)
+                unit.row = rows_mod.settle(
+                    row, trav.template_id,
+                    lambda row_id: api.resource_get(conn, row_id))
                 unit.defn = engine.definition(trav.template_id, stack)
                 unit.rdef = unit.defn.resources[name]
                 unit.deps = DependencyData(conn, trav.id, unit.rdef.requires)
         return unit
 
-    # -- update nodes -------------------------------------------------------
+    # -- update nodes: observe, decide, act ---------------------------------
     def converge(self):
-        row, rdef, deps = self.row, self.rdef, self.deps
+        row, rdef = self.row, self.rdef
         if rdef.external_id:
-            return self._adopt_external(row, rdef, deps)
+            return self._adopt_external()
         try:
-            props = self.defn.resolve_properties(self.name, deps)
+            self.props = self.defn.resolve_properties(self.name, self.deps)
         except exception.ConvergeError as exc:
-            return self._failed(row, 'CREATE' if row.action == 'INIT'
-                                else 'UPDATE', str(exc))
-        plugin = self.engine.plugin(rdef.plugin, row, props, self.stack)
-
-        # observe, decide
-        observed = self._observe(plugin)
-        decision = decide_mod.for_update(self.trav.action, row, plugin,
-                                         observed)
+            return Outcome(FAILED, _first_action(row), str(exc))
+        self.plugin = self._plugin(row)
+        seen = observe_mod.observe(self.plugin, self._waiting)
+        decision = decide_mod.for_update(self.trav.action, row, self.plugin,
+                                         seen.state)
         if decision == decide_mod.REPLACE:
-            row = self._make_replacement(row, rdef)
-            plugin = self.engine.plugin(rdef.plugin, row, props, self.stack)
-            decision = decide_mod.CREATE
+            return Outcome(REPLACE)
         if decision == decide_mod.NOTHING:
-            return self._record(row, plugin, None, observed, deps, rdef)
+            return Outcome(DONE, observed=seen.state)
+        return self._act(decision, seen.state)
 
-        # act
+    def _act(self, decision, observed):
         action = {decide_mod.CREATE: 'CREATE', decide_mod.UPDATE: 'UPDATE',
                   decide_mod.CHECK: 'CHECK'}[decision]
+        plugin = self.plugin
         if self._timed_out():
-            return self._failed(row, action, 'Timed out')
-        started = self._start(row, action, plugin)
+            return Outcome(FAILED, action, 'Timed out')
+        blocked = self._claim(action)
+        if blocked is not None:
+            return blocked
         try:
-            with self._on_cloud(plugin):
+            with self._waiting():
                 if decision == decide_mod.CREATE:
-                    plugin.create()
+                    result = plugin.create()
                 elif decision == decide_mod.UPDATE:
-                    plugin.update(row.properties or {}, observed)
+                    result = plugin.update(self.row.properties or {},
+                                           observed)
                 else:
-                    plugin.check(observed)
+                    result = plugin.check(observed)
+                if isinstance(result, base.Wait):
+                    return Outcome(WAIT, action, result.reason, wait=result)
                 observed = plugin.observe()
         except exception.UpdateReplace:
-            return self._replace_late(row, rdef, props, deps)
+            return Outcome(REPLACE, action)
+        except exception.CloudTransient as exc:
+            return self._retry(action, exc)
         except Exception as exc:  # the plug-in's failure is the resource's
             LOG.debug('%s %s failed', self.name, action, exc_info=True)
-            return self._failed(row, action, _reason(exc), plugin)
+            return Outcome(FAILED, action, _reason(exc))
+        return Outcome(DONE, action, observed=observed)
 
-        # record and propagate
-        self._record(row, plugin, action, observed, deps, rdef,
-                     started=started)
-
-    def _adopt_external(self, row, rdef, deps):
+    def _adopt_external(self):
         """external_id: the resource exists already and is not ours to
         create, change or delete; observe it and record what is there."""
-        plugin = self.engine.plugin(rdef.plugin, row, {}, self.stack)
-        plugin.physical_id = rdef.external_id
-        observed = self._observe(plugin)
-        if observed is None:
-            return self._failed(row, 'CREATE', 'external resource %s not '
-                                'found' % rdef.external_id, plugin)
-        action = 'CREATE' if row.action == 'INIT' else None
-        self._record(row, plugin, action, observed, deps, rdef)
+        self.plugin = self._plugin(self.row, props={})
+        self.plugin.physical_id = self.rdef.external_id
+        seen = observe_mod.observe(self.plugin, self._waiting)
+        if seen.gone:
+            return Outcome(FAILED, 'CREATE', 'external resource %s not '
+                           'found' % self.rdef.external_id)
+        action = 'CREATE' if self.row.action == 'INIT' else None
+        return Outcome(DONE, action, observed=seen.state)
 
-    def _timed_out(self):
-        deadline = (self.trav.options or {}).get('deadline')
-        return bool(deadline) and time.time() > deadline
-
-    def _on_cloud(self, plugin):
-        """A plug-in that talks to the cloud waits outside the gate."""
-        if plugin.logical:
-            return contextlib.nullcontext()
-        return self.engine.gate.released()
-
-    def _observe(self, plugin):
-        try:
-            with self._on_cloud(plugin):
-                return plugin.observe()
-        except exception.CloudError as exc:
-            LOG.warning('%s: observing failed: %s', self.name, exc)
-            return {}
-
-    def _start(self, row, action, plugin):
-        """Before acting: claim the row (IN_PROGRESS, one transaction) so a
-        crash mid-action is visible and resumable. An instant, local
-        (logical) action needs no claim: its IN_PROGRESS event is written
-        with its result, stamped now. Returns that stamp, or None."""
-        if plugin.logical:
-            return time.time()
-        row.atomic_key = self._claim(row, action, plugin.physical_id)
-        return None
-
-    def _claim(self, row, action, physical_id):
+    def _replace(self, outcome):
+        """A new row for the new resource (the old one is cleaned up
+        later), created now."""
+        if outcome.action is not None:
+            # found in update after all: the old row is no longer acted on
+            self._write(status='COMPLETE', engine_id=None)
         with self.engine.db.begin() as conn:
-            key = api.resource_cas(
-                conn, row.id, row.atomic_key, traversal_running=self.trav.id,
-                action=action, status='IN_PROGRESS', status_reason='',
-                engine_id=self.engine.engine_id, traversal_id=self.trav.id)
-            if key is None:
-                raise Lost()
-            api.event_add(conn, self.stack.id, self.trav.id, self.name,
-                          row.type, physical_id, action, 'IN_PROGRESS',
-                          'state changed')
-        return key
-
-    def _make_replacement(self, row, rdef):
-        """A new row for the new resource; the old one is cleaned up later."""
-        with self.engine.db.begin() as conn:
-            new = api.resource_replacement(conn, row, rdef.type,
+            new = api.resource_replacement(conn, self.row, self.rdef.type,
                                            self.trav.template_id)
             if new is None:
                 raise Lost()
             api.sync_set_resource(conn, self.trav.id, self.sp.node, new.id)
-        return new
-
-    def _replace_late(self, row, rdef, props, deps):
-        """The plug-in found in update that it must replace after all."""
-        with self.engine.db.begin() as conn:
-            api.resource_cas(conn, row.id, row.atomic_key, status='COMPLETE')
-        row.atomic_key += 1
-        new = self._make_replacement(row, rdef)
-        plugin = self.engine.plugin(rdef.plugin, new, props, self.stack)
-        new.atomic_key = self._claim(new, 'CREATE', plugin.physical_id)
-        try:
-            with self._on_cloud(plugin):
-                plugin.create()
-                observed = plugin.observe()
-        except Exception as exc:
-            return self._failed(new, 'CREATE', _reason(exc), plugin)
-        self._record(new, plugin, 'CREATE', observed, deps, rdef)
-
-    def _record(self, row, plugin, action, observed, deps, rdef,
-                started=None):
-        attrs = plugin.get_attributes(observed) if observed is not None \
-            else None
-        values = dict(
-            physical_id=plugin.physical_id,
-            reference_id=plugin.reference_id(),
-            properties=plugin.properties, data=plugin.data,
-            attributes=_jsonable(attrs), observed=_jsonable(observed),
-            template_id=self.trav.template_id, replaced_by=None,
-            requires=deps.row_ids(), traversal_id=self.trav.id,
-            engine_id=None, type=rdef.type)
-        events = []
-        if action:
-            values.update(action=action, status='COMPLETE',
-                          status_reason='state changed')
-            if started:
-                events.append(self._event(rdef.type, row.physical_id, action,
-                                          'IN_PROGRESS', timestamp=started))
-            events.append(self._event(rdef.type, plugin.physical_id, action,
-                                      'COMPLETE'))
-        elif row.status == 'IN_PROGRESS':
-            # left so by a unit that died; nothing was left to do
-            values.update(status='COMPLETE')
-        with self.engine.db.begin() as conn:
-            if api.resource_cas(conn, row.id, row.atomic_key,
-                                **values) is None:
-                raise Lost()
-            if events:
-                api.events_add(conn, *events)
-            failing = self._finish(conn, resource_id=row.id)
-        self._tell(failing)
-
-    def _failed(self, row, action, reason, plugin=None):
-        with self.engine.db.begin() as conn:
-            if api.resource_cas(conn, row.id, row.atomic_key, action=action,
-                                status='FAILED', status_reason=reason,
-                                engine_id=None,
-                                traversal_id=self.trav.id,
-                                physical_id=(plugin.physical_id if plugin
-                                             else row.physical_id),
-                                data=(plugin.data if plugin else row.data)
-                                ) is None:
-                raise Lost()
-            api.events_add(conn, self._event(row.type, row.physical_id,
-                                             action, 'FAILED', reason))
-            if self.trav.action == 'CHECK':
-                # a failed check is reported at the end, not fatal
-                self.ready = walker.finish(conn, self.trav, self.stack.id,
-                                           self.sp.node, self.sp.dependents)
-            else:
-                walker.fail(conn, self.trav, 'Resource %s failed: %s' % (
-                    action, reason))
-        if self.trav.action == 'CHECK':
-            return self._tell(False)
-        self.engine.settle(self.trav, self.stack)
+        self.row = new
+        self.plugin = self._plugin(new)
+        return self._act(decide_mod.CREATE, None)
 
     # -- cleanup nodes ------------------------------------------------------
     def clean_up(self):
         row = self.row
         if row is None:  # already gone
-            return self._finish_only()
+            return Outcome(DONE)
         is_current = row.id == self.current_id
         if decide_mod.for_cleanup(row, is_current) == decide_mod.NOTHING:
-            return self._finish_only()
+            return Outcome(DONE)
+        if row.physical_id is None and row.action == 'INIT':
+            return Outcome(DONE, 'DELETE', events=False)
         defn = (self.engine.definition(row.template_id, self.stack)
                 if row.template_id else None)
         rdef = defn.resources.get(row.name) if defn else None
@@ -282,76 +225,259 @@ class Unit:
         if rdef is not None and rdef.external_id:
             policy = 'Retain'  # adopted, never ours to delete
         plugin_cls = self.engine.plugin_class(row.type)
-        if row.physical_id is None and row.action == 'INIT':
-            return self._drop(row, events=())
-        events = []
-        if plugin_cls is not None and plugin_cls.logical:
-            events.append(self._event(row.type, row.physical_id, 'DELETE',
-                                      'IN_PROGRESS'))
-        else:
-            row.atomic_key = self._claim(row, 'DELETE', row.physical_id)
-        if policy != 'Retain' and plugin_cls is not None:
-            plugin = self.engine.plugin(plugin_cls, row,
-                                        row.properties or {}, self.stack)
+        if plugin_cls is not None:
+            self.plugin = self.engine.plugin(
+                plugin_cls, row, row.properties or {}, self.stack)
+        blocked = self._claim('DELETE')
+        if blocked is not None:
+            return blocked
+        if policy != 'Retain' and self.plugin is not None:
             try:
-                with self._on_cloud(plugin):
-                    plugin.delete()
+                with self._waiting():
+                    result = self.plugin.delete()
+                if isinstance(result, base.Wait):
+                    return Outcome(WAIT, 'DELETE', result.reason,
+                                   wait=result)
+            except exception.CloudTransient as exc:
+                return self._retry('DELETE', exc)
             except Exception as exc:
                 LOG.debug('%s DELETE failed', self.name, exc_info=True)
-                return self._failed(row, 'DELETE', _reason(exc), plugin)
-        events.append(self._event(row.type, row.physical_id, 'DELETE',
-                                  'COMPLETE'))
-        self._drop(row, events)
+                return Outcome(FAILED, 'DELETE', _reason(exc))
+        return Outcome(DONE, 'DELETE')
 
-    def _drop(self, row, events):
+    # -- the one place outcomes are handled ---------------------------------
+    def handle(self, outcome):
+        while outcome.kind == REPLACE:
+            outcome = self._replace(outcome)
+        if outcome.kind == DONE:
+            if self.is_update:
+                self._record(outcome)
+            else:
+                self._drop(outcome)
+        elif outcome.kind == FAILED:
+            self._failed(outcome)
+        elif outcome.kind == WAIT:
+            self._wait(outcome)
+
+    def _record(self, outcome):
+        row, plugin, action = self.row, self.plugin, outcome.action
+        observed = outcome.observed
+        attrs = plugin.get_attributes(observed) if observed is not None \
+            else None
+        values = dict(
+            physical_id=plugin.physical_id,
+            reference_id=plugin.reference_id(),
+            properties=plugin.properties, data=_done_data(plugin.data),
+            attributes=_jsonable(attrs), observed=_jsonable(observed),
+            template_id=self.trav.template_id, replaced_by=None,
+            requires=self.deps.row_ids(), traversal_id=self.trav.id,
+            engine_id=None, type=self.rdef.type)
+        events = []
+        if action:
+            values.update(action=action, status='COMPLETE',
+                          status_reason='state changed')
+            if self.started:
+                events.append(self._event(row.physical_id, action,
+                                          'IN_PROGRESS',
+                                          timestamp=self.started))
+            events.append(self._event(plugin.physical_id, action,
+                                      'COMPLETE'))
+        elif row.status == 'IN_PROGRESS':
+            # left so by a unit that died; nothing was left to do
+            values.update(status='COMPLETE')
         with self.engine.db.begin() as conn:
-            if not api.resource_delete_row(conn, row.id, row.atomic_key):
-                raise Lost()
+            self._cas(conn, **values)
             if events:
                 api.events_add(conn, *events)
-            failing = self._finish(conn)
-        self._tell(failing)
+            self._release_slot(conn)
+            self._finish(conn, resource_id=row.id)
 
-    def _finish_only(self):
+    def _drop(self, outcome):
+        """A cleanup node's end: the row deleted (or kept, if current)."""
+        row = self.row
         with self.engine.db.begin() as conn:
-            failing = self._finish(conn)
-        self._tell(failing)
+            if outcome.action == 'DELETE':
+                if not api.resource_delete_row(conn, row.id, row.atomic_key):
+                    raise Lost()
+                if outcome.events:
+                    events = [self._event(row.physical_id, 'DELETE',
+                                          'COMPLETE')]
+                    if self.started:
+                        events.insert(0, self._event(
+                            row.physical_id, 'DELETE', 'IN_PROGRESS',
+                            timestamp=self.started))
+                    api.events_add(conn, *events)
+                self._release_slot(conn)
+            self._finish(conn)
 
-    # -- recording, propagating ---------------------------------------------
-    def _event(self, rtype, physical_id, action, status,
-               reason='state changed', timestamp=None):
-        return api.event(self.stack.id, self.trav.id, self.name, rtype,
+    def _failed(self, outcome):
+        row, plugin, action = self.row, self.plugin, outcome.action
+        with self.engine.db.begin() as conn:
+            self._cas(conn, action=action, status='FAILED',
+                      status_reason=outcome.reason, engine_id=None,
+                      traversal_id=self.trav.id,
+                      physical_id=(plugin.physical_id if plugin
+                                   else row.physical_id),
+                      data=(plugin.data if plugin else row.data))
+            api.events_add(conn, self._event(row.physical_id, action,
+                                             'FAILED', outcome.reason))
+            self._release_slot(conn)
+            if self.trav.action == 'CHECK':
+                # a failed check is reported at the end, not fatal
+                self._finish(conn)
+            else:
+                traversal_mod.fail(conn, self.trav, 'Resource %s failed: %s'
+                                   % (action, outcome.reason))
+                self.failing = True
+
+    def _wait(self, outcome):
+        """Record the wait and let go: no thread, lock or transaction is
+        held while waiting. The stack's deadline bounds it: the unit comes
+        back then at the latest, and fails as timed out."""
+        wait, plugin = outcome.wait, self.plugin
+        wake_at = time.time() + wait.after if wait.after is not None \
+            else None
+        deadline = self._deadline()
+        if deadline and (wake_at is None or wake_at > deadline):
+            wake_at = deadline
+        # the row is written when this unit acted on it (claimed, or an
+        # unclaimed logical step); one that waits for a slot before acting
+        # is left as it is
+        acted = self.started or self.row.engine_id == self.engine.engine_id
+        with self.engine.db.begin() as conn:
+            if acted:
+                self._cas(conn, action=outcome.action, status='IN_PROGRESS',
+                          status_reason=outcome.reason or 'waiting',
+                          physical_id=plugin.physical_id if plugin
+                          else self.row.physical_id,
+                          data=plugin.data if plugin else self.row.data,
+                          engine_id=None, traversal_id=self.trav.id)
+            if self.started:  # an unclaimed (logical) step's first wait
+                api.events_add(conn, self._event(
+                    self.row.physical_id, outcome.action, 'IN_PROGRESS',
+                    timestamp=self.started))
+            if not api.sync_wait(conn, self.trav.id, self.sp.node, wake_at,
+                                 wait.event):
+                raise Lost()
+
+    # -- writing --------------------------------------------------------------
+    def _claim(self, action):
+        """Before acting: claim the row (IN_PROGRESS under this engine, one
+        transaction) so a crash mid-action is visible and resumable. A
+        resumed wait is claimed already (no second IN_PROGRESS event). An
+        instant, local (logical) action needs no claim: its IN_PROGRESS
+        event is written with its result, stamped now. Returns None, or a
+        WAIT outcome when a limit leaves no room now."""
+        row = self.row
+        resumed = (row.status == 'IN_PROGRESS' and row.action == action
+                   and row.engine_id is None)
+        if self.plugin is not None and self.plugin.logical:
+            if not resumed:
+                self.started = time.time()
+            return None
+        with self.engine.db.begin() as conn:
+            if not limits.take_stack_slot(conn, self.stack.id, row.id):
+                wait = limits.stack_slot_wait(self.stack.id)
+                return Outcome(WAIT, action, wait.reason, wait=wait)
+            values = dict(engine_id=self.engine.engine_id,
+                          traversal_id=self.trav.id)
+            if not resumed:
+                values.update(action=action, status='IN_PROGRESS',
+                              status_reason='')
+            key = api.resource_cas(conn, row.id, row.atomic_key,
+                                   traversal_running=self.trav.id, **values)
+            if key is None:
+                raise Lost()
+            if not resumed:
+                api.event_add(conn, self.stack.id, self.trav.id, self.name,
+                              row.type, row.physical_id, action,
+                              'IN_PROGRESS', 'state changed')
+        row.atomic_key = key
+        row.status, row.action = 'IN_PROGRESS', action
+        row.engine_id = self.engine.engine_id
+        return None
+
+    def _write(self, **values):
+        with self.engine.db.begin() as conn:
+            self._cas(conn, **values)
+
+    def _cas(self, conn, **values):
+        key = api.resource_cas(conn, self.row.id, self.row.atomic_key,
+                               **values)
+        if key is None:
+            raise Lost()
+        self.row.atomic_key = key
+
+    def _release_slot(self, conn):
+        self.woken = limits.release_stack_slot(conn, self.stack.id,
+                                               self.row.id)
+
+    def _retry(self, action, exc):
+        """A transient cloud error: come back after a backoff (counted in
+        the plug-in's data), fail once the retries are spent."""
+        CONF = conf_mod.CONF.worker
+        if isinstance(exc, exception.CloudThrottled):  # not a fault
+            wait = base.Wait(after=exc.retry_after or 1.0, reason=str(exc))
+            return Outcome(WAIT, action, 'throttled: %s' % exc, wait=wait)
+        data = self.plugin.data
+        tries = data.get(_RETRIES, 0) + 1
+        if tries > CONF.transient_retries:
+            return Outcome(FAILED, action, '%s (gave up after %d tries)'
+                           % (_reason(exc), tries))
+        data[_RETRIES] = tries
+        after = exc.retry_after or min(2 ** (tries - 1),
+                                       CONF.transient_backoff_max)
+        return Outcome(WAIT, action, 'cloud busy, retrying: %s' % exc,
+                       wait=base.Wait(after=after, reason=str(exc)))
+
+    # -- propagating ------------------------------------------------------
+    def _event(self, physical_id, action, status, reason='state changed',
+               timestamp=None):
+        return api.event(self.stack.id, self.trav.id, self.name,
+                         self.row.type if self.rdef is None
+                         else self.rdef.type,
                          physical_id, action, status, reason, timestamp)
 
     def _finish(self, conn, resource_id=None):
         """Mark the node done and release its dependents, in the caller's
-        transaction (self.ready: whom to tell after commit). Returns
-        whether the traversal is failing: read in the recording
+        transaction. Whether the traversal is failing is read in the same
         transaction, because a failure elsewhere may be waiting for this
         unit to end."""
         self.ready = walker.finish(conn, self.trav, self.stack.id,
                                    self.sp.node, self.sp.dependents,
                                    resource_id=resource_id)
-        return (self.ready is not None and
-                api.traversal_state(conn, self.trav.id) == 'failing')
+        self.failing = (self.ready is not None and
+                        api.traversal_state(conn, self.trav.id) == 'failing')
 
-    def _tell(self, failing):
+    def tell(self):
+        """After commit: send the dependents now ready; end a failing
+        traversal if this was the last unit in flight."""
         for node in self.ready or ():
             self.engine.client.check_resource(self.stack.id, self.trav.id,
                                               node)
-        if failing:
-            self.engine.settle(self.trav, self.stack)
+        for trav_id, node in self.woken:  # waited for the slot we freed
+            self.engine.client.check_resource(self.stack.id, trav_id, node)
+        if self.failing:
+            traversal_mod.settle(self.engine, self.trav, self.stack)
 
+    # -- small things -------------------------------------------------------
+    def _plugin(self, row, props=None):
+        return self.engine.plugin(self.rdef.plugin, row,
+                                  self.props if props is None else props,
+                                  self.stack)
 
-def _settled(conn, row, template_id):
-    """A replacement made for this same template by a superseded traversal
-    is where this node now stands."""
-    while row.replaced_by:
-        new = api.resource_get(conn, row.replaced_by)
-        if new is None or new.template_id != template_id:
-            break
-        row = new
-    return row
+    def _waiting(self):
+        """A plug-in that talks to the cloud waits outside the gate."""
+        if self.plugin is not None and self.plugin.logical:
+            return contextlib.nullcontext()
+        return self.engine.gate.released()
+
+    def _deadline(self):
+        return (self.trav.options or {}).get('deadline')
+
+    def _timed_out(self):
+        deadline = self._deadline()
+        return bool(deadline) and time.time() > deadline
 
 
 class DependencyData:
@@ -375,6 +501,21 @@ class DependencyData:
 
     def row_ids(self):
         return sorted(r.id for r in self._rows.values())
+
+
+#: the plug-in data key counting transient-error retries of one action
+_RETRIES = 'converge:retries'
+
+
+def _done_data(data):
+    if _RETRIES in data:
+        data = dict(data)
+        del data[_RETRIES]
+    return data
+
+
+def _first_action(row):
+    return 'CREATE' if row.action == 'INIT' else 'UPDATE'
 
 
 def _reason(exc):

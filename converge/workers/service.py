@@ -28,7 +28,8 @@ class WorkerService(service.Service):
         from converge.engine import context
         db_session.forget()  # connections made before fork are not ours
         self.engine = context.Engine(auto_migrate=False)
-        self.engine.start_workers()
+        from converge.workers import pool
+        pool.start(self.engine)
         from converge.bench import probe
         probe.install_from_env(self.engine)  # only under converge-bench
         LOG.info('worker %s started (%d threads)', self.engine.engine_id,
@@ -37,9 +38,9 @@ class WorkerService(service.Service):
     def stop(self, graceful=True):
         if self.engine is not None:
             CONF = conf_mod.CONF
-            self.engine.stop_consuming()
+            self.engine.workers.stop_consuming()
             if not self.engine.idle.wait(CONF.graceful_shutdown_timeout):
                 LOG.warning('handing back %d units of work still running',
                             self.engine.inflight)
-            self.engine.stop_workers()
+            self.engine.close()
         super().stop(graceful)

@@ -26,6 +26,7 @@ from oslo_log import log as logging
 
 from converge.db import api
 from converge.db import models
+from converge.engine import traversal as traversal_mod
 from converge.graph import plan
 
 LOG = logging.getLogger(__name__)
@@ -48,6 +49,9 @@ def sweep(engine, members, stall_timeout, now=None):
             .join(models.Traversal,
                   models.Traversal.id == models.Resource.traversal_id)
             .where(models.Resource.status == 'IN_PROGRESS',
+                   # a waiting row belongs to no engine: the timer
+                   # resumes it
+                   models.Resource.engine_id.is_not(None),
                    models.Stack.current_traversal == models.Traversal.id,
                    models.Traversal.state.in_(['running', 'failing']))
         ).all()
@@ -61,13 +65,16 @@ def sweep(engine, members, stall_timeout, now=None):
                    models.SyncPoint.done.is_(False),
                    models.SyncPoint.node != 'stack',
                    models.SyncPoint.updated_at < now - stall_timeout,
+                   # a waiting node is the timer's (or its event's)
+                   models.SyncPoint.wake_at.is_(None),
+                   models.SyncPoint.wait_event.is_(None),
                    models.Traversal.state == 'running')).all()
         stalled = _without_progress(s, stalled, now - stall_timeout)
         unsettled = _failing_and_quiet(s, now - stall_timeout)
     for trav, stack in unsettled:
         LOG.warning('ending traversal %s: failing, nothing in flight for '
                     '%.0f s', trav.id, stall_timeout)
-        engine.settle(trav, stack)
+        traversal_mod.settle(engine, trav, stack)
     busy = set()
     for row, trav in orphans:
         busy.add(row.id)
@@ -117,7 +124,7 @@ def _failing_and_quiet(s, since):
         .where(models.Traversal.state == 'failing')).all()
     touched = _touched(s, {t.id for t, _ in found}, since)
     return [(t, st) for t, st in found if t.id not in touched and
-            not api.resources_in_progress(s, st.id, t.id)]
+            not api.resources_in_flight(s, st.id, t.id)]
 
 
 def _touched(s, traversal_ids, since, done_only=False):
@@ -146,4 +153,4 @@ def _abandon(engine, row, trav):
                       'worker %s died' % row.engine_id)
     with engine.db.read() as s:
         stack = s.get(models.Stack, row.stack_id)
-    engine.settle(trav, stack)
+    traversal_mod.settle(engine, trav, stack)

@@ -1,0 +1,260 @@
+"""A traversal's life: start, supersede, complete, fail, settle, roll back,
+and wake a waiting node.
+
+    start ──► running ──► complete
+                 │   └──► superseded (a newer traversal took the stack)
+                 ▼
+              failing ──► failed ──► (a rollback traversal, if enabled)
+
+Starting is one transaction: store the new desired state, take the stack
+over from whatever traversal owned it (compare-and-swap on
+``current_traversal``), drop that traversal's sync points so its in-flight
+work stops propagating, and lay out the new graph's sync points. Only then
+are the graph's leaves sent to the workers (`kick`).
+
+A failing traversal propagates nothing more; it ends (`settle`) once no
+unit of work is in flight. A resource that is *waiting* (its unit returned
+"wait": a server building, a signal awaited) is not in flight — it holds
+no thread — so ending the traversal stops its wait and marks it FAILED.
+"""
+
+import time
+
+import sqlalchemy as sa
+from oslo_log import log as logging
+
+from converge import conf as conf_mod
+from converge import exception
+from converge.db import api
+from converge.db import models
+from converge.db.models import utcnow
+from converge.engine import rows as rows_mod
+from converge.graph import plan as plan_mod
+
+LOG = logging.getLogger(__name__)
+
+IN_PROGRESS_REASON = 'Stack %s started'
+COMPLETE_REASON = 'Stack %s completed successfully'
+
+
+# -- start --------------------------------------------------------------------
+
+def start(engine, session, stack, template_id, action, defn, rollback=False,
+          prev_template_id=None, parent=None, keep_template=False):
+    """Lay out a traversal in the caller's transaction; return it (with
+    ``leaves``, the nodes to send once the transaction commits)."""
+    trav_id = api.new_id()
+    requires = defn.dependencies() if defn is not None else {}
+    rows = api.resources_layout(session, stack.id)
+    selected = {name: row.id for name, row in
+                rows_mod.current(rows, template_id, names=requires).items()}
+    # rows born in this traversal are what their update nodes act on and
+    # cannot have been replaced yet: they need no cleanup node
+    cleanup_rows = [] if action == 'CHECK' else list(rows)
+    born = [dict(
+        uuid=api.new_id(), stack_id=stack.id, name=name,
+        type=defn.resources[name].type, action='INIT', status='COMPLETE',
+        template_id=template_id, atomic_key=0, requires=[], data={})
+        for name in requires if name not in selected]
+    if born:
+        # one batched INSERT ... RETURNING, not an ORM object per resource
+        # (at 22,000 resources the objects cost 70 MB and seconds)
+        selected.update((name, row_id) for row_id, name in session.execute(
+            sa.insert(models.Resource).returning(
+                models.Resource.id, models.Resource.name,
+                sort_by_parameter_order=True), born))
+    plan = plan_mod.make(
+        requires,
+        [plan_mod.Row(r.id, r.name, tuple(r.requires or ()), r.replaces)
+         for r in cleanup_rows],
+        selected)
+
+    supersede(session, stack, trav_id)
+    values = dict(current_traversal=trav_id, action=action,
+                  status='IN_PROGRESS',
+                  status_reason=IN_PROGRESS_REASON % action,
+                  updated_at=utcnow())
+    if template_id is not None and not keep_template:
+        values['template_id'] = template_id
+    if prev_template_id is not None:
+        values['prev_template_id'] = prev_template_id
+    res = session.execute(
+        sa.update(models.Stack)
+        .where(models.Stack.id == stack.id,
+               _null_safe_eq(models.Stack.current_traversal,
+                             stack.current_traversal))
+        .values(**values))
+    if res.rowcount != 1:
+        raise exception.Conflict('Stack %s changed while this operation '
+                                 'started; try again' % stack.name)
+    options = {'rollback': bool(rollback)}
+    if parent:
+        options['parent'] = parent
+    if stack.timeout_mins and action not in ('DELETE', 'ROLLBACK'):
+        options['deadline'] = time.time() + stack.timeout_mins * 60
+    trav = models.Traversal(id=trav_id, stack_id=stack.id, action=action,
+                            template_id=template_id, state='running',
+                            options=options, total=len(plan.nodes))
+    session.add(trav)
+    session.flush()
+    roots = plan.roots
+    now = time.time()
+    sync_rows = [dict(traversal_id=trav_id, node=key, stack_id=stack.id,
+                      resource_id=node.resource_id,
+                      remaining=node.predecessors,
+                      dependents=node.dependents + (
+                          [plan_mod.STACK_NODE] if key in roots else []),
+                      done=False, updated_at=now)
+                 for key, node in plan.nodes.items()]
+    sync_rows.append(dict(traversal_id=trav_id, node=plan_mod.STACK_NODE,
+                          stack_id=stack.id, resource_id=None,
+                          remaining=len(roots), dependents=[], done=False,
+                          updated_at=now))
+    session.execute(sa.insert(models.SyncPoint), sync_rows)
+    trav.leaves = plan.leaves
+    if not plan.nodes:
+        complete(session, trav, stack.id)
+    return trav
+
+
+def kick(engine, trav):
+    """Send a just-started traversal's leaves (after its transaction)."""
+    for node in trav.leaves:
+        engine.client.check_resource(trav.stack_id, trav.id, node)
+
+
+def supersede(session, stack, new_traversal_id):
+    """The running traversal loses the stack; its sync points go."""
+    old = stack.current_traversal
+    if old:
+        api.traversal_set_state(session, old, 'superseded',
+                                ['running', 'failing'],
+                                finished_at=utcnow())
+        api.sync_purge(session, old)
+
+
+def cancel(session, stack):
+    """Stop a running create/update without rollback: a new traversal id
+    in state ``cancelled`` takes the stack; running actions finish and
+    record, nothing propagates."""
+    new_trav = api.new_id()
+    action = stack.action
+    reason = 'Stack %s cancelled' % action
+    if stack.current_traversal:  # nobody will come back to its waits
+        api.resources_stop_waiting(session, stack.id,
+                                   stack.current_traversal, reason)
+    supersede(session, stack, new_trav)
+    session.add(models.Traversal(id=new_trav, stack_id=stack.id,
+                                 action=action,
+                                 template_id=stack.template_id,
+                                 state='cancelled'))
+    session.execute(sa.update(models.Stack)
+                    .where(models.Stack.id == stack.id)
+                    .values(current_traversal=new_trav, status='FAILED',
+                            status_reason=reason, updated_at=utcnow()))
+    return new_trav
+
+
+# -- end ----------------------------------------------------------------------
+
+def complete(session, traversal, stack_id):
+    """The stack node was reached: every node is done."""
+    action = traversal.action
+    status, reason = 'COMPLETE', COMPLETE_REASON % action
+    if action == 'CHECK':
+        failed = api.check_failures(session, stack_id)
+        if failed:
+            status = 'FAILED'
+            reason = 'Resource CHECK failed: ' + '; '.join(
+                '%s: %s' % f for f in failed)
+    extra = {}
+    if action == 'DELETE' and status == 'COMPLETE':
+        extra = {'deleted_at': utcnow(), 'deleted_marker': stack_id}
+    if api.stack_set_status(session, stack_id, traversal.id, action, status,
+                            reason, **extra):
+        api.traversal_set_state(session, traversal.id,
+                                'complete' if status == 'COMPLETE'
+                                else 'failed', ['running'],
+                                finished_at=utcnow())
+        api.sync_purge(session, traversal.id)
+
+
+def fail(session, traversal, reason):
+    """Stop propagating; the stack fails once in-flight work ends."""
+    api.traversal_set_state(session, traversal.id, 'failing', ['running'],
+                            failure=reason)
+
+
+def settle(engine, trav, stack):
+    """End a failing traversal once nothing is in flight; roll back in the
+    same transaction, so nobody sees it FAILED in between. Returns True
+    when this call ended it."""
+    rollback = (trav.options or {}).get('rollback') and trav.action in (
+        'CREATE', 'UPDATE')
+    new = None
+    with engine.db.write() as s:
+        if api.resources_in_flight(s, stack.id, trav.id):
+            return False
+        current = api.traversal_get(s, trav.id)
+        if not api.traversal_set_state(s, trav.id, 'failed', ['failing'],
+                                       finished_at=utcnow()):
+            return False
+        reason = current.failure or 'Failed'
+        api.resources_stop_waiting(s, stack.id, trav.id,
+                                   'Stopped waiting: %s' % reason)
+        if not rollback:
+            api.stack_set_status(s, stack.id, trav.id, trav.action,
+                                 'FAILED', reason)
+        api.sync_purge(s, trav.id)
+        if rollback:
+            new = start_rollback(engine, s, stack.id, current)
+    if new is not None:
+        kick(engine, new)
+    return True
+
+
+# -- rollback -----------------------------------------------------------------
+
+def rollback_to_previous(engine, stack_id, trav):
+    with engine.db.write() as s:
+        new = start_rollback(engine, s, stack_id, trav)
+    if new is None:
+        with engine.db.read() as s:
+            return stack_id, s.get(models.Stack, stack_id).current_traversal
+    kick(engine, new)
+    return stack_id, new.id
+
+
+def start_rollback(engine, session, stack_id, trav):
+    """Lay out the walk back to the previous template (in the caller's
+    transaction). Rolling back a create converges to nothing."""
+    stack = session.get(models.Stack, stack_id)
+    if trav is not None and stack.current_traversal != trav.id:
+        return None  # someone else has moved the stack on
+    if (trav is not None and trav.action == 'CREATE') or \
+            stack.prev_template_id is None:
+        target, defn = None, None
+    else:
+        target = stack.prev_template_id
+        defn = engine.definition(target, stack)
+    return start(engine, session, stack, target, 'ROLLBACK', defn,
+                 parent=trav.id if trav else None,
+                 keep_template=target is None)
+
+
+# -- waking -------------------------------------------------------------------
+
+def wake(engine, stack_id, event):
+    """The awaited `event` happened (a signal, a child stack finishing, an
+    operator resuming): send every node of the stack waiting for it now.
+    Returns how many were sent."""
+    lease = conf_mod.CONF.worker.stall_timeout
+    with engine.db.write() as s:
+        nodes = api.sync_wake_event(s, stack_id, event, time.time() + lease)
+    for traversal_id, node in nodes:
+        engine.client.check_resource(stack_id, traversal_id, node)
+    return len(nodes)
+
+
+def _null_safe_eq(col, value):
+    return col.is_(None) if value is None else col == value

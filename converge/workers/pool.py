@@ -1,0 +1,156 @@
+"""The worker pool of one engine process: what the message bus asks of it,
+and the two clocks every live engine keeps.
+
+- check_resource messages are served on `[DEFAULT] worker_threads`
+  threads; a unit that hits an unexpected error (database or broker gone)
+  is sent again with backoff.
+- the **timer** sends waiting nodes whose time has come (a unit of work
+  that returned "wait" recorded when in the database; any live engine's
+  timer resumes it, so a wait survives the death of every process);
+- the **sweeper** finds work nobody is doing (sweeper.py).
+
+The same in embedded mode (the CLI process) and in each converge-worker.
+"""
+
+import collections
+import threading
+import time
+
+from oslo_log import log as logging
+import oslo_messaging
+
+from converge import conf as conf_mod
+from converge.db import api
+from converge.engine import rpc
+from converge.workers import reconcile
+from converge.workers import sweeper
+
+LOG = logging.getLogger(__name__)
+
+
+def start(engine):
+    """Start serving in this process; the pool is ``engine.workers``."""
+    if engine.workers is None:
+        engine.workers = Pool(engine)
+        engine.workers.start()
+    return engine.workers
+
+
+class Pool:
+    def __init__(self, engine):
+        self.engine = engine
+        self._server = None
+        self._stopping = threading.Event()
+        self._threads = []
+
+    def start(self):
+        engine = self.engine
+        CONF = conf_mod.CONF
+        self._server = rpc.start_server(Endpoint(engine), engine.engine_id,
+                                        engine.threads)
+        engine.locks.join(CONF.coordination.group)
+        for name, interval, step in (
+                ('timer', CONF.worker.timer_interval, self.fire_timers),
+                ('sweeper', CONF.worker.sweep_interval, self.sweep_once)):
+            thread = threading.Thread(target=self._every, name=name,
+                                      args=(interval, step), daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _every(self, interval, step):
+        while not self._stopping.wait(interval):
+            try:
+                step()
+            except Exception:
+                LOG.exception('%s failed; trying again next interval',
+                              step.__name__)
+
+    def fire_timers(self, now=None):
+        """Send every waiting node whose time has come. Returns them."""
+        now = now or time.time()
+        lease = conf_mod.CONF.worker.stall_timeout
+        # a cheap read first: most ticks find nothing, and on SQLite a
+        # write transaction would queue for the one writer every tick
+        with self.engine.db.read() as s:
+            if not api.sync_any_due(s, now):
+                return []
+        with self.engine.db.write() as s:
+            due = api.sync_take_due(s, now, lease)
+        for stack_id, trav_id, node in due:
+            self.engine.client.check_resource(stack_id, trav_id, node)
+        return due
+
+    def sweep_once(self):
+        """One sweep, by one engine at a time (a tooz lock elects it)."""
+        CONF = conf_mod.CONF
+        lock = self.engine.locks.try_lock('sweeper')
+        if lock is None:
+            return []
+        try:
+            members = self.engine.locks.members(CONF.coordination.group)
+            members.add(self.engine.engine_id)
+            return sweeper.sweep(self.engine, members,
+                                 CONF.worker.stall_timeout)
+        finally:
+            lock.release()
+
+    def stop_consuming(self):
+        """Take no more messages; in-flight units go on."""
+        if self._server is not None:
+            self._server.stop()
+
+    def stop(self):
+        self._stopping.set()
+        if self._server is not None:
+            rpc.stop_server(self._server)
+            self._server = None
+            self.engine.locks.leave(conf_mod.CONF.coordination.group)
+
+
+class Endpoint:
+    """The RPC endpoint: what the message bus may ask of a worker."""
+
+    target = oslo_messaging.Target(version=rpc.VERSION)
+
+    def __init__(self, engine):
+        self.engine = engine
+        self._per_stack = collections.defaultdict(self._semaphore)
+
+    def _semaphore(self):
+        limit = conf_mod.CONF.worker.max_inflight_per_stack
+        return threading.BoundedSemaphore(limit) if limit else _NoLimit()
+
+    def check_resource(self, ctxt, stack_id, traversal_id, node, attempt=0):
+        self.engine.unit_started()
+        try:
+            with self._per_stack[stack_id]:
+                reconcile.check_resource(self.engine, stack_id, traversal_id,
+                                         node)
+        except Exception:
+            # the database or the broker went away mid-unit: the node is
+            # not done, so send it again later (the sweeper is the backstop)
+            LOG.exception('check_resource %s %s failed (attempt %d)',
+                          traversal_id, node, attempt + 1)
+            if attempt < conf_mod.CONF.worker.retry_limit:
+                timer = threading.Timer(
+                    min(2 ** attempt, 30), self._again,
+                    (stack_id, traversal_id, node, attempt + 1))
+                timer.daemon = True
+                timer.start()
+        finally:
+            self.engine.unit_ended()
+
+    def _again(self, stack_id, traversal_id, node, attempt):
+        try:
+            self.engine.client.check_resource(stack_id, traversal_id, node,
+                                              attempt=attempt)
+        except Exception:
+            LOG.exception('could not send %s again; the sweeper will', node)
+
+
+class _NoLimit:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False

@@ -1,0 +1,250 @@
+"""A unit of work ends with one outcome; a waiting resource holds no thread.
+
+These run the engine in-process (the ``engine`` fixture) or walk a
+traversal by hand, one unit at a time, with the timer fired explicitly.
+"""
+
+import collections
+import time
+
+import pytest
+import sqlalchemy as sa
+
+from converge import conf
+from converge import exception
+from converge.db import models
+from converge.engine import stacks
+from converge.resources import test_resource
+from converge.workers import pool
+from converge.workers import reconcile
+from tests import enginetools as et
+
+
+def _walker(engine):
+    """Take the engine's messages into a queue: the test runs each unit."""
+    queue = collections.deque()
+
+    class Client:
+        def check_resource(self, stack_id, t, node, attempt=0):
+            queue.append((stack_id, t, node))
+
+    engine.close()  # no worker pool: nothing runs but what the test runs
+    engine._client = Client()
+    return queue
+
+
+def _sync_point(engine, trav, node):
+    with engine.db.read() as s:
+        return s.get(models.SyncPoint, (trav, node))
+
+
+def _row(engine, stack_id, name):
+    with engine.db.read() as s:
+        return s.scalars(sa.select(models.Resource).where(
+            models.Resource.stack_id == stack_id,
+            models.Resource.name == name)).one()
+
+
+def _stack(engine, stack_id):
+    with engine.db.read() as s:
+        return s.get(models.Stack, stack_id)
+
+
+def test_each_unit_ends_with_one_outcome(engine, tmp_path):
+    queue = _walker(engine)
+    b = et.bundle(tmp_path, et.hot({
+        'waits': {'type': 'OS::Heat::TestResource',
+                  'properties': {'wait_secs': 30}},
+        'fails': {'type': 'OS::Heat::TestResource',
+                  'properties': {'fail': True},
+                  'depends_on': ['waits']},
+        'plain': {'type': 'OS::Heat::None'}}))
+    stack_id, trav = stacks.create(engine, 'outcomes', b, {})
+    kinds = {}
+    while queue:
+        sid, t, node = queue.popleft()
+        kinds[node] = reconcile.check_resource(engine, sid, t, node).kind
+    assert kinds == {'u:waits': 'wait', 'u:plain': 'done'}
+
+    # the wait is in the database, not in a thread: when it comes due, a
+    # timer (any engine's) sends the node again
+    sp = _sync_point(engine, trav, 'u:waits')
+    assert sp.wake_at > time.time() + 20 and not sp.done
+    row = _row(engine, stack_id, 'waits')
+    assert (row.action, row.status, row.engine_id) == (
+        'CREATE', 'IN_PROGRESS', None)
+    assert pool.Pool(engine).fire_timers(now=time.time()) == []
+    assert pool.Pool(engine).fire_timers(now=sp.wake_at + 1) == [
+        (stack_id, trav, 'u:waits')]
+    # a second engine's timer does not send it again within the lease
+    assert pool.Pool(engine).fire_timers(now=sp.wake_at + 2) == []
+
+    # the same step runs again from the top; the time is up: done
+    with engine.db.begin() as conn:
+        conn.execute(sa.update(models.Resource)
+                     .where(models.Resource.id == row.id)
+                     .values(data={'value': 'test_string', 'waiting': {
+                         'action': 'create', 'secs': 30,
+                         'until': time.time() - 1}}))
+    sid, t, node = queue.popleft()
+    assert reconcile.check_resource(engine, sid, t, node).kind == 'done'
+    sid, t, node = queue.popleft()
+    assert node == 'u:fails'
+    assert reconcile.check_resource(engine, sid, t, node).kind == 'failed'
+    assert not queue
+    # a message sent twice finds its node done: dropped
+    assert reconcile.check_resource(engine, sid, t, 'u:plain').kind == 'drop'
+    stack = _stack(engine, stack_id)
+    assert et.status(stack) == 'CREATE_FAILED'
+    assert 'Test Resource failed fails' in stack.status_reason
+
+
+def test_a_waiting_resource_holds_no_thread(engine, tmp_path):
+    """Twenty resources waiting at once on a pool of two threads: all wait
+    together, and while they wait no unit of work is running."""
+    conf.CONF.set_override('worker_threads', 2)
+    engine.close()
+    engine.threads = 2
+    pool.start(engine)
+    res = {'w%d' % i: {'type': 'OS::Heat::TestResource',
+                       'properties': {'wait_secs': 2}} for i in range(20)}
+    b = et.bundle(tmp_path, et.hot(res))
+    stack_id, trav = stacks.create(engine, 'many', b, {})
+
+    def all_waiting():
+        with engine.db.read() as s:
+            return s.scalar(sa.select(sa.func.count()).select_from(
+                models.SyncPoint).where(
+                models.SyncPoint.traversal_id == trav,
+                models.SyncPoint.wake_at.is_not(None),
+                models.SyncPoint.done.is_(False))) == 20
+    _until(all_waiting)
+    engine.idle.wait(10)
+    assert engine.inflight == 0
+    assert et.status(_stack(engine, stack_id)) == 'CREATE_IN_PROGRESS'
+    stack = et.wait(engine, stack_id, trav).stack
+    assert et.status(stack) == 'CREATE_COMPLETE'
+    # one IN_PROGRESS and one COMPLETE event each, however often it polled
+    evs = collections.Counter((e.resource_name, e.status)
+                              for e in et.events(engine, stack_id))
+    assert set(evs.values()) == {1}
+    assert len(evs) == 40
+
+
+def test_stack_timeout_ends_a_wait(engine, tmp_path):
+    """A resource waiting forever fails as timed out when the stack's
+    timeout comes, not after its own wait."""
+    b = et.bundle(tmp_path, et.hot({
+        'forever': {'type': 'OS::Heat::TestResource',
+                    'properties': {'wait_secs': -1}}}))
+    stack_id, trav = stacks.create(engine, 'slow', b, {}, timeout=60)
+    # the stack's deadline, brought to two seconds from now
+    with engine.db.begin() as conn:
+        t = conn.execute(sa.select(models.Traversal.options).where(
+            models.Traversal.id == trav)).scalar_one()
+        conn.execute(sa.update(models.Traversal)
+                     .where(models.Traversal.id == trav)
+                     .values(options=dict(t, deadline=time.time() + 2)))
+    stack = et.wait(engine, stack_id, trav).stack
+    assert et.status(stack) == 'CREATE_FAILED'
+    assert 'Timed out' in stack.status_reason
+    row = _row(engine, stack_id, 'forever')
+    assert (row.action, row.status) == ('CREATE', 'FAILED')
+
+
+def test_a_failure_elsewhere_stops_a_wait(engine, tmp_path):
+    b = et.bundle(tmp_path, et.hot({
+        'forever': {'type': 'OS::Heat::TestResource',
+                    'properties': {'wait_secs': -1}},
+        # fails after a second, when 'forever' is surely waiting
+        'broken': {'type': 'OS::Heat::TestResource',
+                   'properties': {'fail': True, 'wait_secs': 1}}}))
+    stack = et.run(engine, stacks.create, 'f', b, {})
+    assert et.status(stack) == 'CREATE_FAILED'
+    row = _row(engine, stack.id, 'forever')
+    assert (row.action, row.status) == ('CREATE', 'FAILED')
+    assert row.status_reason.startswith('Stopped waiting')
+
+
+def test_a_transient_cloud_error_is_retried(engine, tmp_path, monkeypatch):
+    conf.CONF.set_override('transient_backoff_max', 0.1, group='worker')
+    calls = []
+    real = test_resource.TestResource.create
+
+    def flaky(self):
+        calls.append(1)
+        if len(calls) <= 2:
+            raise exception.CloudTransient('503 Service Unavailable')
+        return real(self)
+    monkeypatch.setattr(test_resource.TestResource, 'create', flaky)
+    b = et.bundle(tmp_path, et.hot({
+        'r': {'type': 'OS::Heat::TestResource'}}))
+    stack = et.run(engine, stacks.create, 'flaky', b, {})
+    assert et.status(stack) == 'CREATE_COMPLETE'
+    assert len(calls) == 3
+    assert 'converge:retries' not in _row(engine, stack.id, 'r').data
+
+
+def test_transient_errors_give_up_after_the_retries(engine, tmp_path,
+                                                    monkeypatch):
+    conf.CONF.set_override('transient_backoff_max', 0.1, group='worker')
+    conf.CONF.set_override('transient_retries', 2, group='worker')
+
+    def down(self):
+        raise exception.CloudTransient('503 Service Unavailable')
+    monkeypatch.setattr(test_resource.TestResource, 'create', down)
+    b = et.bundle(tmp_path, et.hot({
+        'r': {'type': 'OS::Heat::TestResource'}}))
+    stack = et.run(engine, stacks.create, 'down', b, {})
+    assert et.status(stack) == 'CREATE_FAILED'
+    assert 'gave up after 3 tries' in stack.status_reason
+
+
+def test_in_progress_cap_per_stack(engine, tmp_path):
+    """At most max_resources_in_progress_per_stack act at once; the others
+    wait for a slot without a thread, and all complete."""
+    conf.CONF.set_override('max_resources_in_progress_per_stack', 2)
+    res = {'w%d' % i: {'type': 'OS::Heat::TestResource',
+                       'properties': {'wait_secs': 0.5}} for i in range(7)}
+    b = et.bundle(tmp_path, et.hot(res))
+    stack = et.run(engine, stacks.create, 'capped', b, {})
+    assert et.status(stack) == 'CREATE_COMPLETE'
+    assert _most_at_once(et.events(engine, stack.id)) == 2
+
+
+def _most_at_once(events):
+    """Most resources between their IN_PROGRESS and COMPLETE events at any
+    moment."""
+    marks = []
+    for e in events:
+        if e.status == 'IN_PROGRESS':
+            marks.append((e.timestamp, 1))
+        elif e.status in ('COMPLETE', 'FAILED'):
+            marks.append((e.timestamp, -1))
+    most = now = 0
+    for _, step in sorted(marks):
+        now += step
+        most = max(most, now)
+    return most
+
+
+def _until(predicate, timeout=30):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail('condition not reached in %d s' % timeout)
+        time.sleep(0.05)
+
+
+def test_cancel_stops_a_wait(engine, tmp_path):
+    b = et.bundle(tmp_path, et.hot({
+        'forever': {'type': 'OS::Heat::TestResource',
+                    'properties': {'wait_secs': -1}}}))
+    stack_id, trav = stacks.create(engine, 'c', b, {})
+    _until(lambda: _sync_point(engine, trav, 'u:forever').wake_at)
+    stacks.cancel(engine, stack_id, rollback=False)
+    stack = _stack(engine, stack_id)
+    assert et.status(stack) == 'CREATE_FAILED'
+    row = _row(engine, stack_id, 'forever')
+    assert (row.action, row.status, row.status_reason) == (
+        'CREATE', 'FAILED', 'Stack CREATE cancelled')
