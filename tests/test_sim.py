@@ -216,11 +216,11 @@ def test_key_inserted_between_check_and_insert_is_adopted(
     real = sim.SimCompute._live_by_key
     calls = []
 
-    def blind_once(self, conn, key):
+    def blind_once(self, conn, key, now):
         calls.append(key)
         if len(calls) == 1:
             return None     # as if the other insert was not visible yet
-        return real(self, conn, key)
+        return real(self, conn, key, now)
 
     monkeypatch.setattr(sim.SimCompute, '_live_by_key', blind_once)
     got = cloud.create_server('x', 'img', 'fl', idempotency_key='raced',
@@ -386,7 +386,7 @@ def test_latency_is_applied_and_logged(cloud):
     assert entry['ok'] and entry['detail']['latency'] == 0.01
     assert cloud.faults() == [{'op': 'create', 'latency': 0.01,
                                'fail_rate': None, 'fail_count': None,
-                               'message': None}]
+                               'code': None, 'message': None}]
 
 
 def test_bad_faults_are_refused(cloud):
@@ -419,7 +419,10 @@ def test_stop_start_rebuild_resize_update(cloud):
     assert cloud.start_server(s['id'])['status'] == 'ACTIVE'
     r = cloud.rebuild_server(s['id'], 'img2')
     assert r['image'] == 'img2' and r['addresses'] == s['addresses']
-    assert cloud.resize_server(s['id'], 'large')['flavor'] == 'large'
+    resized = cloud.resize_server(s['id'], 'large')
+    assert (resized['flavor'], resized['status']) == ('large',
+                                                      'VERIFY_RESIZE')
+    assert cloud.confirm_resize(s['id'])['status'] == 'ACTIVE'
     u = cloud.update_server(s['id'], name='b', metadata={'y': '2'})
     assert u['name'] == 'b' and u['metadata'] == {'y': '2'}
     assert cloud.update_server(s['id'], name='c')['metadata'] == {'y': '2'}
@@ -429,7 +432,7 @@ def test_stop_start_rebuild_resize_update(cloud):
     assert got['id'] == s['id'] and got['created'] == s['created']
     ops = [e['op'] for e in cloud.api_log() if e['ok']]
     assert ops == ['create', 'stop', 'get', 'stop', 'start', 'rebuild',
-                   'resize', 'update', 'update', 'get']
+                   'resize', 'confirm_resize', 'update', 'update', 'get']
 
 
 def test_reset_drops_everything(cloud):
