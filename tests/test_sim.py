@@ -751,10 +751,13 @@ class _Drops:
 
         def drop():
             self.left -= 1
-            # what pysqlite says on a closed connection: SQLAlchemy takes
-            # it for a disconnect and invalidates the connection
-            raise dbapi.ProgrammingError(
-                'Cannot operate on a closed database.')
+            # what the driver says on a closed connection: SQLAlchemy
+            # takes it for a disconnect and invalidates the connection
+            if dialect.name == 'sqlite':
+                raise dbapi.ProgrammingError(
+                    'Cannot operate on a closed database.')
+            raise dbapi.OperationalError(
+                'server closed the connection unexpectedly')
 
         real_execute = dialect.do_execute
 
