@@ -4,6 +4,7 @@ couple of checks against the real sim)."""
 import pytest
 
 from converge import exception
+from converge.resources import base
 from converge.resources import properties as p
 from converge.resources import server as server_mod
 from tests.resource_fakes import FakeClients, again, make
@@ -471,3 +472,265 @@ def test_sim_lifecycle(sim_clients):
     s3.delete()
     s3.delete()
     assert s3.observe() is None
+
+
+# -- waiting for the cloud without a thread ----------------------------------
+
+class Clock:
+    """One hand-moved clock for the sim and the plug-in."""
+
+    def __init__(self):
+        self.now = 1_700_000_000.0
+
+    def time(self):
+        return self.now
+
+    def advance(self, seconds):
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    from converge.drivers.sim import api as sim_api
+    c = Clock()
+    monkeypatch.setattr(sim_api, 'clock', c.time)
+    monkeypatch.setattr(server_mod, 'time', c)
+    return c
+
+
+@pytest.fixture
+def cloud(sim_clients):
+    return sim_clients.compute
+
+
+def _real_creates(cloud):
+    return [e for e in cloud.api_log(op='create')
+            if e['ok'] and not e['detail'].get('adopted')]
+
+
+def _converge(plugin, step, clock, limit=100):
+    """Call step(plugin) as the engine would: again after each Wait's
+    time, on the plug-in rebuilt from what the last call left (its
+    physical_id and data), until it is done. Returns (seconds waited,
+    number of calls)."""
+    waited = 0.0
+    for calls in range(1, limit + 1):
+        plugin = again(plugin)
+        result = step(plugin)
+        if result is None:
+            return waited, calls
+        assert isinstance(result, base.Wait), result
+        assert result.after > 0
+        clock.advance(result.after)
+        waited += result.after
+    raise AssertionError('still waiting after %d calls' % limit)
+
+
+def test_create_waits_while_build_and_is_done_when_active(
+        sim_clients, cloud, clock):
+    cloud.set_fault('create', latency=30)
+    s = make(Server, 'web', dict(BASE), clients=sim_clients)
+    wait = s.create()
+    assert isinstance(wait, base.Wait)
+    assert 0 < wait.after <= Server.poll_first
+    assert 'BUILD' in wait.reason and s.physical_id in wait.reason
+    assert s.data['waiting']['action'] == 'create'
+    clock.advance(10)
+    s2 = again(s)          # the engine calls the same step again
+    assert isinstance(s2.create(), base.Wait)
+    # the engine died before recording physical_id: adopted, not booted
+    s3 = again(s)
+    s3.physical_id = None
+    assert isinstance(s3.create(), base.Wait)
+    assert s3.physical_id == s.physical_id
+    assert len(_real_creates(cloud)) == 1
+    clock.advance(20)
+    s4 = again(s2)
+    assert s4.create() is None
+    assert 'waiting' not in s4.data
+    assert s4.observe()['status'] == 'ACTIVE'
+    assert len(_real_creates(cloud)) == 1
+    assert len(cloud.list_servers()) == 1
+
+
+def test_a_30s_build_is_seen_active_promptly_with_few_looks(
+        sim_clients, cloud, clock):
+    cloud.set_fault('create', latency=30)
+    s = make(Server, 'web', dict(BASE), clients=sim_clients)
+    waited, calls = _converge(s, lambda p: p.create(), clock)
+    assert 30 <= waited <= 33      # the target: within 1.1 x the build
+    assert calls <= 8
+    assert len(cloud.api_log(op='get')) <= 8
+
+
+@pytest.mark.parametrize('build', [2, 30, 300, 1200])
+def test_progress_estimate_looks_at_most_half_a_percent_late(build):
+    s = Server.__new__(Server)
+    for tenth in range(1, build * 10):
+        elapsed = tenth / 10
+        progress = int(100 * elapsed / build)
+        if progress == 0:
+            continue
+        after = s._next_poll(elapsed, 3, progress)
+        assert elapsed + after <= build + max(Server.poll_min,
+                                              build * 0.005) + 1e-9
+
+
+def test_backoff_without_progress_grows_to_a_cap():
+    s = Server.__new__(Server)
+    waits = [s._next_poll(10.0, n, 0) for n in range(12)]
+    assert waits[0] <= Server.poll_first
+    assert waits[-1] <= Server.poll_max
+    assert waits[-1] >= Server.poll_max * (1 - Server.poll_jitter)
+    assert sum(waits[:4]) < sum(waits[4:8])
+
+
+def test_error_during_build_fails_then_a_retry_boots_again(
+        sim_clients, cloud, clock):
+    from converge.drivers.sim import store
+    cloud.set_fault('create', latency=30)
+    s = make(Server, 'web', dict(BASE), clients=sim_clients)
+    assert isinstance(s.create(), base.Wait)
+    with cloud._engine.begin() as conn:
+        conn.execute(store.servers.update().values(status='ERROR',
+                                                   ready_at=None))
+    s2 = again(s)
+    with pytest.raises(exception.ResourceFailure) as e:
+        s2.create()
+    assert 'ERROR' in str(e.value)
+    broken = s2.physical_id
+    cloud.clear_faults()
+    s3 = again(s2)          # a later try: the broken server is discarded
+    assert s3.create() is None
+    assert s3.physical_id != broken
+    assert [x['id'] for x in cloud.list_servers()] == [s3.physical_id]
+
+
+def test_create_boots_anew_when_its_server_is_being_deleted(
+        sim_clients, cloud, clock):
+    s = make(Server, 'web', dict(BASE), clients=sim_clients)
+    assert s.create() is None
+    cloud.set_fault('delete', latency=60)
+    cloud.delete_server(s.physical_id)
+    s2 = again(s)
+    assert s2.create() is None
+    assert s2.physical_id != s.physical_id
+    assert len(_real_creates(cloud)) == 2
+
+
+def test_rebuild_waits_and_is_not_issued_twice(sim_clients, cloud, clock):
+    s = make(Server, 'web', dict(BASE), clients=sim_clients)
+    s.create()
+    cloud.set_fault('rebuild', latency=20)
+    new = props(image='fedora')
+    s2 = again(s, new)
+    wait = s2.update(s.properties, s2.observe())
+    assert isinstance(wait, base.Wait) and 'REBUILD' in wait.reason
+    clock.advance(5)
+    s3 = again(s2)
+    # the engine may hand in what it observed before: the step looks again
+    assert isinstance(s3.update(s.properties, s3.observe()), base.Wait)
+    waited, calls = _converge(
+        s3, lambda p: p.update(s.properties, {}), clock)
+    assert 14 <= waited <= 16.5 and calls <= 6
+    assert len(cloud.api_log(op='rebuild')) == 1
+    got = cloud.get_server(s.physical_id)
+    assert (got['image'], got['status']) == ('fedora', 'ACTIVE')
+
+
+def test_resize_waits_then_confirms(sim_clients, cloud, clock):
+    s = make(Server, 'web', dict(BASE), clients=sim_clients)
+    s.create()
+    cloud.set_fault('resize', latency=10)
+    s2 = again(s, props(flavor='m1.large'))
+    wait = s2.update(s.properties, s2.observe())
+    assert isinstance(wait, base.Wait) and 'RESIZE' in wait.reason
+    _converge(s2, lambda p: p.update(s.properties, {}), clock)
+    got = cloud.get_server(s.physical_id)
+    assert (got['flavor'], got['status']) == ('m1.large', 'ACTIVE')
+    assert [e['op'] for e in cloud.api_log()
+            if e['op'] in ('resize', 'confirm_resize')] == [
+        'resize', 'confirm_resize']
+
+
+def test_found_in_verify_resize_is_confirmed(sim_clients, cloud):
+    s = make(Server, 'web', dict(BASE), clients=sim_clients)
+    s.create()
+    cloud.resize_server(s.physical_id, 'm1.large')     # not by converge
+    assert cloud.get_server(s.physical_id)['status'] == 'VERIFY_RESIZE'
+    s2 = again(s, props(flavor='m1.large'))
+    assert s2.update(s.properties, s2.observe()) is None
+    assert cloud.get_server(s.physical_id)['status'] == 'ACTIVE'
+    assert len(cloud.api_log(op='resize')) == 1
+
+
+def test_rebuild_then_resize_then_rename_one_after_another(
+        sim_clients, cloud, clock):
+    s = make(Server, 'web', dict(BASE), clients=sim_clients)
+    s.create()
+    for op in ('rebuild', 'resize'):
+        cloud.set_fault(op, latency=10)
+    s2 = again(s, props(image='fedora', flavor='m1.large', name='n'))
+    waited, calls = _converge(
+        s2, lambda p: p.update(s.properties, p.observe()), clock)
+    assert 20 <= waited <= 23 and calls <= 12
+    got = cloud.get_server(s.physical_id)
+    assert (got['image'], got['flavor'], got['name'], got['status']) == (
+        'fedora', 'm1.large', 'n', 'ACTIVE')
+    assert [e['op'] for e in cloud.api_log() if e['op'] in (
+        'rebuild', 'resize', 'confirm_resize', 'update')] == [
+        'rebuild', 'resize', 'confirm_resize', 'update']
+
+
+def test_error_during_rebuild_fails_then_replaces(sim_clients, cloud, clock):
+    from converge.drivers.sim import store
+    s = make(Server, 'web', dict(BASE), clients=sim_clients)
+    s.create()
+    cloud.set_fault('rebuild', latency=10)
+    s2 = again(s, props(image='fedora'))
+    assert isinstance(s2.update(s.properties, s2.observe()), base.Wait)
+    with cloud._engine.begin() as conn:
+        conn.execute(store.servers.update().values(status='ERROR',
+                                                   ready_at=None))
+    s3 = again(s2)
+    with pytest.raises(exception.ResourceFailure) as e:
+        s3.update(s.properties, {})
+    assert 'rebuild' in str(e.value)
+    with pytest.raises(exception.UpdateReplace):   # the next traversal
+        again(s3).update(s.properties, again(s3).observe())
+
+
+def test_delete_waits_and_is_not_issued_twice(sim_clients, cloud, clock):
+    s = make(Server, 'web', dict(BASE), clients=sim_clients)
+    s.create()
+    cloud.set_fault('delete', latency=8)
+    wait = s.delete()
+    assert isinstance(wait, base.Wait) and 'deleting' in wait.reason
+    s2 = again(s)
+    s2.physical_id = None       # found by its key as well
+    assert isinstance(s2.delete(), base.Wait)
+    waited, calls = _converge(s, lambda p: p.delete(), clock)
+    assert 8 <= waited <= 9.5 and calls <= 6
+    assert [e['ok'] for e in cloud.api_log(op='delete')] == [True]
+    assert cloud.list_servers() == []
+    assert again(s).delete() is None
+
+
+def test_delete_of_a_building_server(sim_clients, cloud, clock):
+    cloud.set_fault('create', latency=30)
+    s = make(Server, 'web', dict(BASE), clients=sim_clients)
+    assert isinstance(s.create(), base.Wait)
+    assert again(s).delete() is None      # no delete latency: gone at once
+    assert cloud.list_servers() == []
+
+
+def test_no_step_sleeps(sim_clients, cloud, monkeypatch):
+    def no_sleep(_seconds):
+        raise AssertionError('a step slept')
+    monkeypatch.setattr(server_mod.time, 'sleep', no_sleep, raising=False)
+    for op in ('create', 'rebuild', 'delete'):
+        cloud.set_fault(op, latency=600)
+    s = make(Server, 'web', dict(BASE), clients=sim_clients)
+    assert isinstance(s.create(), base.Wait)
+    assert isinstance(again(s).delete(), base.Wait)
+    assert not hasattr(Server, 'settle_timeout')

@@ -5,12 +5,14 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 import sqlalchemy as sa
 
 from converge import exception
 from converge.drivers import sim
+from converge.drivers.sim import api as sim_api
 from converge.drivers.sim import store
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -216,11 +218,11 @@ def test_key_inserted_between_check_and_insert_is_adopted(
     real = sim.SimCompute._live_by_key
     calls = []
 
-    def blind_once(self, conn, key):
+    def blind_once(self, conn, key, now):
         calls.append(key)
         if len(calls) == 1:
             return None     # as if the other insert was not visible yet
-        return real(self, conn, key)
+        return real(self, conn, key, now)
 
     monkeypatch.setattr(sim.SimCompute, '_live_by_key', blind_once)
     got = cloud.create_server('x', 'img', 'fl', idempotency_key='raced',
@@ -386,7 +388,7 @@ def test_latency_is_applied_and_logged(cloud):
     assert entry['ok'] and entry['detail']['latency'] == 0.01
     assert cloud.faults() == [{'op': 'create', 'latency': 0.01,
                                'fail_rate': None, 'fail_count': None,
-                               'message': None}]
+                               'code': None, 'message': None}]
 
 
 def test_bad_faults_are_refused(cloud):
@@ -419,7 +421,10 @@ def test_stop_start_rebuild_resize_update(cloud):
     assert cloud.start_server(s['id'])['status'] == 'ACTIVE'
     r = cloud.rebuild_server(s['id'], 'img2')
     assert r['image'] == 'img2' and r['addresses'] == s['addresses']
-    assert cloud.resize_server(s['id'], 'large')['flavor'] == 'large'
+    resized = cloud.resize_server(s['id'], 'large')
+    assert (resized['flavor'], resized['status']) == ('large',
+                                                      'VERIFY_RESIZE')
+    assert cloud.confirm_resize(s['id'])['status'] == 'ACTIVE'
     u = cloud.update_server(s['id'], name='b', metadata={'y': '2'})
     assert u['name'] == 'b' and u['metadata'] == {'y': '2'}
     assert cloud.update_server(s['id'], name='c')['metadata'] == {'y': '2'}
@@ -429,7 +434,7 @@ def test_stop_start_rebuild_resize_update(cloud):
     assert got['id'] == s['id'] and got['created'] == s['created']
     ops = [e['op'] for e in cloud.api_log() if e['ok']]
     assert ops == ['create', 'stop', 'get', 'stop', 'start', 'rebuild',
-                   'resize', 'update', 'update', 'get']
+                   'resize', 'confirm_resize', 'update', 'update', 'get']
 
 
 def test_reset_drops_everything(cloud):
@@ -494,3 +499,351 @@ def test_forked_child_uses_the_cloud(cloud, url):
         proc.join()
     assert proc.exitcode == 0
     assert cloud.get_server(s['id'])['status'] == 'SHUTOFF'
+
+
+# -- long actions take their time, as with Nova ----------------------------
+
+class Clock:
+    """The sim's clock, moved by hand."""
+
+    def __init__(self):
+        self.now = time.time()
+
+    def __call__(self):
+        return self.now
+
+    def advance(self, seconds):
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    c = Clock()
+    monkeypatch.setattr(sim_api, 'clock', c)
+    return c
+
+
+def _status(server):
+    return server['status'], server['task_state']
+
+
+def test_create_with_latency_is_build_then_active(cloud, clock):
+    cloud.set_fault('create', latency=30)
+    started = time.monotonic()
+    s = cloud.create_server('a', 'img', 'fl', idempotency_key='k',
+                            resource='a')
+    assert time.monotonic() - started < 10     # the call did not wait
+    assert _status(s) == ('BUILD', 'spawning') and s['progress'] == 0
+    clock.advance(15)
+    assert _status(cloud.get_server(s['id'])) == ('BUILD', 'spawning')
+    assert cloud.get_server(s['id'])['progress'] == 50
+    assert cloud.list_servers()[0]['status'] == 'BUILD'
+    assert cloud.find_server_by_key('k')['status'] == 'BUILD'
+    # adopting a building server returns it as it is
+    assert cloud.create_server('a', 'img', 'fl', idempotency_key='k',
+                               resource='a')['status'] == 'BUILD'
+    clock.advance(15)
+    got = cloud.get_server(s['id'])
+    assert _status(got) == ('ACTIVE', None) and got['progress'] == 100
+    assert cloud.find_server_by_key('k')['status'] == 'ACTIVE'
+    log = _creates(cloud, resource='a')
+    assert [e['detail'].get('adopted', False) for e in log] == [False, True]
+    assert log[0]['detail']['latency'] == 30
+
+
+def test_build_ends_for_every_reader_with_the_real_clock(cloud, url):
+    cloud.set_fault('create', latency=0.3)
+    s = cloud.create_server('a', 'img', 'fl')
+    assert s['status'] == 'BUILD'
+    deadline = time.monotonic() + 30
+    while cloud.get_server(s['id'])['status'] == 'BUILD':
+        assert time.monotonic() < deadline, 'still BUILD after 30 s'
+        time.sleep(0.05)
+    assert cloud.get_server(s['id'])['status'] == 'ACTIVE'
+    cloud.set_fault('create', latency=600)
+    long = cloud.create_server('long', 'img', 'fl')
+    out = _in_subprocess(
+        'import json, sys\n'
+        'from converge.drivers.sim import SimCompute\n'
+        'c = SimCompute(sys.argv[1])\n'
+        'print(json.dumps({s["name"]: s["status"]\n'
+        '                  for s in c.list_servers()}))\n', url)
+    assert json.loads(out) == {'a': 'ACTIVE', 'long': 'BUILD'}
+    assert cloud.get_server(long['id'])['status'] == 'BUILD'
+    assert len(_creates(cloud)) == 2
+
+
+def test_stop_and_rebuild_refused_while_building(cloud, clock):
+    cloud.set_fault('create', latency=10)
+    s = cloud.create_server('a', 'img', 'fl')
+    for call in (lambda: cloud.stop_server(s['id']),
+                 lambda: cloud.rebuild_server(s['id'], 'img2'),
+                 lambda: cloud.resize_server(s['id'], 'big')):
+        with pytest.raises(exception.CloudError) as e:
+            call()
+        assert e.value.code == 409
+        assert not isinstance(e.value, exception.CloudTransient)
+        assert 'BUILD' in str(e.value)
+    # renaming is fine at any time
+    assert cloud.update_server(s['id'], name='b')['name'] == 'b'
+    clock.advance(10)
+    assert cloud.stop_server(s['id'])['status'] == 'SHUTOFF'
+    ops = [(e['op'], e['ok']) for e in cloud.api_log()]
+    assert ops == [('create', True), ('stop', False), ('rebuild', False),
+                   ('resize', False), ('update', True), ('stop', True)]
+
+
+def test_rebuild_with_latency(cloud, clock):
+    s = cloud.create_server('a', 'img1', 'fl')
+    cloud.set_fault('rebuild', latency=20)
+    r = cloud.rebuild_server(s['id'], 'img2')
+    assert _status(r) == ('REBUILD', 'rebuilding')
+    assert r['image'] == 'img2'     # Nova shows the new image at once
+    clock.advance(5)
+    assert cloud.get_server(s['id'])['progress'] == 25
+    with pytest.raises(exception.CloudError) as e:
+        cloud.rebuild_server(s['id'], 'img3')
+    assert e.value.code == 409
+    clock.advance(15)
+    assert _status(cloud.get_server(s['id'])) == ('ACTIVE', None)
+    # a stopped server is rebuilt stopped
+    cloud.stop_server(s['id'])
+    cloud.rebuild_server(s['id'], 'img4')
+    clock.advance(20)
+    assert cloud.get_server(s['id'])['status'] == 'SHUTOFF'
+    rebuilds = [e for e in cloud.api_log(op='rebuild') if e['ok']]
+    assert [e['detail']['image'] for e in rebuilds] == ['img2', 'img4']
+
+
+def test_resize_with_latency_waits_for_confirm(cloud, clock):
+    s = cloud.create_server('a', 'img', 'small')
+    cloud.set_fault('resize', latency=10)
+    r = cloud.resize_server(s['id'], 'large')
+    assert _status(r) == ('RESIZE', 'resize_migrating')
+    assert r['flavor'] == 'small'   # the new flavor shows once migrated
+    with pytest.raises(exception.CloudError) as e:
+        cloud.confirm_resize(s['id'])
+    assert e.value.code == 409
+    clock.advance(10)
+    got = cloud.get_server(s['id'])
+    assert _status(got) == ('VERIFY_RESIZE', None)
+    assert got['flavor'] == 'large'
+    clock.advance(3600)     # it waits for the confirmation, however long
+    assert cloud.get_server(s['id'])['status'] == 'VERIFY_RESIZE'
+    confirmed = cloud.confirm_resize(s['id'])
+    assert (confirmed['status'], confirmed['flavor']) == ('ACTIVE', 'large')
+    with pytest.raises(exception.CloudError) as e:
+        cloud.confirm_resize(s['id'])     # nothing to confirm
+    assert e.value.code == 409
+
+
+def test_delete_with_latency(cloud, clock):
+    s = cloud.create_server('a', 'img', 'fl', idempotency_key='k',
+                            networks=[{'network': 'n',
+                                       'fixed_ip': '10.9.9.9'}])
+    cloud.set_fault('delete', latency=8)
+    assert cloud.delete_server(s['id']) is None
+    got = cloud.get_server(s['id'])
+    assert _status(got) == ('ACTIVE', 'deleting') and got['progress'] == 0
+    assert cloud.find_server_by_key('k')['task_state'] == 'deleting'
+    assert [x['task_state'] for x in cloud.list_servers()] == ['deleting']
+    clock.advance(4)
+    assert cloud.get_server(s['id'])['progress'] == 50
+    cloud.delete_server(s['id'])    # again: accepted, changes nothing
+    with pytest.raises(exception.CloudError) as e:
+        cloud.stop_server(s['id'])
+    assert e.value.code == 409
+    # the address is still taken while the server exists
+    with pytest.raises(exception.CloudError):
+        cloud.create_server('b', 'img', 'fl', networks=[
+            {'network': 'n', 'fixed_ip': '10.9.9.9'}])
+    clock.advance(4)
+    with pytest.raises(exception.CloudNotFound):
+        cloud.get_server(s['id'])
+    with pytest.raises(exception.CloudNotFound):
+        cloud.delete_server(s['id'])
+    assert cloud.find_server_by_key('k') is None
+    assert cloud.list_servers() == []
+    b = cloud.create_server('b', 'img', 'fl', idempotency_key='k',
+                            networks=[{'network': 'n',
+                                       'fixed_ip': '10.9.9.9'}])
+    assert b['id'] != s['id']
+    deletes = [(e['ok'], e['detail'].get('noop', False))
+               for e in cloud.api_log(op='delete')]
+    assert deletes == [(True, False), (True, True), (False, False)]
+
+
+def test_create_with_the_key_of_a_server_being_deleted_boots_anew(
+        cloud, clock):
+    s = cloud.create_server('a', 'img', 'fl', idempotency_key='k')
+    cloud.set_fault('delete', latency=60)
+    cloud.delete_server(s['id'])
+    t = cloud.create_server('a', 'img', 'fl', idempotency_key='k')
+    assert t['id'] != s['id'] and t['task_state'] is None
+    assert cloud.find_server_by_key('k')['id'] == t['id']
+    assert cloud.get_server(s['id'])['task_state'] == 'deleting'
+    clock.advance(60)
+    assert [x['id'] for x in cloud.list_servers()] == [t['id']]
+
+
+def test_deleting_a_building_server_stops_the_build(cloud, clock):
+    cloud.set_fault('create', latency=30)
+    cloud.set_fault('delete', latency=10)
+    s = cloud.create_server('a', 'img', 'fl')
+    cloud.delete_server(s['id'])
+    assert _status(cloud.get_server(s['id'])) == ('BUILD', 'deleting')
+    clock.advance(10)
+    assert cloud.list_servers() == []
+
+
+def test_admin_delete_is_immediate(cloud):
+    s = cloud.create_server('a', 'img', 'fl')
+    cloud.set_fault('delete', latency=60)
+    cloud.admin().delete_server(s['id'])
+    assert cloud.list_servers() == []
+
+
+def test_other_ops_take_their_latency_as_response_time(cloud):
+    s = cloud.create_server('a', 'img', 'fl')
+    cloud.set_fault('get', latency=0.2)
+    started = time.monotonic()
+    assert cloud.get_server(s['id'])['status'] == 'ACTIVE'
+    assert time.monotonic() - started >= 0.2
+
+
+# -- errors: transient or not ----------------------------------------------
+
+@pytest.mark.parametrize('code,kind', [
+    (None, exception.CloudTransient), (503, exception.CloudTransient),
+    (429, exception.CloudTransient), (404, exception.CloudNotFound),
+    (400, exception.CloudError), (409, exception.CloudError)])
+def test_injected_failure_kind_follows_its_code(cloud, code, kind):
+    s = cloud.create_server('a', 'img', 'fl')
+    cloud.set_fault('get', fail_count=1, code=code, message='busy')
+    with pytest.raises(exception.CloudError) as e:
+        cloud.get_server(s['id'])
+    assert type(e.value) is kind
+    assert e.value.code == (code or 500)
+    assert 'busy' in str(e.value)
+    entry = cloud.api_log(op='get')[-1]
+    assert not entry['ok'] and entry['detail']['code'] == (code or 500)
+    assert cloud.get_server(s['id'])['id'] == s['id']
+
+
+def test_bad_code_is_refused(cloud):
+    for code in (200, 302, 600):
+        with pytest.raises(exception.ConvergeError):
+            cloud.set_fault('get', fail_count=1, code=code)
+    assert cloud.faults() == []
+
+
+class _Drops:
+    """Makes the sim's database connection drop on statements containing
+    `on` (or, with commit=True, right after the commit of a transaction
+    that ran one reached the database), as a restarted server or a
+    terminated backend would."""
+
+    def __init__(self, monkeypatch, engine, on, times=1, commit=False):
+        self.left = times
+        dialect = engine.dialect
+        dbapi = dialect.loaded_dbapi
+        touched = set()
+
+        def drop():
+            self.left -= 1
+            # what the driver says on a closed connection: SQLAlchemy
+            # takes it for a disconnect and invalidates the connection
+            if dialect.name == 'sqlite':
+                raise dbapi.ProgrammingError(
+                    'Cannot operate on a closed database.')
+            raise dbapi.OperationalError(
+                'server closed the connection unexpectedly')
+
+        real_execute = dialect.do_execute
+
+        def do_execute(cursor, statement, parameters, context=None):
+            if on in statement:
+                if commit:
+                    touched.add(id(cursor.connection))
+                elif self.left > 0:
+                    drop()
+            return real_execute(cursor, statement, parameters, context)
+        monkeypatch.setattr(dialect, 'do_execute', do_execute)
+        real_commit = dialect.do_commit
+
+        def do_commit(dbapi_conn):
+            real_commit(dbapi_conn)
+            raw = id(getattr(dbapi_conn, 'dbapi_connection', dbapi_conn))
+            if raw in touched:
+                touched.discard(raw)
+                if self.left > 0:
+                    drop()
+        monkeypatch.setattr(dialect, 'do_commit', do_commit)
+
+
+@pytest.fixture
+def fast_retries(monkeypatch):
+    monkeypatch.setattr(sim_api, 'DB_RETRY_DELAY', 0.001)
+
+
+def test_dropped_connection_is_retried(cloud, monkeypatch, fast_retries):
+    s = cloud.create_server('a', 'img', 'fl')
+    drops = _Drops(monkeypatch, cloud._engine, 'FROM sim_servers', times=2)
+    assert cloud.get_server(s['id'])['id'] == s['id']
+    assert drops.left == 0
+    # the tries that failed were rolled back: one get happened
+    assert [e['op'] for e in cloud.api_log()] == ['create', 'get']
+
+
+def test_connection_that_stays_down_is_transient(cloud, monkeypatch,
+                                                 fast_retries):
+    s = cloud.create_server('a', 'img', 'fl')
+    _Drops(monkeypatch, cloud._engine, 'sim_', times=100)
+    with pytest.raises(exception.CloudTransient) as e:
+        cloud.get_server(s['id'])
+    assert 'database is unavailable' in str(e.value)
+
+
+def test_create_dropped_at_commit_adopts_instead_of_booting_twice(
+        cloud, monkeypatch, fast_retries):
+    _Drops(monkeypatch, cloud._engine, 'INSERT INTO sim_servers',
+           commit=True)
+    s = cloud.create_server('a', 'img', 'fl', idempotency_key='k',
+                            resource='a')
+    assert [x['id'] for x in cloud.list_servers()] == [s['id']]
+    log = _creates(cloud, resource='a')
+    assert [e['detail'].get('adopted', False) for e in log] == [False, True]
+
+
+def test_rebuild_dropped_at_commit_is_not_repeated(cloud, monkeypatch,
+                                                   fast_retries):
+    s = cloud.create_server('a', 'img1', 'fl')
+    _Drops(monkeypatch, cloud._engine, 'UPDATE sim_servers', commit=True)
+    with pytest.raises(exception.CloudTransient) as e:
+        cloud.rebuild_server(s['id'], 'img2')
+    assert 'may or may not have happened' in str(e.value)
+    assert cloud.get_server(s['id'])['image'] == 'img2'
+    assert len(cloud.api_log(op='rebuild')) == 1
+
+
+def test_older_database_gets_the_new_columns(tmp_path):
+    path = tmp_path / 'old.db'
+    old = sa.MetaData()
+    for table in store.metadata.sorted_tables:
+        sa.Table(table.name, old, *[
+            sa.Column(c.name, c.type, primary_key=c.primary_key,
+                      nullable=c.nullable, unique=c.unique)
+            for c in table.columns
+            if c.name not in ('task_state', 'task_started', 'ready_at',
+                              'outcome', 'delete_started', 'gone_at',
+                              'code')])
+    engine = sa.create_engine('sqlite:///%s' % path)
+    old.create_all(engine)
+    engine.dispose()
+    u = 'sqlite:///%s' % path
+    try:
+        c = sim.SimCompute(u)
+        c.set_fault('create', latency=60, code=503, fail_rate=0)
+        assert c.create_server('a', 'img', 'fl')['status'] == 'BUILD'
+    finally:
+        store.forget(u)

@@ -89,7 +89,8 @@ def test_server_list(run, cloud):
     rows = run.json('sim', 'server', 'list')
     assert [r['ID'] for r in rows] == [a['id'], b['id']]
     assert rows[0] == {
-        'ID': a['id'], 'Name': 'a', 'Status': 'ACTIVE', 'Image': 'cirros',
+        'ID': a['id'], 'Name': 'a', 'Status': 'ACTIVE', 'Task State': None,
+        'Image': 'cirros',
         'Flavor': 'm1.tiny', 'Resource': 'web',
         'Networks': 'private=%s; public=%s' % (
             a['addresses']['private'][0]['addr'],
@@ -146,7 +147,7 @@ def test_fault_set_list_clear(run, cloud):
     shown = run.json('sim', 'fault', 'set', 'create', '--fail-count', '2',
                      '--message', 'boom')
     assert shown == {'Op': 'create', 'Latency': None, 'Fail Rate': None,
-                     'Fail Count': 2, 'Message': 'boom'}
+                     'Fail Count': 2, 'Code': None, 'Message': 'boom'}
     run.json('sim', 'fault', 'set', 'get', '--latency', '0.5',
              '--fail-rate', '0.25')
     listed = run.json('sim', 'fault', 'list')
@@ -165,7 +166,41 @@ def test_fault_set_refuses_nonsense(run, cloud):
     assert run('sim', 'fault', 'set', 'create')[0] != 0
     assert run('sim', 'fault', 'set', 'bogus', '--fail-rate', '1')[0] != 0
     assert run('sim', 'fault', 'set', 'get', '--fail-rate', '3')[0] != 0
+    assert run('sim', 'fault', 'set', 'get', '--fail-count', '1',
+               '--code', '200')[0] != 0
     assert cloud.faults() == []
+
+
+def test_fault_code_makes_failures_transient_or_fatal(run, cloud):
+    s = cloud.create_server('a', 'img', 'fl')
+    shown = run.json('sim', 'fault', 'set', 'get', '--fail-count', '1',
+                     '--code', '503')
+    assert shown['Code'] == 503
+    with pytest.raises(exception.CloudTransient) as e:
+        cloud.get_server(s['id'])
+    assert e.value.code == 503
+    run.json('sim', 'fault', 'set', 'get', '--fail-count', '1',
+             '--code', '403')
+    with pytest.raises(exception.CloudError) as e:
+        cloud.get_server(s['id'])
+    assert e.value.code == 403
+    assert not isinstance(e.value, exception.CloudTransient)
+
+
+def test_list_and_show_the_transitional_status(run, cloud):
+    cloud.set_fault('create', latency=600)
+    cloud.set_fault('delete', latency=600)
+    building = cloud.create_server('building', 'img', 'fl')
+    cloud.clear_faults('create')
+    going = cloud.create_server('going', 'img', 'fl')
+    cloud.delete_server(going['id'])
+    rows = {r['Name']: (r['Status'], r['Task State'])
+            for r in run.json('sim', 'server', 'list')}
+    assert rows == {'building': ('BUILD', 'spawning'),
+                    'going': ('ACTIVE', 'deleting')}
+    shown = run.json('sim', 'server', 'show', building['id'])
+    assert (shown['status'], shown['task_state']) == ('BUILD', 'spawning')
+    assert 0 <= shown['progress'] < 100
 
 
 def test_cli_is_not_disturbed_by_faults(run, cloud):

@@ -67,7 +67,8 @@ def find_server(servers, ref):
 
 
 class ListServer(lister.Lister):
-    """List the sim cloud's servers (deleted ones are not shown)."""
+    """List the sim cloud's servers (deleted ones are not shown; one being
+    deleted shows task state "deleting")."""
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -79,16 +80,16 @@ class ListServer(lister.Lister):
         return parser
 
     def take_action(self, args):
-        cols = ['ID', 'Name', 'Status', 'Image', 'Flavor', 'Networks',
-                'Resource']
+        cols = ['ID', 'Name', 'Status', 'Task State', 'Image', 'Flavor',
+                'Networks', 'Resource']
         if args.long:
             cols += ['Key Name', 'Host', 'Idempotency Key', 'Created']
         rows = []
         for s in _sim(self.app).list_servers():
             if args.resource is not None and s['resource'] != args.resource:
                 continue
-            row = [s['id'], s['name'], s['status'], s['image'], s['flavor'],
-                   _networks(s), s['resource']]
+            row = [s['id'], s['name'], s['status'], s['task_state'],
+                   s['image'], s['flavor'], _networks(s), s['resource']]
             if args.long:
                 row += [s['key_name'], s['host'], s['idempotency_key'],
                         s['created']]
@@ -175,10 +176,11 @@ class StartServer(_ServerAction):
 
 def _fault_row(fault):
     return (fault['op'], fault['latency'], fault['fail_rate'],
-            fault['fail_count'], fault['message'])
+            fault['fail_count'], fault['code'], fault['message'])
 
 
-FAULT_COLUMNS = ('Op', 'Latency', 'Fail Rate', 'Fail Count', 'Message')
+FAULT_COLUMNS = ('Op', 'Latency', 'Fail Rate', 'Fail Count', 'Code',
+                 'Message')
 
 
 class SetFault(show.ShowOne):
@@ -192,11 +194,19 @@ class SetFault(show.ShowOne):
                             help='Operation: %s, or * for all'
                                  % ', '.join(sim.OPS))
         parser.add_argument('--latency', metavar='<seconds>', type=float,
-                            help='Delay each call by this many seconds')
+                            help='create, rebuild, resize, delete: how long '
+                                 'the server stays BUILD, REBUILD, RESIZE '
+                                 'or deleting (the call returns at once); '
+                                 'other operations: delay each call')
         parser.add_argument('--fail-rate', metavar='<0..1>', type=float,
                             help='Probability that a call fails')
         parser.add_argument('--fail-count', metavar='<n>', type=int,
                             help='The next N calls fail')
+        parser.add_argument('--code', metavar='<http-status>', type=int,
+                            help='HTTP status of the failures (default '
+                                 '500): 5xx and 429 are transient (the '
+                                 'engine retries), other 4xx fail the '
+                                 'resource')
         parser.add_argument('--message', metavar='<text>',
                             help='Error message of the failures')
         return parser
@@ -209,7 +219,7 @@ class SetFault(show.ShowOne):
         sim = self.app.sim()
         sim.set_fault(args.op, latency=args.latency,
                       fail_rate=args.fail_rate, fail_count=args.fail_count,
-                      message=args.message)
+                      message=args.message, code=args.code)
         for fault in sim.faults():
             if fault['op'] == args.op:
                 return FAULT_COLUMNS, _fault_row(fault)

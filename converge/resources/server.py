@@ -11,10 +11,21 @@ user_data change replaces (``user_data_update_policy`` REPLACE, the
 default) or is ignored (IGNORE); name and metadata are updated in place.
 The simulated cloud cannot attach or detach interfaces, so a change of
 ``networks`` (other than a nic ``tag``, which Heat ignores) replaces.
+
+The cloud takes its time, as Nova does: a server is BUILD, REBUILD,
+RESIZE or being deleted for a while after the call that asked for it.
+`create`, `update` and `delete` never sleep: they start the action and
+return ``base.Wait(after=...)``; the engine calls the same step again
+later, and the step looks at the server before doing anything, so it
+neither boots, rebuilds nor deletes twice. ``self.data['waiting']``
+remembers the action under way (for the poll schedule and to tell an
+ERROR this step caused, which fails it, from one an earlier try left,
+which is discarded or replaced).
 """
 
 import copy
 import json
+import random
 import time
 import uuid as uuid_mod
 
@@ -23,7 +34,8 @@ from converge.resources import base
 from converge.resources import none
 from converge.resources import properties as p
 
-#: statuses a server settles in; anything else is transitional
+#: statuses a server settles in; anything else (BUILD, REBUILD, RESIZE,
+#: ...) is transitional, and VERIFY_RESIZE waits for confirm_resize
 SETTLED = ('ACTIVE', 'SHUTOFF', 'ERROR')
 GONE = ('DELETED', 'SOFT_DELETED')
 
@@ -130,10 +142,21 @@ _NETWORK = {
 class Server(base.Resource):
     logical = False
 
-    #: seconds between polls while a server is in a transitional status
-    poll_interval = 0.5
-    #: give up waiting for a transitional status after this many seconds
-    settle_timeout = 600
+    # While the cloud builds, rebuilds, resizes or deletes a server, a step
+    # returns base.Wait(after=...) and is called again (see _next_poll);
+    # the stack timeout bounds the whole wait.
+    #: seconds before the first look after starting an action
+    poll_first = 1.0
+    #: without a progress estimate, each wait is this factor longer ...
+    poll_growth = 1.5
+    #: ... up to this many seconds
+    poll_max = 5.0
+    #: a wait estimated from Nova's progress is at most this long
+    poll_estimate_max = 30.0
+    #: never look again sooner than this
+    poll_min = 0.2
+    #: waits are shortened by up to this fraction, at random
+    poll_jitter = 0.1
 
     properties_schema = {
         'name': p.Schema(p.STRING, 'Server name.', update_allowed=True),
@@ -412,21 +435,6 @@ class Server(base.Resource):
                 extra[arg] = value
         return extra
 
-    def _settle(self, server):
-        """Poll while the server is in a transitional status."""
-        deadline = time.monotonic() + self.settle_timeout
-        while server and server.get('status') not in SETTLED + GONE:
-            if time.monotonic() > deadline:
-                raise exception.ResourceFailure(
-                    'Server %s stuck in status %s' % (
-                        self.name, server.get('status')))
-            time.sleep(self.poll_interval)
-            if server.get('status') == 'VERIFY_RESIZE' and hasattr(
-                    self.compute, 'confirm_resize'):
-                self.compute.confirm_resize(server['id'])
-            server = self.compute.get_server(server['id'])
-        return server
-
     def _get(self):
         """The server by physical_id, or None when it is gone."""
         try:
@@ -437,11 +445,78 @@ class Server(base.Resource):
             return None
         return server
 
-    def _fail_if_error(self, server, action):
-        if server and server.get('status') == 'ERROR':
+    def _by_key(self):
+        """The server made with this resource's idempotency key, if any."""
+        server = self.compute.find_server_by_key(self.idempotency_key)
+        if server is None or server.get('status') in GONE:
+            return None
+        return server
+
+    # -- waiting without a thread ------------------------------------------
+    def _started(self, action, server):
+        """Remember the action under way, for the polls and for telling
+        an ERROR it caused from one found there (a failed earlier try)."""
+        self.data['waiting'] = {'action': action, 'server': server['id'],
+                                'since': time.time(), 'polls': 0}
+
+    def _mine(self, server):
+        waiting = self.data.get('waiting') or {}
+        return waiting.get('server') == server.get('id')
+
+    def _look(self, server, action):
+        """`server` after `action` was started on it (by this step or an
+        earlier call of it): a Wait while it is busy, the server once it
+        has settled. ERROR fails the step, as Heat does."""
+        if server.get('status') == 'VERIFY_RESIZE':
+            # Nova waits for the resize to be confirmed (Heat confirms)
+            server = self.compute.confirm_resize(server['id'])
+        if _busy(server):
+            return self._wait(server, action)
+        if server.get('status') == 'ERROR':
+            self.data.pop('waiting', None)
             raise exception.ResourceFailure(
                 'Server %s (%s) went into ERROR status during %s' % (
                     self._server_name(), server.get('id'), action))
+        return server
+
+    def _wait(self, server, action):
+        waiting = self.data.get('waiting') or {}
+        if waiting.get('server') != server['id'] or \
+                waiting.get('action') != action:
+            # found busy (e.g. after a crash): count from now
+            waiting = {'action': action, 'server': server['id'],
+                       'since': time.time(), 'polls': 0}
+        after = self._next_poll(time.time() - waiting['since'],
+                                waiting['polls'], server.get('progress'))
+        waiting['polls'] += 1
+        self.data['waiting'] = waiting
+        task = _task_state(server)
+        return base.Wait(after=after, reason='server %s is %s%s' % (
+            server['id'], server.get('status'),
+            ' (%s)' % task if task else ''))
+
+    def _next_poll(self, elapsed, polls, progress):
+        """Seconds until the next look at a busy server.
+
+        With Nova's ``progress`` (a whole percentage, rounded down) the
+        time left is at least ``elapsed * (99 - p) / (p + 1)`` if the
+        action advances evenly: look then, never later, so a build is
+        seen ACTIVE soon after it is. Near the end that bound is 0 while
+        up to 1 % of the action remains: look every half per cent of it
+        then (``elapsed / (p + 1) / 2``), not as fast as allowed. Without
+        progress (Nova often reports 0), back off from ``poll_first`` by
+        ``poll_growth`` up to ``poll_max``. A little jitter, always
+        earlier, keeps many servers started together from being polled
+        in step."""
+        if progress and 0 < progress < 100 and elapsed > 0:
+            after = min(self.poll_estimate_max, max(
+                elapsed * (99 - progress) / (progress + 1),
+                elapsed / (progress + 1) / 2))
+        else:
+            after = min(self.poll_max,
+                        self.poll_first * self.poll_growth ** polls)
+        after *= random.uniform(1 - self.poll_jitter, 1)
+        return max(self.poll_min, after)
 
     # -- steps ------------------------------------------------------------
     def observe(self):
@@ -454,15 +529,17 @@ class Server(base.Resource):
         return server
 
     def create(self):
-        server = None
-        if self.physical_id:
-            server = self._get()
+        """Boot the server (or adopt the one made with our key) and wait,
+        returning base.Wait, until it is ACTIVE. Safe to call again at
+        any time: it looks at the cloud first."""
+        server = self._get() if self.physical_id else None
         if server is None:
-            server = self.compute.find_server_by_key(self.idempotency_key)
-            if server is not None and server.get('status') in GONE:
-                server = None
-        if server is not None and server.get('status') == 'ERROR':
-            # a failed attempt: discard it and boot again
+            server = self._by_key()
+        if server is not None and _deleting(server):
+            server = None   # going away: boot a new one
+        if server is not None and server.get('status') == 'ERROR' and \
+                not self._mine(server):
+            # a failed earlier try: discard it and boot again
             try:
                 self.compute.delete_server(server['id'])
             except exception.CloudNotFound:
@@ -481,11 +558,15 @@ class Server(base.Resource):
                 idempotency_key=self.idempotency_key,
                 resource=self._resource_label(),
                 **self._extra())
+            self._started('create', server)
         self.physical_id = server['id']
-        server = self._settle(server)
-        self._fail_if_error(server, 'create')
-        if server and server.get('status') == 'SHUTOFF':
+        server = self._look(server, 'create')
+        if isinstance(server, base.Wait):
+            return server
+        self.data.pop('waiting', None)
+        if server.get('status') == 'SHUTOFF':
             self.compute.start_server(server['id'])
+        return None
 
     def needs_replace(self, prior):
         props = self.properties
@@ -515,17 +596,26 @@ class Server(base.Resource):
         return False
 
     def update(self, prior, observed):
+        """Rebuild, resize, rename, start: one at a time, each waited for
+        (base.Wait) before the next. Called again, it looks at the server
+        first, so an action under way is waited for, not started twice."""
         props = self.properties
-        if observed and observed.get('status') == 'ERROR':
-            raise exception.UpdateReplace(self.name)
         if self.needs_replace(prior):
             raise exception.UpdateReplace(self.name)
         if not self.physical_id:
             raise exception.UpdateReplace(self.name)
-        if not observed:
+        waiting = self.data.get('waiting')
+        if waiting or not observed:
+            # called again after a wait (or observing failed): look now
             observed = self._get()
-            if observed is None:
-                raise exception.UpdateReplace(self.name)
+        if observed is None or _deleting(observed):
+            raise exception.UpdateReplace(self.name)
+        if observed.get('status') == 'ERROR' and not self._mine(observed):
+            raise exception.UpdateReplace(self.name)
+        action = (waiting or {}).get('action', 'update')
+        observed = self._look(observed, action)
+        if isinstance(observed, base.Wait):
+            return observed
         server_id = self.physical_id
 
         # image: rebuild (or replace, by policy)
@@ -533,18 +623,23 @@ class Server(base.Resource):
         if image is not None and observed.get('image') != image:
             if props.get('image_update_policy') == 'REPLACE':
                 raise exception.UpdateReplace(self.name)
-            observed = self._settle(
-                self.compute.rebuild_server(server_id, image)) or observed
-            self._fail_if_error(observed, 'rebuild')
+            observed = self.compute.rebuild_server(server_id, image)
+            self._started('rebuild', observed)
+            observed = self._look(observed, 'rebuild')
+            if isinstance(observed, base.Wait):
+                return observed
 
         # flavor: resize (or replace, by policy)
         flavor = props.get('flavor')
         if flavor is not None and observed.get('flavor') != flavor:
             if props.get('flavor_update_policy') == 'REPLACE':
                 raise exception.UpdateReplace(self.name)
-            observed = self._settle(
-                self.compute.resize_server(server_id, flavor)) or observed
-            self._fail_if_error(observed, 'resize')
+            observed = self.compute.resize_server(server_id, flavor)
+            self._started('resize', observed)
+            observed = self._look(observed, 'resize')
+            if isinstance(observed, base.Wait):
+                return observed
+        self.data.pop('waiting', None)
 
         # name and metadata: in place
         name = self._server_name()
@@ -561,18 +656,33 @@ class Server(base.Resource):
         # a stopped server is started again
         if observed.get('status') == 'SHUTOFF':
             self.compute.start_server(server_id)
+        return None
 
     def delete(self):
-        server_id = self.physical_id
-        if not server_id:
-            found = self.compute.find_server_by_key(self.idempotency_key)
-            if found is None:
-                return
-            server_id = found['id']
-        try:
-            self.compute.delete_server(server_id)
-        except exception.CloudNotFound:
-            pass
+        """Delete the server and wait (base.Wait) until the cloud no longer
+        shows it. A server already being deleted is only waited for."""
+        server = self._get() if self.physical_id else None
+        if server is None:
+            # also when physical_id is gone: a server booted again under
+            # our key whose id was never recorded must not be left behind
+            server = self._by_key()
+        if server is None:
+            self.data.pop('waiting', None)
+            return None
+        if not _deleting(server):
+            try:
+                self.compute.delete_server(server['id'])
+            except exception.CloudNotFound:
+                pass
+            self._started('delete', server)
+            try:
+                server = self.compute.get_server(server['id'])
+            except exception.CloudNotFound:
+                server = None
+            if server is None or server.get('status') in GONE:
+                self.data.pop('waiting', None)
+                return None
+        return self._wait(server, 'delete')
 
     def check(self, observed):
         if observed == {} and self.physical_id:  # observing failed: retry
@@ -648,6 +758,22 @@ class Server(base.Resource):
 
     def reference_id(self):
         return self.physical_id or self.name
+
+
+def _task_state(server):
+    return server.get('task_state') or server.get('OS-EXT-STS:task_state')
+
+
+def _deleting(server):
+    return _task_state(server) == 'deleting'
+
+
+def _busy(server):
+    """In a transitional status (BUILD, REBUILD, RESIZE, ...) or with an
+    action under way (Nova's task_state)."""
+    status = server.get('status')
+    return bool(_task_state(server)) or status not in \
+        SETTLED + GONE + ('VERIFY_RESIZE',)
 
 
 def _is_uuid(value):

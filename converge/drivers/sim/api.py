@@ -4,10 +4,24 @@ Every call is appended to ``sim_api_log`` in the same transaction as its
 effect, so the log is an exact record of what the cloud did (a create
 that was logged happened, and vice versa). Faults configured in
 ``sim_faults`` apply to every process using the same database.
+
+As with Nova, the long actions return at once and the server shows them
+in its status for as long as they take (the ``latency`` of the op's
+fault): a create is BUILD, then ACTIVE; a rebuild REBUILD, then ACTIVE; a
+resize RESIZE, then VERIFY_RESIZE until ``confirm_resize``, then ACTIVE;
+a delete keeps the server visible with ``task_state`` deleting, then it
+is not found. ``progress`` (0..100) tells how far the action is. Other
+calls take their latency as their own response time.
+
+Errors follow HTTP: 404 is CloudNotFound, 5xx and 429 are CloudTransient
+(worth retrying), other 4xx a plain CloudError. When the sim's own
+database connection drops, the call is retried a few times at once where
+repeating it is safe, then CloudTransient is raised.
 """
 
 import datetime
 import json
+import logging
 import random
 import time
 import uuid
@@ -18,11 +32,34 @@ from sqlalchemy import exc as sa_exc
 from converge import exception
 from converge.drivers.sim import store
 
+LOG = logging.getLogger(__name__)
+
 OPS = ('create', 'get', 'find', 'list', 'delete', 'rebuild', 'resize',
-       'update', 'stop', 'start')
+       'confirm_resize', 'update', 'stop', 'start')
 READ_OPS = ('get', 'find', 'list')
+#: ops whose latency is how long the server stays in a transitional
+#: status; the call itself returns at once
+TASK_OPS = ('create', 'rebuild', 'resize', 'delete')
+#: where each op may start (Nova refuses others with 409)
+ALLOWED_FROM = {
+    'rebuild': ('ACTIVE', 'SHUTOFF', 'ERROR'),
+    'resize': ('ACTIVE', 'SHUTOFF'),
+    'confirm_resize': ('VERIFY_RESIZE',),
+    'stop': ('ACTIVE', 'SHUTOFF', 'ERROR'),
+    'start': ('ACTIVE', 'SHUTOFF', 'ERROR'),
+}
 HOSTS = 4
 _CREATE_ATTEMPTS = 5
+#: a dropped connection to the sim's database: tries, and the first pause
+#: between them (doubling)
+DB_ATTEMPTS = 4
+DB_RETRY_DELAY = 0.05
+
+
+def clock():
+    """The sim's time, in seconds since the epoch. Every decision about
+    transitional statuses asks this (tests replace it to move time)."""
+    return time.time()
 
 
 def _now():
@@ -69,7 +106,48 @@ def _normalise_networks(networks):
     return result
 
 
-def _server(row):
+def _progress(started, ends, now):
+    if started is None or ends <= started:
+        return 0
+    return max(0, min(99, int(100 * (now - started) / (ends - started))))
+
+
+def _state(row, now):
+    """(status, flavor, task_state, progress) of a server at `now`: an
+    action whose time is up is over, whoever looks."""
+    status, flavor, task, progress = row.status, row.flavor, None, 100
+    if row.ready_at is not None:
+        if now >= row.ready_at:
+            outcome = _loads(row.outcome, {})
+            status = outcome.get('status', status)
+            flavor = outcome.get('flavor', flavor)
+        else:
+            task = row.task_state
+            progress = _progress(row.task_started, row.ready_at, now)
+    if row.gone_at is not None:
+        task = 'deleting'
+        progress = _progress(row.delete_started, row.gone_at, now)
+    return status, flavor, task, progress
+
+
+def _visible(now):
+    """Rows of servers that exist at `now` (a delete under way included)."""
+    c = store.servers.c
+    return sa.and_(c.deleted == sa.false(),
+                   sa.or_(c.gone_at.is_(None), c.gone_at > now))
+
+
+def _cloud_error(message, code):
+    """The error an HTTP status stands for."""
+    if code == 404:
+        return exception.CloudNotFound(message)
+    if code == 429 or code >= 500:
+        return exception.CloudTransient(message, code)
+    return exception.CloudError(message, code)
+
+
+def _server(row, now):
+    status, flavor, task, progress = _state(row, now)
     addresses = _loads(row.addresses, {})
     first = ''
     for entries in addresses.values():
@@ -79,9 +157,11 @@ def _server(row):
     return {
         'id': row.id,
         'name': row.name,
-        'status': row.status,
+        'status': status,
+        'task_state': task,
+        'progress': progress,
         'image': row.image,
-        'flavor': row.flavor,
+        'flavor': flavor,
         'key_name': row.key_name,
         'metadata': _loads(row.meta, {}),
         'user_data': row.user_data,
@@ -121,8 +201,9 @@ class SimCompute:
         """The same cloud seen by its operator (the ``converge sim`` CLI).
 
         Injected faults do not apply (so inspecting the cloud neither
-        fails nor uses up a ``fail_count`` meant for the engine), reads
-        are not logged, and changes are logged with ``admin: true``."""
+        fails nor uses up a ``fail_count`` meant for the engine, and an
+        operator's delete is immediate), reads are not logged, and
+        changes are logged with ``admin: true``."""
         other = SimCompute.__new__(SimCompute)
         other.url = self.url
         other._engine = self._engine
@@ -130,6 +211,38 @@ class SimCompute:
         return other
 
     # -- plumbing ---------------------------------------------------------
+
+    def _db(self, what, fn, repeatable=True):
+        """Run fn(), which opens its own transaction(s), retrying it at once
+        (a few times, briefly) when the sim's database connection drops,
+        as a real cloud's API would retry its own database.
+
+        When the connection dropped during a commit the call may have
+        taken effect: it is repeated only if `repeatable` (a read; a
+        create with an idempotency key, which adopts; a delete, start,
+        stop or update, which land in the same state). Otherwise, and
+        when the retries run out, CloudTransient: the caller looks at
+        the cloud again later."""
+        error = None
+        for attempt in range(DB_ATTEMPTS):
+            try:
+                return fn()
+            except (sa_exc.DBAPIError, store.CommitUnknown) as e:
+                if not store.dropped(e):
+                    raise
+                error = e
+                if isinstance(e, store.CommitUnknown) and not repeatable:
+                    raise exception.CloudTransient(
+                        'The cloud lost its database connection while '
+                        'completing %s; it may or may not have happened: '
+                        '%s' % (what, e)) from e
+                LOG.warning('sim: %s: database connection dropped (%s); '
+                            'retrying', what, e)
+                if attempt + 1 < DB_ATTEMPTS:
+                    time.sleep(DB_RETRY_DELAY * 2 ** attempt)
+        raise exception.CloudTransient(
+            'The cloud could not serve %s: its database is unavailable: %s'
+            % (what, error)) from error
 
     def _log(self, conn, op, ok, server_id=None, idempotency_key=None,
              resource=None, **detail):
@@ -151,79 +264,93 @@ class SimCompute:
         return (row.idempotency_key, row.resource) if row else (None, None)
 
     def _active_faults(self, op):
-        with store.read(self._engine) as conn:
-            rows = conn.execute(sa.select(store.faults).where(
-                store.faults.c.op.in_([op, '*']))).all()
+        def read():
+            with store.read(self._engine) as conn:
+                return conn.execute(sa.select(store.faults).where(
+                    store.faults.c.op.in_([op, '*']))).all()
+        rows = self._db(op, read)
         # the op's own fault first, then the wildcard
         return sorted(rows, key=lambda r: r.op == '*')
 
     def _inject(self, op, server_id=None, idempotency_key=None,
                 resource=None):
-        """Apply faults for `op`: sleep, then maybe fail (logged).
+        """Apply faults for `op`: wait, then maybe fail (logged).
 
-        Returns the latency slept (for the log of the real call)."""
+        Returns the latency: for a long action (TASK_OPS) how long the
+        server stays in its transitional status, for any other op the
+        time this call already took."""
         if self._admin:
             return 0.0
         rows = self._active_faults(op)
         if not rows:
             return 0.0
         latency = sum(r.latency or 0.0 for r in rows if r.latency)
-        if latency > 0:
+        if latency > 0 and op not in TASK_OPS:
             time.sleep(latency)  # outside any transaction
         for row in rows:
             if not row.fail_count and not row.fail_rate:
                 continue
             message = row.message or 'Injected failure in %s' % op
-            with store.write(self._engine) as conn:
+            code = row.code or 500
+
+            def fail(row=row, message=message, code=code):
                 how = None
-                if row.fail_count:
-                    # decrement atomically: only one caller wins each unit
-                    res = conn.execute(
-                        store.faults.update()
-                        .where(store.faults.c.op == row.op)
-                        .where(store.faults.c.fail_count > 0)
-                        .values(fail_count=store.faults.c.fail_count - 1))
-                    if res.rowcount == 1:
-                        how = 'fail_count'
-                if how is None and row.fail_rate and \
-                        random.random() < row.fail_rate:
-                    how = 'fail_rate'
-                if how is not None:
-                    if server_id is not None and resource is None:
-                        idempotency_key, resource = self._owner(
-                            conn, server_id)
-                    self._log(conn, op, False, server_id=server_id,
-                              idempotency_key=idempotency_key,
-                              resource=resource, error=message,
-                              injected=how, fault=row.op,
-                              latency=latency or None)
-            if how is not None:
-                raise exception.CloudError(message, 500)
+                with store.write(self._engine) as conn:
+                    if row.fail_count:
+                        # decrement atomically: only one caller wins each
+                        res = conn.execute(
+                            store.faults.update()
+                            .where(store.faults.c.op == row.op)
+                            .where(store.faults.c.fail_count > 0)
+                            .values(fail_count=store.faults.c.fail_count
+                                    - 1))
+                        if res.rowcount == 1:
+                            how = 'fail_count'
+                    if how is None and row.fail_rate and \
+                            random.random() < row.fail_rate:
+                        how = 'fail_rate'
+                    if how is not None:
+                        key, owner = idempotency_key, resource
+                        if server_id is not None and owner is None:
+                            key, owner = self._owner(conn, server_id)
+                        self._log(conn, op, False, server_id=server_id,
+                                  idempotency_key=key, resource=owner,
+                                  error=message, injected=how, fault=row.op,
+                                  code=code, latency=latency or None)
+                return how
+            # a fail_count unit used up twice would fail two calls
+            if self._db(op, fail, repeatable=False) is not None:
+                raise _cloud_error(message, code)
         return latency
 
     def _call(self, op, fn, server_id=None, idempotency_key=None,
-              resource=None):
-        """Run fn(conn, latency) in one write transaction after faults.
+              resource=None, repeatable=True):
+        """Run fn(conn, latency, now) in one write transaction after faults.
 
         fn may raise _Failed(error): the transaction (with the failure
         logged by fn) commits, then the error is raised."""
         latency = self._inject(op, server_id=server_id,
                                idempotency_key=idempotency_key,
                                resource=resource)
-        with store.write(self._engine) as conn:
-            try:
-                return fn(conn, latency)
-            except _Failed as e:
-                failed = e      # commit: the failure is logged
-        raise failed.error
 
-    def _row(self, conn, server_id):
+        def once():
+            with store.write(self._engine) as conn:
+                try:
+                    return fn(conn, latency, clock()), None
+                except _Failed as e:
+                    return None, e      # commit: the failure is logged
+        result, failed = self._db(op, once, repeatable)
+        if failed is not None:
+            raise failed.error
+        return result
+
+    def _row(self, conn, server_id, now):
         return conn.execute(sa.select(store.servers).where(
             store.servers.c.id == str(server_id)).where(
-            store.servers.c.deleted == sa.false())).first()
+            _visible(now))).first()
 
-    def _live_row_or_fail(self, conn, op, server_id, latency):
-        row = self._row(conn, server_id)
+    def _live_row_or_fail(self, conn, op, server_id, latency, now):
+        row = self._row(conn, server_id, now)
         if row is None:
             self._log(conn, op, False, server_id=str(server_id),
                       error='not found', latency=latency or None)
@@ -231,11 +358,43 @@ class SimCompute:
                 'Server %s could not be found' % server_id))
         return row
 
-    def _change(self, op, server_id, values_fn):
-        """Shared shape of rebuild/resize/update/stop/start."""
-        def fn(conn, latency):
-            row = self._live_row_or_fail(conn, op, server_id, latency)
-            values, detail = values_fn(row)
+    def _finish_due(self, conn, row, now):
+        """Write down the end of an action whose time is up (readers only
+        compute it), before changing the server again."""
+        if row.ready_at is None or now < row.ready_at:
+            return row
+        status, flavor, _task, _progress = _state(row, now)
+        conn.execute(store.servers.update().where(
+            store.servers.c.seq == row.seq).values(
+            status=status, flavor=flavor, task_state=None,
+            task_started=None, ready_at=None, outcome=None))
+        return self._row(conn, row.id, now)
+
+    def _refuse(self, conn, op, row, latency, now):
+        """Nova's 409 for an action the server's state does not allow."""
+        status, _flavor, task, _progress = _state(row, now)
+        allowed = ALLOWED_FROM.get(op)
+        if task is None and (allowed is None or status in allowed):
+            return
+        where = 'status %s' % status + (
+            ' (task_state %s)' % task if task else '')
+        self._log(conn, op, False, server_id=row.id,
+                  idempotency_key=row.idempotency_key, resource=row.resource,
+                  error='conflict: %s' % where, latency=latency or None)
+        raise _Failed(exception.CloudError(
+            "Cannot '%s' server %s while it is in %s" % (op, row.id, where),
+            409))
+
+    def _change(self, op, server_id, values_fn, repeatable=True):
+        """Shared shape of rebuild/resize/confirm/update/stop/start:
+        values_fn(row, status, latency, now) -> (column values, detail)."""
+        def fn(conn, latency, now):
+            row = self._live_row_or_fail(conn, op, server_id, latency, now)
+            row = self._finish_due(conn, row, now)
+            if op != 'update':
+                self._refuse(conn, op, row, latency, now)
+            values, detail = values_fn(row, _state(row, now)[0], latency,
+                                       now)
             if values:
                 values['updated'] = _now()
                 conn.execute(store.servers.update().where(
@@ -244,8 +403,9 @@ class SimCompute:
                       idempotency_key=row.idempotency_key,
                       resource=row.resource, latency=latency or None,
                       **detail)
-            return _server(self._row(conn, row.id))
-        return self._call(op, fn, server_id=str(server_id))
+            return _server(self._row(conn, row.id, now), now)
+        return self._call(op, fn, server_id=str(server_id),
+                          repeatable=repeatable)
 
     def _next_ip(self, conn, used):
         while True:
@@ -258,40 +418,60 @@ class SimCompute:
             if addr not in used:
                 return addr
 
-    def _used_addresses(self, conn):
+    def _used_addresses(self, conn, now):
         used = {}
         for (text,) in conn.execute(sa.select(store.servers.c.addresses)
-                                    .where(store.servers.c.deleted ==
-                                           sa.false())):
+                                    .where(_visible(now))):
             for net, entries in _loads(text, {}).items():
                 for entry in entries:
                     used.setdefault(net, set()).add(entry.get('addr'))
         return used
 
-    def _live_by_key(self, conn, key):
+    def _live_by_key(self, conn, key, now):
         return conn.execute(sa.select(store.servers).where(
-            store.servers.c.live_key == key)).first()
+            store.servers.c.live_key == key).where(_visible(now))).first()
+
+    @staticmethod
+    def _task(task_state, busy_status, latency, now, **outcome):
+        """Column values for a long action: `busy_status` (and Nova's
+        `task_state`) for `latency` seconds, then the `outcome` values;
+        or the outcome at once when the action takes no time."""
+        if latency <= 0:
+            return dict(outcome, task_state=None, task_started=None,
+                        ready_at=None, outcome=None)
+        return dict(status=busy_status, task_state=task_state,
+                    task_started=now,
+                    ready_at=now + latency, outcome=_dumps(outcome))
 
     # -- servers ----------------------------------------------------------
 
     def create_server(self, name, image, flavor, networks=None,
                       metadata=None, user_data=None, key_name=None,
                       idempotency_key=None, resource=None, **extra):
+        """Boot a server: BUILD for the create latency, then ACTIVE.
+
+        A live server made with the same idempotency key is returned
+        instead (adopted); one being deleted does not count."""
         networks = _normalise_networks(networks)
         key = str(idempotency_key) if idempotency_key else None
 
-        def adopt(conn, row, latency):
+        def adopt(conn, row, latency, now):
             self._log(conn, 'create', True, server_id=row.id,
                       idempotency_key=key, resource=resource or row.resource,
                       adopted=True, latency=latency or None)
-            return _server(row)
+            return _server(row, now)
 
-        def fn(conn, latency):
+        def fn(conn, latency, now):
             if key is not None:
-                row = self._live_by_key(conn, key)
+                # a server being deleted gives its key up to the new one
+                conn.execute(store.servers.update()
+                             .where(store.servers.c.live_key == key)
+                             .where(store.servers.c.gone_at.isnot(None))
+                             .values(live_key=None))
+                row = self._live_by_key(conn, key, now)
                 if row is not None:
-                    return adopt(conn, row, latency)
-            all_used = self._used_addresses(conn)
+                    return adopt(conn, row, latency, now)
+            all_used = self._used_addresses(conn, now)
             addresses = {}
             for item in networks:
                 net = _net_name(item)
@@ -316,14 +496,16 @@ class SimCompute:
             server_id = str(uuid.uuid4())
             stamp = _now()
             res = conn.execute(store.servers.insert().values(
-                id=server_id, name=name or '', status='ACTIVE',
+                id=server_id, name=name or '',
                 image=None if image is None else str(image),
                 flavor=None if flavor is None else str(flavor),
                 key_name=key_name, meta=_dumps(dict(metadata or {})),
                 user_data=user_data, networks=_dumps(networks),
                 addresses=_dumps(addresses), idempotency_key=key,
                 live_key=key, resource=resource, host=None,
-                created=stamp, updated=stamp, deleted=False))
+                created=stamp, updated=stamp, deleted=False,
+                **self._task('spawning', 'BUILD', latency, now,
+                             status='ACTIVE')))
             seq = res.inserted_primary_key[0]
             conn.execute(store.servers.update()
                          .where(store.servers.c.seq == seq)
@@ -334,29 +516,41 @@ class SimCompute:
             self._log(conn, 'create', True, server_id=server_id,
                       idempotency_key=key, resource=resource,
                       latency=latency or None, **detail)
-            return _server(self._row(conn, server_id))
+            return _server(self._row(conn, server_id, now), now)
+
+        def once(body):
+            def run():
+                with store.write(self._engine) as conn:
+                    try:
+                        return body(conn, latency, clock()), None
+                    except _Failed as e:
+                        return None, e  # commit: the failure is logged
+            # repeating a create that may have committed adopts what it
+            # made; without a key it would make a second server
+            result, failed = self._db('create', run,
+                                      repeatable=key is not None)
+            if failed is not None:
+                raise failed.error
+            return result
+
+        def adopt_raced(conn, latency, now):
+            row = self._live_by_key(conn, key, now)
+            return adopt(conn, row, latency, now) if row is not None \
+                else None
 
         latency = self._inject('create', idempotency_key=key,
                                resource=resource)
         for _attempt in range(_CREATE_ATTEMPTS):
-            failed = None
             try:
-                with store.write(self._engine) as conn:
-                    try:
-                        return fn(conn, latency)
-                    except _Failed as e:
-                        failed = e      # commit: the failure is logged
+                return once(fn)
             except sa_exc.IntegrityError:
                 if key is None:
                     raise
-            if failed is not None:
-                raise failed.error
             # another process created a server with this key between our
             # check and our insert: adopt it (unless it is gone again)
-            with store.write(self._engine) as conn:
-                row = self._live_by_key(conn, key)
-                if row is not None:
-                    return adopt(conn, row, latency)
+            server = once(adopt_raced)
+            if server is not None:
+                return server
         raise exception.CloudError(
             'Could not create server %s: idempotency key %s kept '
             'conflicting' % (name, key), 409)
@@ -364,59 +558,96 @@ class SimCompute:
     def find_server_by_key(self, idempotency_key):
         key = str(idempotency_key)
 
-        def fn(conn, latency):
-            row = self._live_by_key(conn, key)
+        def fn(conn, latency, now):
+            row = self._live_by_key(conn, key, now)
             self._log(conn, 'find', True,
                       server_id=row.id if row is not None else None,
                       idempotency_key=key,
                       resource=row.resource if row is not None else None,
                       found=row is not None, latency=latency or None)
-            return _server(row) if row is not None else None
+            return _server(row, now) if row is not None else None
         return self._call('find', fn, idempotency_key=key)
 
     def get_server(self, server_id):
-        def fn(conn, latency):
-            row = self._live_row_or_fail(conn, 'get', server_id, latency)
+        def fn(conn, latency, now):
+            row = self._live_row_or_fail(conn, 'get', server_id, latency,
+                                         now)
             self._log(conn, 'get', True, server_id=row.id,
                       idempotency_key=row.idempotency_key,
                       resource=row.resource, latency=latency or None)
-            return _server(row)
+            return _server(row, now)
         return self._call('get', fn, server_id=str(server_id))
 
     def list_servers(self):
-        def fn(conn, latency):
+        def fn(conn, latency, now):
             rows = conn.execute(sa.select(store.servers).where(
-                store.servers.c.deleted == sa.false()).order_by(
-                store.servers.c.seq)).all()
+                _visible(now)).order_by(store.servers.c.seq)).all()
             self._log(conn, 'list', True, count=len(rows),
                       latency=latency or None)
-            return [_server(r) for r in rows]
+            return [_server(r, now) for r in rows]
         return self._call('list', fn)
 
     def delete_server(self, server_id):
-        def fn(conn, latency):
-            row = self._live_row_or_fail(conn, 'delete', server_id, latency)
+        """Delete: the server shows task_state deleting for the delete
+        latency, then it is not found. Deleting a server already being
+        deleted changes nothing (as Nova accepts it again)."""
+        def fn(conn, latency, now):
+            row = self._live_row_or_fail(conn, 'delete', server_id, latency,
+                                         now)
+            if row.gone_at is not None:
+                self._log(conn, 'delete', True, server_id=row.id,
+                          idempotency_key=row.idempotency_key,
+                          resource=row.resource, noop=True,
+                          latency=latency or None)
+                return
+            if latency > 0:
+                # it stops whatever it was doing and shows what it is now
+                status, flavor, _task, _progress = _state(row, now)
+                values = dict(status=status, flavor=flavor, task_state=None,
+                              task_started=None, ready_at=None, outcome=None,
+                              delete_started=now, gone_at=now + latency)
+            else:
+                values = dict(status='DELETED', deleted=True, live_key=None)
             conn.execute(store.servers.update().where(
                 store.servers.c.seq == row.seq).values(
-                status='DELETED', deleted=True, live_key=None,
-                updated=_now()))
+                updated=_now(), **values))
             self._log(conn, 'delete', True, server_id=row.id,
                       idempotency_key=row.idempotency_key,
                       resource=row.resource, latency=latency or None)
         self._call('delete', fn, server_id=str(server_id))
 
     def rebuild_server(self, server_id, image):
-        return self._change('rebuild', server_id, lambda row: (
-            {'image': None if image is None else str(image)},
-            {'image': image, 'old_image': row.image}))
+        """REBUILD for the rebuild latency, then ACTIVE (SHUTOFF if it was);
+        the new image shows at once, as in Nova."""
+        def values(row, status, latency, now):
+            after = 'SHUTOFF' if status == 'SHUTOFF' else 'ACTIVE'
+            return dict(self._task('rebuilding', 'REBUILD', latency, now,
+                                   status=after),
+                        image=None if image is None else str(image)), \
+                {'image': image, 'old_image': row.image}
+        # repeated after an unknown commit it would rebuild twice
+        return self._change('rebuild', server_id, values, repeatable=False)
 
     def resize_server(self, server_id, flavor):
-        return self._change('resize', server_id, lambda row: (
-            {'flavor': None if flavor is None else str(flavor)},
-            {'flavor': flavor, 'old_flavor': row.flavor}))
+        """RESIZE for the resize latency, then VERIFY_RESIZE with the new
+        flavor until confirm_resize."""
+        new = None if flavor is None else str(flavor)
+
+        def values(row, status, latency, now):
+            return self._task('resize_migrating', 'RESIZE', latency, now,
+                              status='VERIFY_RESIZE', flavor=new), \
+                {'flavor': flavor, 'old_flavor': row.flavor}
+        return self._change('resize', server_id, values, repeatable=False)
+
+    def confirm_resize(self, server_id):
+        """VERIFY_RESIZE -> ACTIVE."""
+        def values(row, status, latency, now):
+            return {'status': 'ACTIVE'}, {}
+        return self._change('confirm_resize', server_id, values,
+                            repeatable=False)
 
     def update_server(self, server_id, name=None, metadata=None):
-        def values(row):
+        def values(row, status, latency, now):
             changes = {}
             if name is not None:
                 changes['name'] = name
@@ -427,17 +658,17 @@ class SimCompute:
         return self._change('update', server_id, values)
 
     def stop_server(self, server_id):
-        def values(row):
-            if row.status == 'SHUTOFF':
+        def values(row, status, latency, now):
+            if status == 'SHUTOFF':
                 return {}, {'noop': True}
-            return {'status': 'SHUTOFF'}, {'old_status': row.status}
+            return {'status': 'SHUTOFF'}, {'old_status': status}
         return self._change('stop', server_id, values)
 
     def start_server(self, server_id):
-        def values(row):
-            if row.status == 'ACTIVE':
+        def values(row, status, latency, now):
+            if status == 'ACTIVE':
                 return {}, {'noop': True}
-            return {'status': 'ACTIVE'}, {'old_status': row.status}
+            return {'status': 'ACTIVE'}, {'old_status': status}
         return self._change('start', server_id, values)
 
     # -- observation and faults ------------------------------------------
@@ -460,8 +691,12 @@ class SimCompute:
                  'detail': _loads(r.detail, {})} for r in rows]
 
     def set_fault(self, op, latency=None, fail_rate=None, fail_count=None,
-                  message=None):
-        """Set (replace) the fault for `op` ('*' for every op)."""
+                  message=None, code=None):
+        """Set (replace) the fault for `op` ('*' for every op).
+
+        `code` is the HTTP status of the injected failures (default 500):
+        5xx and 429 are transient (the engine retries), 404 is not found,
+        other 4xx are fatal."""
         if op != '*' and op not in OPS:
             raise exception.ConvergeError(
                 'Unknown sim operation %r: use one of %s or *'
@@ -472,6 +707,9 @@ class SimCompute:
             raise exception.ConvergeError('fail_rate must be in 0..1')
         if fail_count is not None and fail_count < 0:
             raise exception.ConvergeError('fail_count must be >= 0')
+        if code is not None and not 400 <= code <= 599:
+            raise exception.ConvergeError(
+                'code must be an HTTP error status, 400..599')
         for attempt in range(3):
             try:
                 with store.write(self._engine) as conn:
@@ -479,7 +717,7 @@ class SimCompute:
                         store.faults.c.op == op))
                     conn.execute(store.faults.insert().values(
                         op=op, latency=latency, fail_rate=fail_rate,
-                        fail_count=fail_count, message=message))
+                        fail_count=fail_count, message=message, code=code))
                 return
             except sa_exc.IntegrityError:
                 # a concurrent set for the same op won; last writer wins
@@ -498,7 +736,8 @@ class SimCompute:
             rows = conn.execute(sa.select(store.faults).order_by(
                 store.faults.c.op)).all()
         return [{'op': r.op, 'latency': r.latency, 'fail_rate': r.fail_rate,
-                 'fail_count': r.fail_count, 'message': r.message}
+                 'fail_count': r.fail_count, 'code': r.code,
+                 'message': r.message}
                 for r in rows]
 
     def reset(self):

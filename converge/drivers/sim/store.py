@@ -7,9 +7,16 @@ SQLite the database runs in WAL mode and write transactions start with
 ``BEGIN IMMEDIATE`` so concurrent writers queue on the busy timeout
 instead of failing with "database is locked".
 
-The schema is created on first use (no migrations: it is a fake cloud).
-Tables carry a ``sim_`` prefix so the sim may share a database with the
-engine.
+The schema is created on first use (no migrations: it is a fake cloud;
+columns added since are added to an older database on first use, all of
+them nullable). Tables carry a ``sim_`` prefix so the sim may share a
+database with the engine.
+
+A server in the middle of a long action (a build, rebuild, resize or
+delete) carries the end of that action as a time (``ready_at``,
+``gone_at``) and what it becomes then (``outcome``); readers decide from
+the clock whether the action is over, so nothing needs to run in the
+background for a server to become ACTIVE, and every process agrees.
 """
 
 import contextlib
@@ -49,6 +56,16 @@ servers = sa.Table(
     sa.Column('created', sa.String(32), nullable=False),
     sa.Column('updated', sa.String(32), nullable=False),
     sa.Column('deleted', sa.Boolean, nullable=False, default=False),
+    # the action under way (Nova's task_state: spawning, rebuilding,
+    # resize_migrating), when it started and ends, and the values the
+    # server takes when it ends (JSON: status, maybe flavor)
+    sa.Column('task_state', sa.String(32)),
+    sa.Column('task_started', sa.Float),
+    sa.Column('ready_at', sa.Float),
+    sa.Column('outcome', sa.Text),
+    # a delete under way: the server reads NotFound from this time on
+    sa.Column('delete_started', sa.Float),
+    sa.Column('gone_at', sa.Float),
 )
 
 api_log = sa.Table(
@@ -70,6 +87,8 @@ faults = sa.Table(
     sa.Column('fail_rate', sa.Float),
     sa.Column('fail_count', sa.Integer),
     sa.Column('message', sa.Text),
+    # HTTP status of the injected failures (None: 500)
+    sa.Column('code', sa.Integer),
 )
 
 counters = sa.Table(
@@ -139,6 +158,31 @@ def _create_schema(engine):
         pass  # another process inserted it first
 
 
+def _add_missing_columns(engine):
+    """A database made by an older sim lacks the newer (nullable)
+    columns: add them, so an existing home keeps its cloud."""
+    for attempt in range(3):
+        inspector = sa.inspect(engine)
+        missing = [(table, column) for table in metadata.sorted_tables
+                   for column in table.columns
+                   if column.name not in {
+                       c['name'] for c in inspector.get_columns(table.name)}]
+        if not missing:
+            return
+        try:
+            with engine.begin() as conn:
+                for table, column in missing:
+                    kind = column.type.compile(dialect=engine.dialect)
+                    quote = engine.dialect.identifier_preparer.quote
+                    conn.exec_driver_sql('ALTER TABLE %s ADD COLUMN %s %s' % (
+                        quote(table.name), quote(column.name), kind))
+            return
+        except (sa_exc.OperationalError, sa_exc.ProgrammingError):
+            # another process added them first: look again
+            if attempt == 2:
+                raise
+
+
 def get_engine(url):
     """One engine per URL per process; the schema exists once returned."""
     key = str(url)
@@ -152,6 +196,7 @@ def get_engine(url):
                 engine = sa.create_engine(parsed, pool_pre_ping=True,
                                           pool_recycle=3600)
             _create_schema(engine)
+            _add_missing_columns(engine)
             _ENGINES[key] = engine
         return engine
 
@@ -176,11 +221,42 @@ def _after_fork_in_child():
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+class CommitUnknown(Exception):
+    """The connection dropped while committing: the transaction may or
+    may not have been applied. Only a call that is safe to repeat may be
+    retried (see ``SimCompute``)."""
+
+    def __init__(self, error):
+        super().__init__(str(error))
+        self.error = error
+
+
+def dropped(error):
+    """True when a database error means "the connection is gone or the
+    database is unavailable for now" (worth retrying), not a bad query."""
+    if isinstance(error, CommitUnknown):
+        return True
+    if isinstance(error, sa_exc.DBAPIError) and error.connection_invalidated:
+        return True
+    return isinstance(error, (sa_exc.OperationalError,
+                              sa_exc.InterfaceError))
+
+
 @contextlib.contextmanager
 def write(engine):
-    """One write transaction: commit on success, roll back on error."""
-    with engine.begin() as conn:
-        yield conn
+    """One write transaction: commit on success, roll back on error.
+
+    Raises CommitUnknown when the connection drops during the commit
+    itself (the body had finished)."""
+    body_done = False
+    try:
+        with engine.begin() as conn:
+            yield conn
+            body_done = True
+    except sa_exc.DBAPIError as e:
+        if body_done and dropped(e):
+            raise CommitUnknown(e) from e
+        raise
 
 
 @contextlib.contextmanager
