@@ -248,3 +248,50 @@ def test_cancel_stops_a_wait(engine, tmp_path):
     row = _row(engine, stack_id, 'forever')
     assert (row.action, row.status, row.status_reason) == (
         'CREATE', 'FAILED', 'Stack CREATE cancelled')
+
+
+def _servers(n):
+    return et.hot({'s%d' % i: {'type': 'OS::Nova::Server',
+                               'properties': {'image': 'cirros',
+                                              'flavor': 'm1.tiny'}}
+                   for i in range(n)})
+
+
+def _creates(engine):
+    return [e for e in engine.clients.compute.api_log(op='create')
+            if e['ok'] and not e['detail'].get('adopted')]
+
+
+def test_builds_in_flight_are_capped(engine, tmp_path):
+    """[compute] max_builds_in_flight: creates beyond it wait (no thread)
+    until a building server is seen ACTIVE."""
+    conf.CONF.set_override('max_builds_in_flight', 2, group='compute')
+    engine.clients._compute = None  # built again, under the new limit
+    engine.clients.compute.set_fault('create', latency=1.0)
+    stack = et.run(engine, stacks.create, 'b', et.bundle(
+        tmp_path, _servers(6)), {})
+    assert et.status(stack) == 'CREATE_COMPLETE'
+    creates = _creates(engine)
+    assert len(creates) == 6
+    # each build lasts a second from its create: at most 2 overlap
+    marks = sorted([(c['ts'], 1) for c in creates] +
+                   [(c['ts'] + 1.0, -1) for c in creates])
+    most = now = 0
+    for _, step in marks:
+        now += step
+        most = max(most, now)
+    assert most == 2
+
+
+def test_creates_per_second_are_capped(engine, tmp_path):
+    conf.CONF.set_override('max_creates_per_second', 3, group='compute')
+    engine.clients._compute = None
+    stack = et.run(engine, stacks.create, 'r', et.bundle(
+        tmp_path, _servers(9)), {})
+    assert et.status(stack) == 'CREATE_COMPLETE'
+    stamps = sorted(c['ts'] for c in _creates(engine))
+    assert len(stamps) == 9
+    for i, t in enumerate(stamps):
+        # no second holds more than three creates (the log's stamps come
+        # a little after each slot was taken: 0.9 s windows allow for it)
+        assert sum(1 for u in stamps[i:] if u < t + 0.9) <= 3

@@ -32,12 +32,18 @@ class ConfigStore:
 class Clients:
     def __init__(self, sim_url, db):
         self._sim_url = sim_url
+        self._db = db
         self._compute = None
         self.configs = ConfigStore(db)
 
     @property
     def compute(self):
         if self._compute is None:
+            from converge.drivers import limits
             from converge.drivers import sim
-            self._compute = sim.SimCompute(self._sim_url)
+            compute = sim.SimCompute(self._sim_url)
+            if limits.LimitedCompute.limited():
+                # [compute] limits, counted across the deployment
+                compute = limits.LimitedCompute(compute, self._db)
+            self._compute = compute
         return self._compute
