@@ -25,11 +25,12 @@ def hot(resources, outputs=None, parameters=None):
     return doc
 
 
-def follow(engine, stack_id, traversal_id, **kw):
-    """progress.follow through the service layer, as the default project."""
+def follow(engine, stack_id, traversal_id, ctx=None, **kw):
+    """progress.follow through the service layer (as the default project
+    unless `ctx` says otherwise)."""
     kw.setdefault('local_workers', True)
-    return progress.follow(service.Service(engine), request.make(), stack_id,
-                           traversal_id, **kw)
+    return progress.follow(service.Service(engine), ctx or request.make(),
+                           stack_id, traversal_id, **kw)
 
 
 def wait(engine, stack_id, traversal_id):
