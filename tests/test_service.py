@@ -50,8 +50,8 @@ def _wait_for(predicate, timeout=20):
 
 # -- projects -----------------------------------------------------------------
 
-def test_another_projects_stack_is_not_found_by_any_operation(engine,
-                                                                tmp_path):
+def test_another_projects_stack_is_not_found_by_any_operation(
+        engine, tmp_path):
     svc = service.Service(engine)
     a, b = request.make('project-a'), request.make('project-b')
     bundle = et.bundle(tmp_path, NONES)
@@ -146,9 +146,9 @@ def test_a_timeout_that_is_not_positive_is_refused(engine, tmp_path,
 
 def _add_event(engine, stack_id, traversal_id, event_id, name, **stack):
     with engine.db.write() as s:
-        api.events_add(s, dict(api.event(stack_id, traversal_id, name,
-                                          'OS::Heat::None', None, 'CREATE',
-                                          'COMPLETE', 'late'), id=event_id))
+        event = api.event(stack_id, traversal_id, name, 'OS::Heat::None',
+                          None, 'CREATE', 'COMPLETE', 'late')
+        api.events_add(s, dict(event, id=event_id))
         if stack:
             s.execute(sa.update(models.Stack)
                       .where(models.Stack.id == stack_id).values(**stack))

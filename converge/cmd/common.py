@@ -79,6 +79,7 @@ def run(app, args, ident, operation):
                               out=sys.stderr if _quiet(args)
                               else app.stdout,
                               local_workers=embedded)
+    app.resume_hint = None  # the traversal ended: nothing to resume
     stack = outcome.stack
     if outcome.superseded_by is not None:
         raise exception.Conflict(

@@ -191,9 +191,9 @@ class Service:
         st = self._stack(ctx, ident)
         out = []
         for name, row in sorted(views.resources(self.engine, st).items()):
-            item = {'name': name, 'status': '%s_%s' % (row.action,
-                                                        row.status),
-                    'type': row.type, 'action': row.action}
+            status = '%s_%s' % (row.action, row.status)
+            item = {'name': name, 'status': status, 'type': row.type,
+                    'action': row.action}
             if any(str(item.get(k)) != v for k, v in (filters or {}).items()):
                 continue
             out.append({'resource_name': name,
