@@ -68,6 +68,12 @@ class InvalidTemplate(ConvergeError):
         return self
 
 
+class InvalidInput(ConvergeError):
+    """A request the engine refuses as given (stack name, timeout, ...)."""
+
+    exit_code = 2
+
+
 class NotFound(ConvergeError):
     exit_code = 3
 

@@ -50,7 +50,10 @@ DEFAULT_OPTS = [
                     'work from; deployments sharing a broker need their '
                     'own (RabbitMQ names the queue after it).'),
     cfg.StrOpt('project_id', default='converge',
-               help='Value of the OS::project_id pseudo parameter.'),
+               help='Default project of a CLI request without '
+                    '--os-project-id (or OS_PROJECT_ID): the project '
+                    'whose stacks it sees and makes (a stack\'s '
+                    'OS::project_id).'),
 ]
 
 DATABASE_OPTS = [

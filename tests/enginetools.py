@@ -7,7 +7,7 @@ import yaml
 from converge import template
 from converge.cmd import progress
 from converge.db import api
-from converge.engine import stacks, views
+from converge.engine import request, service, stacks, views
 
 
 def bundle(tmp_path, doc, name='t.yaml'):
@@ -25,9 +25,17 @@ def hot(resources, outputs=None, parameters=None):
     return doc
 
 
+def follow(engine, stack_id, traversal_id, ctx=None, **kw):
+    """progress.follow through the service layer (as the default project
+    unless `ctx` says otherwise)."""
+    kw.setdefault('local_workers', True)
+    return progress.follow(service.Service(engine), ctx or request.make(),
+                           stack_id, traversal_id, **kw)
+
+
 def wait(engine, stack_id, traversal_id):
-    return progress.follow(engine, stack_id, traversal_id, out=io.StringIO(),
-                           tty=False, local_workers=True)
+    return follow(engine, stack_id, traversal_id, out=io.StringIO(),
+                  tty=False)
 
 
 def run(engine, op, *args, **kw):

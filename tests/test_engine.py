@@ -374,8 +374,7 @@ def test_progress_line_on_a_terminal(engine, tmp_path):
                                     'b': {'type': 'OS::Heat::None'}}))
     stack_id, trav = stacks.create(engine, 'tty', b, {})
     out = io.StringIO()
-    progress.follow(engine, stack_id, trav, out=out, tty=True,
-                    local_workers=True)
+    et.follow(engine, stack_id, trav, out=out, tty=True)
     text = out.getvalue()
     assert '\r' in text and 'done' in text and 'failed' in text
 
@@ -405,9 +404,11 @@ class _DropsConnections:
 def test_following_survives_dropped_connections(engine, tmp_path,
                                                 monkeypatch):
     from converge.cmd import progress
+    from converge.engine import service
     b = et.bundle(tmp_path, et.hot({'a': {'type': 'OS::Heat::None'}}))
     stack_id, trav = stacks.create(engine, 'drop', b, {})
     monkeypatch.setattr(progress, 'POLL', 0.001)
+    monkeypatch.setattr(service, 'RETRY_PAUSE', 0.001)
     monkeypatch.setattr(engine, 'db', _DropsConnections(engine.db, 2))
     stack = et.wait(engine, stack_id, trav).stack
     assert et.status(stack) == 'CREATE_COMPLETE'
@@ -417,17 +418,19 @@ def test_following_survives_dropped_connections(engine, tmp_path,
 def test_following_gives_up_on_other_database_errors(engine, tmp_path,
                                                      monkeypatch):
     from converge.cmd import progress
+    from converge.engine import service
     b = et.bundle(tmp_path, et.hot({'a': {'type': 'OS::Heat::None'}}))
     stack_id, trav = stacks.create(engine, 'err', b, {})
     et.wait(engine, stack_id, trav)
     monkeypatch.setattr(progress, 'POLL', 0.001)
+    monkeypatch.setattr(service, 'RETRY_PAUSE', 0.001)
     monkeypatch.setattr(engine, 'db', _DropsConnections(
         engine.db, 1, invalidated=False))
     with pytest.raises(sa.exc.OperationalError):
         et.wait(engine, stack_id, trav)
     # and a server that keeps dropping us is an error too, not a hang
     monkeypatch.setattr(engine, 'db', _DropsConnections(
-        engine.db._db, progress.DROPPED_RETRIES + 1))
+        engine.db._db, service.DROPPED_RETRIES + 1))
     with pytest.raises(sa.exc.OperationalError):
         et.wait(engine, stack_id, trav)
 

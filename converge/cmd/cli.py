@@ -7,6 +7,8 @@ to the workers, and (with --wait) follows progress in the database.
 """
 
 import logging
+import os
+import signal
 import sys
 
 import converge  # noqa: F401  (selects oslo.service's threading backend)
@@ -27,6 +29,10 @@ class ConvergeApp(app.App):
             command_manager=commandmanager.CommandManager('converge.cli'),
             deferred_help=True)
         self._engine = None
+        self._service = None
+        self._context = None
+        #: the stack a command works on, for the message after Ctrl-C
+        self.resume_hint = None
 
     def build_option_parser(self, description, version, argparse_kwargs=None):
         parser = super().build_option_parser(description, version,
@@ -41,6 +47,16 @@ class ConvergeApp(app.App):
             help='oslo.config file(s); a distributed deployment sets '
                  '[DEFAULT] transport_url, [database] connection, '
                  '[coordination] backend_url, [sim] connection')
+        # as python-openstackclient names them
+        parser.add_argument(
+            '--os-project-id', metavar='<project-id>',
+            default=os.environ.get('OS_PROJECT_ID'),
+            help='Project whose stacks the command sees and makes (Env: '
+                 'OS_PROJECT_ID; default: [DEFAULT] project_id)')
+        parser.add_argument(
+            '--os-user-id', metavar='<user-id>',
+            default=os.environ.get('OS_USER_ID'),
+            help='User on whose behalf the command runs (Env: OS_USER_ID)')
         return parser
 
     def configure_logging(self):
@@ -64,12 +80,59 @@ class ConvergeApp(app.App):
         conf_mod.setup([], home=self.options.home,
                        default_config_files=self.options.config_files,
                        log=False)
+        signal.signal(signal.SIGINT, self._interrupted)
+
+    def _interrupted(self, signum, frame):
+        """Ctrl-C stops the command at once, whatever it is doing.
+
+        Nothing is lost by stopping here: every state change is one
+        transaction, and the traversal a command started is resumed by
+        `stack converge` (embedded) or carried on by the workers. Exiting
+        without unwinding also ends this process's worker threads, which
+        an exception in the main thread would leave running.
+        """
+        sys.stderr.write('\n' + self.interrupt_message() + '\n')
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        os._exit(130)
+
+    def interrupt_message(self):
+        ident = self.resume_hint
+        if ident is None:
+            return 'Interrupted.'
+        if conf_mod.is_embedded():
+            return ('Interrupted. Nothing is lost: if the operation had '
+                    'started, stack %s stays IN_PROGRESS; run "converge '
+                    'stack converge %s" to finish it.' % (ident, ident))
+        return ('Interrupted. Nothing is lost: if the operation had started, '
+                'the workers carry on with stack %s; "converge stack show '
+                '%s" shows where it stands.' % (ident, ident))
 
     def engine(self):
         if self._engine is None:
             from converge.engine import context
             self._engine = context.Engine()
         return self._engine
+
+    def service(self):
+        """The service layer: every stack operation a command may use."""
+        if self._service is None:
+            from converge.engine import service
+            self._service = service.Service(self.engine())
+        return self._service
+
+    def context(self):
+        """The request context: the project from --os-project-id /
+        OS_PROJECT_ID, else [DEFAULT] project_id."""
+        if self._context is None:
+            from converge.engine import request
+            self._context = request.make(
+                project_id=self.options.os_project_id,
+                user_id=self.options.os_user_id)
+        return self._context
 
     def sim(self):
         from converge.drivers import sim

@@ -1,12 +1,10 @@
 """Pieces shared by the commands: parameters, templates, running work."""
 
-import os
 import sys
 
 from converge import conf as conf_mod
 from converge import exception
 from converge.cmd import progress
-from converge.engine.views import iso  # noqa: F401
 
 
 def add_template_args(parser, required=True):
@@ -30,14 +28,14 @@ def parameters(args):
             if not pair:
                 continue
             if '=' not in pair:
-                raise exception.ConvergeError(
+                raise exception.InvalidInput(
                     'Malformed parameter (%s): use the format key=value'
                     % pair)
             key, value = pair.split('=', 1)
             params[key] = value
     for item in getattr(args, 'parameter_file', None) or ():
         if '=' not in item:
-            raise exception.ConvergeError(
+            raise exception.InvalidInput(
                 'Malformed parameter file (%s): use key=file' % item)
         key, path = item.split('=', 1)
         with open(path) as f:
@@ -58,35 +56,43 @@ def add_wait(parser):
                              '(embedded: always)')
 
 
-def run(app, args, operation):
-    """Start a traversal with `operation(engine)` and, embedded or with
-    --wait, follow it to the end. Returns the stack row."""
-    engine = app.engine()
+def add_timeout(parser, help_text):
+    parser.add_argument('--timeout', metavar='<timeout>', type=int,
+                        help=help_text + ' (minutes, a positive number)')
+
+
+def run(app, args, ident, operation):
+    """Start a traversal with `operation(service, ctx)` and, embedded or
+    with --wait, follow it to the end. `ident` names the stack in the
+    message that says how to resume after Ctrl-C. Returns the stack's
+    record; raises when the operation did not reach its goal."""
+    svc, ctx = app.service(), app.context()
     embedded = conf_mod.is_embedded()
+    app.resume_hint = ident
     if embedded:
+        # this process is the engine: it runs the traversal's units
         from converge.workers import pool
-        pool.start(engine)
-    stack_id, traversal_id = operation(engine)
+        pool.start(app.engine())
+    started = operation(svc, ctx)
+    stack_id, traversal_id = started['id'], started['traversal_id']
     if not embedded and not getattr(args, 'wait', False):
-        return _stack(engine, stack_id)
-    try:
-        outcome = progress.follow(engine, stack_id, traversal_id,
-                                  out=sys.stderr if _quiet(args)
-                                  else app.stdout,
-                                  local_workers=embedded)
-    except KeyboardInterrupt:
-        sys.stderr.write(
-            '\nInterrupted. Nothing is lost: the stack stays IN_PROGRESS; '
-            'run "converge stack converge %s" to finish it.\n' % stack_id)
-        sys.stderr.flush()
-        os._exit(130)
+        return svc.stack_status(ctx, stack_id)
+    outcome = progress.follow(svc, ctx, stack_id, traversal_id,
+                              out=sys.stderr if _quiet(args)
+                              else app.stdout,
+                              local_workers=embedded)
+    app.resume_hint = None  # the traversal ended: nothing to resume
     stack = outcome.stack
     if outcome.superseded_by is not None:
         raise exception.Conflict(
             'Stack %s: superseded by another operation (%s, traversal %s) '
             'started elsewhere; this process stopped.' % (
-                stack.name, outcome.superseded_by.action,
-                outcome.superseded_by.id))
+                stack.name, outcome.superseded_by['action'],
+                outcome.superseded_by['id']))
+    if outcome.rolled_back:
+        raise exception.ConvergeError(
+            'Stack %s failed and was rolled back: %s_%s: %s' % (
+                stack.name, stack.action, stack.status, stack.status_reason))
     if stack.status == 'FAILED':
         raise exception.ConvergeError('Stack %s %s_FAILED: %s' % (
             stack.name, stack.action, stack.status_reason))
@@ -96,9 +102,3 @@ def run(app, args, operation):
 def _quiet(args):
     return getattr(args, 'formatter', None) in ('json', 'yaml', 'value',
                                                 'shell')
-
-
-def _stack(engine, stack_id):
-    from converge.db import models
-    with engine.db.read() as s:
-        return s.get(models.Stack, stack_id)

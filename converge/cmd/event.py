@@ -1,15 +1,6 @@
 """`converge stack event list`."""
 
-import time
-
 from cliff import lister
-
-from converge.db import api
-
-
-def _when(ts):
-    return time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(ts)) + \
-        '.%06dZ' % int(round((ts % 1) * 1e6) % 1000000)
 
 
 class ListEvent(lister.Lister):
@@ -24,14 +15,10 @@ class ListEvent(lister.Lister):
         return parser
 
     def take_action(self, args):
-        engine = self.app.engine()
-        with engine.db.read() as s:
-            st = api.stack_get(s, args.stack, include_deleted=True)
-            events = api.events_list(s, st.id, resource_name=args.resource)
-        if args.limit:
-            events = events[-args.limit:]
+        events = self.app.service().event_list(
+            self.app.context(), args.stack, resource_name=args.resource,
+            limit=args.limit)
         cols = ('id', 'resource_name', 'resource_status',
                 'resource_status_reason', 'event_time', 'physical_resource_id')
-        return cols, [(e.uuid, e.resource_name, '%s_%s' % (e.action, e.status),
-                       e.reason, _when(e.timestamp), e.physical_id or '')
+        return cols, [(e['uuid'],) + tuple(e[c] for c in cols[1:])
                       for e in events]

@@ -21,14 +21,11 @@ def main(argv=None):
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     conf_mod.setup([], home=args.home, default_config_files=args.config_file,
                    log=False)
-    from converge.db import migrate
-    from converge.db import session
-    database = session.get(conf_mod.database_url())
+    from converge.engine import schema
     if args.command == 'sync':
-        migrate.sync(database, args.revision)
-        print('database at revision %s' % migrate.current(database))
+        print('database at revision %s' % schema.sync(args.revision))
     else:
-        print(migrate.current(database) or 'none')
+        print(schema.version() or 'none')
     return 0
 
 

@@ -4,15 +4,6 @@ from cliff import lister
 from cliff import show
 
 from converge import exception
-from converge.db import api
-from converge.engine import views
-
-
-def _outputs(app, ident):
-    engine = app.engine()
-    with engine.db.read() as s:
-        st = api.stack_get(s, ident)
-    return views.outputs(engine, st)
 
 
 class ListOutput(lister.Lister):
@@ -24,7 +15,7 @@ class ListOutput(lister.Lister):
         return parser
 
     def take_action(self, args):
-        outs = _outputs(self.app, args.stack)
+        outs = self.app.service().output_list(self.app.context(), args.stack)
         return ('output_key', 'description'), [
             (k, v.get('description', '')) for k, v in sorted(outs.items())]
 
@@ -41,19 +32,13 @@ class ShowOutput(show.ShowOne):
         return parser
 
     def take_action(self, args):
-        outs = _outputs(self.app, args.stack)
+        svc, ctx = self.app.service(), self.app.context()
         if args.all:
+            outs = svc.output_list(ctx, args.stack)
             keys = sorted(outs)
             return keys, [outs[k].get('value') for k in keys]
         if not args.output:
-            raise exception.ConvergeError('Either <output> or --all')
-        if args.output not in outs:
-            raise exception.NotFound('Output %s not found' % args.output)
-        out = outs[args.output]
-        data = {'output_key': args.output,
-                'output_value': out.get('value'),
-                'description': out.get('description', '')}
-        if 'error' in out:
-            data['output_error'] = out['error']
+            raise exception.InvalidInput('Either <output> or --all')
+        data = svc.output_show(ctx, args.stack, args.output)
         cols = sorted(data)
         return cols, [data[c] for c in cols]

@@ -1,119 +1,143 @@
-"""Following a traversal from the database: a progress line on a terminal,
-event lines otherwise."""
+"""Following a traversal through the service layer: a progress line on a
+terminal, one line per event otherwise.
+
+Every read goes through the service, whose reads survive a dropped
+database connection; none is made outside that.
+"""
 
 import os
 import sys
 import time
 
-from sqlalchemy import exc as sa_exc
-
-from converge.db import api
-from converge.db import models
-
 POLL = 0.1
-#: dropped connections in a row that following survives
-DROPPED_RETRIES = 5
+#: a traversal this large has its progress counted at most once a second
+#: (counting reads a row per node)
+BIG_TRAVERSAL = 5000
 
 
 class Outcome:
-    def __init__(self, stack, superseded_by=None):
+    """How following ended: the stack's record, the traversal that took
+    the stack from us (a dict) if one did, and whether we followed our own
+    traversal's rollback (its goal was not reached)."""
+
+    def __init__(self, stack, superseded_by=None, rolled_back=False):
         self.stack = stack
         self.superseded_by = superseded_by
+        self.rolled_back = rolled_back
 
 
 def event_line(ev):
-    stamp = time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(ev.timestamp))
-    return '%s.%03dZ [%s]: %s_%s  %s' % (
-        stamp, int((ev.timestamp % 1) * 1000), ev.resource_name, ev.action,
-        ev.status, ev.reason)
+    ts = ev['timestamp']
+    stamp = time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(ts))
+    return '%s.%03dZ [%s]: %s  %s' % (
+        stamp, int((ts % 1) * 1000), ev['resource_name'],
+        ev['resource_status'], ev['resource_status_reason'])
 
 
-def follow(engine, stack_id, traversal_id, out=None, tty=None,
+class EventStream:
+    """Each event of the followed traversals, exactly once.
+
+    Event ids are assigned at INSERT, but transactions commit in another
+    order: "id > last seen" skips a lower id that commits after a higher
+    one (a distributed delete printed 502 of 581 events). So new events
+    are read above the highest id seen, and every RESCAN seconds (and at
+    the end) the ids above a low-water mark are read again and the ones
+    not seen yet fetched. The mark only passes ids seen GRACE seconds ago:
+    a unit's transaction is far shorter than that.
+    """
+
+    GRACE = 30.0
+    RESCAN = 1.0
+
+    def __init__(self, fetch, fetch_ids, clock=time.monotonic):
+        self._fetch = fetch          # (after_id, ids=None) -> [event dict]
+        self._fetch_ids = fetch_ids  # (after_id) -> [event id]
+        self._clock = clock
+        self.floor = 0    # ids at or below are done with
+        self.high = 0     # highest id seen
+        self.seen = {}    # id above the floor -> when first seen
+        self._rescanned = clock()
+
+    def poll(self, final=False):
+        """The events not returned before, in id order."""
+        new = [e for e in self._fetch(self.high) if e['id'] not in self.seen]
+        now = self._clock()
+        if final or now - self._rescanned >= self.RESCAN:
+            self._rescanned = now
+            got = {e['id'] for e in new}
+            late = [i for i in self._fetch_ids(self.floor)
+                    if i <= self.high and i not in self.seen
+                    and i not in got]
+            if late:
+                new += self._fetch(self.floor, ids=late)
+        new.sort(key=lambda e: e['id'])
+        for ev in new:
+            self.seen[ev['id']] = now
+            self.high = max(self.high, ev['id'])
+        settled = [i for i, t in self.seen.items() if now - t >= self.GRACE]
+        if settled:
+            self.floor = max(self.floor, max(settled))
+            self.seen = {i: t for i, t in self.seen.items() if i > self.floor}
+        return new
+
+
+def follow(svc, ctx, stack_id, traversal_id, out=None, tty=None,
            local_workers=False):
-    """Block until the stack leaves IN_PROGRESS or another traversal takes it.
+    """Block until the stack leaves IN_PROGRESS or another traversal takes
+    it. A rollback started by this traversal's failure is followed too.
 
-    A rollback started by this traversal's failure is followed too.
+    `svc` is the service layer (converge.engine.service.Service), `ctx`
+    the request context the stack is read with.
     """
     out = out or sys.stdout
     if tty is None:
         tty = out.isatty() and os.environ.get('TERM') != 'dumb'
-    last_event = _last_event_id(engine, stack_id)
+    followed = [traversal_id]
+    stream = EventStream(
+        lambda after, ids=None: svc.events_since(ctx, stack_id, followed,
+                                                 after_id=after, ids=ids),
+        lambda after: svc.event_ids_since(ctx, stack_id, followed, after))
+    rolled_back = False
     shown = ''
-    done = total = 0
-    dropped = 0
+    done = total = busy = failed = 0
+    counted = 0.0
     while True:
-        try:
-            with engine.db.read() as s:
-                stack = s.get(models.Stack, stack_id)
-                events = api.events_list(s, stack_id, after_id=last_event)
-                current = stack.current_traversal
-                nxt = (api.traversal_get(s, current)
-                       if current and current != traversal_id else None)
-                if tty:
-                    now_done, now_total = api.sync_progress(s, traversal_id)
-                    if now_total:  # sync points go when the traversal ends
-                        done, total = now_done, now_total
-                    elif stack.status == 'COMPLETE':
-                        done = total
-                    busy, failed = _resource_counts(s, stack_id,
-                                                    traversal_id)
-        except sa_exc.DBAPIError as exc:
-            # the server dropped our connection (restart, failover, an
-            # operator's kill): the pool reconnects, so look again
-            if not exc.connection_invalidated or dropped >= DROPPED_RETRIES:
-                raise
-            dropped += 1
-            time.sleep(POLL)
+        status = svc.traversal_status(ctx, stack_id, traversal_id)
+        stack, nxt = status['stack'], status['superseded_by']
+        if nxt is not None and nxt['parent'] == traversal_id:
+            # our own rollback: keep following
+            traversal_id = nxt['id']
+            followed.append(traversal_id)
+            rolled_back = True
             continue
-        dropped = 0
-        if events:
-            last_event = events[-1].id
-            if not tty:
-                for ev in events:
-                    out.write(event_line(ev) + '\n')
-                out.flush()
+        ended = nxt is not None or stack.status != 'IN_PROGRESS'
         if tty:
+            if ended or total < BIG_TRAVERSAL or \
+                    time.monotonic() - counted >= 1.0:
+                counted = time.monotonic()
+                p = svc.traversal_progress(ctx, stack_id, traversal_id)
+                busy, failed = p['in_progress'], p['failed']
+                if p['total']:  # sync points go when the traversal ends
+                    done, total = p['done'], p['total']
+                elif stack.status == 'COMPLETE':
+                    done = total
             line = '%s_%s  %d/%d done, %d in progress, %d failed' % (
                 stack.action, stack.status, done, total, busy, failed)
             if line != shown:
                 out.write('\r\x1b[K' + line)
                 out.flush()
                 shown = line
-        if nxt is not None:
-            if (nxt.options or {}).get('parent') == traversal_id:
-                traversal_id = nxt.id  # our own rollback: keep following
-                continue
-            _drain(engine, local_workers)
+        else:
+            # read after the status: once that says the traversal ended,
+            # every event of it has committed, and the final poll's rescan
+            # picks up the ones that committed out of id order
+            for ev in stream.poll(final=ended):
+                out.write(event_line(ev) + '\n')
+            out.flush()
+        if ended:
+            if local_workers:
+                svc.drain_local()
             if tty:
                 out.write('\n')
-            return Outcome(stack, superseded_by=nxt)
-        if stack.status != 'IN_PROGRESS':
-            _drain(engine, local_workers)
-            if tty:
-                out.write('\n')
-            return Outcome(stack)
+            return Outcome(stack, superseded_by=nxt, rolled_back=rolled_back)
         time.sleep(POLL)
-
-
-def _drain(engine, local_workers):
-    """Let this process's in-flight units of work end before we exit."""
-    if local_workers:
-        engine.idle.wait(timeout=engine.lock_wait)
-
-
-def _last_event_id(engine, stack_id):
-    import sqlalchemy as sa
-    with engine.db.read() as s:
-        return s.scalar(sa.select(sa.func.max(models.Event.id)).where(
-            models.Event.stack_id == stack_id)) or 0
-
-
-def _resource_counts(s, stack_id, traversal_id):
-    import sqlalchemy as sa
-    rows = s.execute(
-        sa.select(models.Resource.status, sa.func.count())
-        .where(models.Resource.stack_id == stack_id,
-               models.Resource.traversal_id == traversal_id)
-        .group_by(models.Resource.status)).all()
-    counts = dict(rows)
-    return counts.get('IN_PROGRESS', 0), counts.get('FAILED', 0)

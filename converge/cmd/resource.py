@@ -3,10 +3,6 @@
 from cliff import lister
 from cliff import show
 
-from converge.db import api
-from converge.engine import views
-from converge.engine.views import iso
-
 
 class ListResource(lister.Lister):
     """List a stack's resources."""
@@ -20,22 +16,12 @@ class ListResource(lister.Lister):
         return parser
 
     def take_action(self, args):
-        engine = self.app.engine()
-        with engine.db.read() as s:
-            st = api.stack_get(s, args.stack)
         filters = dict(f.split('=', 1) for f in args.filter if '=' in f)
         cols = ('resource_name', 'physical_resource_id', 'resource_type',
                 'resource_status', 'updated_time')
-        out = []
-        for name, row in views.resources(engine, st).items():
-            status = '%s_%s' % (row.action, row.status)
-            item = {'name': name, 'status': status, 'type': row.type,
-                    'action': row.action}
-            if any(str(item.get(k)) != v for k, v in filters.items()):
-                continue
-            out.append((name, row.physical_id or '', row.type, status,
-                        iso(row.updated_at or row.created_at)))
-        return cols, sorted(out)
+        rows = self.app.service().resource_list(self.app.context(),
+                                                args.stack, filters)
+        return cols, [tuple(r[c] for c in cols) for r in rows]
 
 
 class ShowResource(show.ShowOne):
@@ -48,9 +34,7 @@ class ShowResource(show.ShowOne):
         return parser
 
     def take_action(self, args):
-        engine = self.app.engine()
-        with engine.db.read() as s:
-            st = api.stack_get(s, args.stack)
-        data = views.resource_detail(engine, st, args.resource)
+        data = self.app.service().resource_show(self.app.context(),
+                                                args.stack, args.resource)
         cols = sorted(data)
         return cols, [data[c] for c in cols]

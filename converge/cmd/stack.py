@@ -8,18 +8,11 @@ from cliff import show
 
 from converge import exception
 from converge.cmd import common
-from converge.db import api
-from converge.engine import stacks
-
-
-def stack_fields(engine, stack, with_outputs=True):
-    from converge.engine import views
-    return views.stack(engine, stack, with_outputs=with_outputs)
 
 
 class _StackShowOne(show.ShowOne):
-    def _show(self, stack):
-        data = stack_fields(self.app.engine(), stack)
+    def _show(self, stack_id):
+        data = self.app.service().stack_show(self.app.context(), stack_id)
         cols = sorted(data)
         return cols, [data[c] for c in cols]
 
@@ -30,8 +23,7 @@ class CreateStack(_StackShowOne):
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         common.add_template_args(parser)
-        parser.add_argument('--timeout', metavar='<timeout>', type=int,
-                            help='Stack creation timeout in minutes')
+        common.add_timeout(parser, 'Stack creation timeout')
         parser.add_argument('--enable-rollback', action='store_true',
                             help='Enable rollback on create/update failure')
         parser.add_argument('--tags', metavar='<tag1,tag2...>',
@@ -47,15 +39,17 @@ class CreateStack(_StackShowOne):
         bundle = common.bundle(args)
         params = common.parameters(args)
         if args.dry_run:
-            defn = stacks.validate(bundle, params, stack_name=args.name)
+            plan = self.app.service().stack_preview(
+                self.app.context(), args.name, bundle, params)
             cols = ('stack_name', 'resources', 'description')
-            return cols, (args.name, len(defn.resources), defn.description)
+            return cols, tuple(plan[c] for c in cols)
         tags = args.tags.split(',') if args.tags else []
-        stack = common.run(self.app, args, lambda engine: stacks.create(
-            engine, args.name, bundle, params,
-            disable_rollback=not args.enable_rollback,
-            timeout=args.timeout, tags=tags))
-        return self._show(stack)
+        stack = common.run(
+            self.app, args, args.name, lambda svc, ctx: svc.stack_create(
+                ctx, args.name, bundle, params,
+                disable_rollback=not args.enable_rollback,
+                timeout=args.timeout, tags=tags))
+        return self._show(stack.id)
 
 
 class UpdateStack(_StackShowOne):
@@ -74,8 +68,9 @@ class UpdateStack(_StackShowOne):
         parser.add_argument('--rollback', choices=['enabled', 'disabled',
                                                    'keep'], default='keep',
                             help='Rollback on failure (default: keep)')
-        parser.add_argument('--timeout', metavar='<timeout>', type=int)
-        parser.add_argument('--tags', metavar='<tag1,tag2...>')
+        common.add_timeout(parser, 'Stack update timeout')
+        parser.add_argument('--tags', metavar='<tag1,tag2...>',
+                            help='Replace the stack\'s tags')
         common.add_wait(parser)
         parser.add_argument('stack', metavar='<stack>',
                             help='Name or ID of the stack to update')
@@ -86,10 +81,13 @@ class UpdateStack(_StackShowOne):
         params = common.parameters(args)
         rollback = {'enabled': True, 'disabled': False,
                     'keep': None}[args.rollback]
-        stack = common.run(self.app, args, lambda engine: stacks.update(
-            engine, args.stack, bundle, params, existing=args.existing,
-            rollback=rollback, clear_parameters=args.clear_parameter))
-        return self._show(stack)
+        tags = args.tags.split(',') if args.tags is not None else None
+        stack = common.run(
+            self.app, args, args.stack, lambda svc, ctx: svc.stack_update(
+                ctx, args.stack, bundle, params, existing=args.existing,
+                rollback=rollback, clear_parameters=args.clear_parameter,
+                timeout=args.timeout, tags=tags))
+        return self._show(stack.id)
 
 
 class DeleteStack(command.Command):
@@ -113,26 +111,30 @@ class DeleteStack(command.Command):
         failures = []
         for ident in args.stacks:
             try:
-                common.run(self.app, args,
-                           lambda engine, i=ident: stacks.delete(engine, i))
+                common.run(self.app, args, ident,
+                           lambda svc, ctx, i=ident: svc.stack_delete(ctx, i))
             except exception.ConvergeError as exc:
-                failures.append(str(exc))
+                failures.append(exc)
         if failures:
-            raise exception.ConvergeError('\n'.join(failures))
+            # one exit code for one kind of failure: every stack not found
+            # exits as "not found" does for any verb
+            codes = {exc.exit_code for exc in failures}
+            err = exception.ConvergeError(
+                '\n'.join(str(exc) for exc in failures))
+            err.exit_code = codes.pop() if len(codes) == 1 else 1
+            raise err
 
 
 class ListStack(lister.Lister):
     """List stacks."""
 
     def take_action(self, args):
-        engine = self.app.engine()
         cols = ('ID', 'Stack Name', 'Stack Status', 'Creation Time',
                 'Updated Time')
-        with engine.db.read() as s:
-            rows = [(st.id, st.name, '%s_%s' % (st.action, st.status),
-                     common.iso(st.created_at), common.iso(st.updated_at))
-                    for st in api.stack_list(s)]
-        return cols, rows
+        keys = ('id', 'stack_name', 'stack_status', 'creation_time',
+                'updated_time')
+        rows = self.app.service().stack_list(self.app.context())
+        return cols, [tuple(r[k] for k in keys) for r in rows]
 
 
 class ShowStack(_StackShowOne):
@@ -144,10 +146,7 @@ class ShowStack(_StackShowOne):
         return parser
 
     def take_action(self, args):
-        engine = self.app.engine()
-        with engine.db.read() as s:
-            stack = api.stack_get(s, args.stack, include_deleted=True)
-        return self._show(stack)
+        return self._show(args.stack)
 
 
 class _Action(_StackShowOne):
@@ -160,21 +159,22 @@ class _Action(_StackShowOne):
         return parser
 
     def take_action(self, args):
-        stack = common.run(self.app, args,
-                           lambda engine: self.verb(engine, args.stack))
-        return self._show(stack)
+        stack = common.run(self.app, args, args.stack,
+                           lambda svc, ctx: getattr(svc, self.verb)(
+                               ctx, args.stack))
+        return self._show(stack.id)
 
 
 class CheckStack(_Action):
     """Check a stack: observe every resource and report its health."""
 
-    verb = staticmethod(stacks.check)
+    verb = 'stack_check'
 
 
 class ConvergeStack(_Action):
     """Walk the stack's graph again against reality (finish or heal)."""
 
-    verb = staticmethod(stacks.converge)
+    verb = 'stack_converge'
 
 
 class CancelStack(_Action):
@@ -188,15 +188,14 @@ class CancelStack(_Action):
         return parser
 
     def take_action(self, args):
-        rollback = not args.no_rollback
-        if not rollback:
-            engine = self.app.engine()
-            stacks.cancel(engine, args.stack, rollback=False)
-            with engine.db.read() as s:
-                return self._show(api.stack_get(s, args.stack))
-        stack = common.run(self.app, args, lambda engine: stacks.cancel(
-            engine, args.stack, rollback=True))
-        return self._show(stack)
+        svc, ctx = self.app.service(), self.app.context()
+        if args.no_rollback:
+            started = svc.stack_cancel(ctx, args.stack, rollback=False)
+            return self._show(started['id'])
+        stack = common.run(self.app, args, args.stack,
+                           lambda svc, ctx: svc.stack_cancel(
+                               ctx, args.stack, rollback=True))
+        return self._show(stack.id)
 
 
 class GraphStack(command.Command):
@@ -208,8 +207,8 @@ class GraphStack(command.Command):
         return parser
 
     def take_action(self, args):
-        from converge.engine import views
-        self.app.stdout.write(views.dot(self.app.engine(), args.stack))
+        self.app.stdout.write(self.app.service().stack_graph(
+            self.app.context(), args.stack))
 
 
 class DriftStack(lister.Lister):
@@ -221,10 +220,6 @@ class DriftStack(lister.Lister):
         return parser
 
     def take_action(self, args):
-        from converge.observers import drift
-        engine = self.app.engine()
-        with engine.db.read() as s:
-            stack = api.stack_get(s, args.stack)
-        rows = drift.scan(engine, stack)
-        return (('resource_name', 'physical_resource_id', 'drift'),
-                [(d.name, d.physical_id, d.detail) for d in rows])
+        cols = ('resource_name', 'physical_resource_id', 'drift')
+        rows = self.app.service().stack_drift(self.app.context(), args.stack)
+        return cols, [tuple(r[c] for c in cols) for r in rows]

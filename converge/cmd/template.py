@@ -6,7 +6,6 @@ import yaml
 from cliff import command
 
 from converge.cmd import common
-from converge.engine import stacks
 
 
 class ValidateTemplate(command.Command):
@@ -21,9 +20,8 @@ class ValidateTemplate(command.Command):
 
     def take_action(self, args):
         bundle = common.bundle(args)
-        defn = stacks.validate(bundle, common.parameters(args),
-                               validate_values=False)
-        info = defn.validate_info()
+        info = self.app.service().template_validate(
+            self.app.context(), bundle, common.parameters(args))
         if args.format == 'json':
             self.app.stdout.write(json.dumps(info, indent=2, default=str)
                                   + '\n')

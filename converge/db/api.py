@@ -54,10 +54,16 @@ def new_id():
 
 # -- stacks -------------------------------------------------------------------
 
-def stack_get(session, ident, include_deleted=False):
-    """By id or by name (live stacks; the newest deleted one if asked)."""
+def stack_get(session, ident, include_deleted=False, project_id=None):
+    """By id or by name (live stacks; the newest deleted one if asked).
+
+    With `project_id`, only that project's stacks: a stack of another
+    project is not found, exactly as one that does not exist.
+    """
     q = sa.select(models.Stack).where(
         sa.or_(models.Stack.id == ident, models.Stack.name == ident))
+    if project_id is not None:
+        q = q.where(models.Stack.project_id == project_id)
     if not include_deleted:
         q = q.where(models.Stack.deleted_at.is_(None))
     rows = session.scalars(q.order_by(models.Stack.deleted_at.is_(None).desc(),
@@ -65,6 +71,22 @@ def stack_get(session, ident, include_deleted=False):
     if not rows:
         raise exception.StackNotFound(ident)
     return rows[0]
+
+
+def stack_name_taken(session, project_id, name):
+    """Whether the project has a live stack of that name."""
+    return session.scalar(sa.select(STACKS.c.id).where(
+        STACKS.c.project_id == project_id, STACKS.c.name == name,
+        STACKS.c.deleted_at.is_(None))) is not None
+
+
+_STACK_ROW = sa.select(*[c for c in STACKS.c if c.name != 'outputs']).where(
+    STACKS.c.id == bp('b_id'))
+
+
+def stack_record(conn, stack_id):
+    """One stack's columns (not the stored outputs) as a Record, or None."""
+    return _record(conn.execute(_STACK_ROW, {'b_id': stack_id}).first())
 
 
 _STACK_STATUS = sa.select(STACKS.c.action, STACKS.c.status,
@@ -78,10 +100,11 @@ def stack_status(conn, stack_id):
     return _record(conn.execute(_STACK_STATUS, {'b_id': stack_id}).first())
 
 
-def stack_list(session):
-    return session.scalars(sa.select(models.Stack)
-                           .where(models.Stack.deleted_at.is_(None))
-                           .order_by(models.Stack.created_at)).all()
+def stack_list(session, project_id=None):
+    q = sa.select(models.Stack).where(models.Stack.deleted_at.is_(None))
+    if project_id is not None:
+        q = q.where(models.Stack.project_id == project_id)
+    return session.scalars(q.order_by(models.Stack.created_at)).all()
 
 
 def stack_set_status(session, stack_id, traversal_id, action, status, reason,
@@ -280,15 +303,28 @@ def event_add(conn, *args, **kwargs):
 
 
 def events_list(session, stack_id, after_id=0, resource_name=None,
-                limit=None):
+                limit=None, traversal_ids=None, ids=None):
     q = (sa.select(models.Event)
          .where(models.Event.stack_id == stack_id, models.Event.id > after_id)
          .order_by(models.Event.id))
     if resource_name:
         q = q.where(models.Event.resource_name == resource_name)
+    if traversal_ids is not None:
+        q = q.where(models.Event.traversal_id.in_(list(traversal_ids)))
+    if ids is not None:
+        q = q.where(models.Event.id.in_(list(ids)))
     if limit:
         q = q.limit(limit)
     return session.scalars(q).all()
+
+
+def event_ids(session, stack_id, after_id, traversal_ids):
+    """Ids of the stack's events after `after_id` of these traversals
+    (what a follower re-reads to find events that committed late)."""
+    return list(session.scalars(
+        sa.select(EVENTS.c.id).where(
+            EVENTS.c.stack_id == stack_id, EVENTS.c.id > after_id,
+            EVENTS.c.traversal_id.in_(list(traversal_ids)))))
 
 
 # -- traversals and sync points -----------------------------------------------
@@ -492,14 +528,20 @@ def sync_wake_event(conn, stack_id, event, wake_at, limit=None):
     return [tuple(r) for r in found]
 
 
-def sync_progress(session, traversal_id):
-    """(done, total) nodes of a traversal, without the stack node."""
-    rows = session.execute(
-        sa.select(SYNC.c.done, sa.func.count())
-        .where(SYNC.c.traversal_id == traversal_id, SYNC.c.node != 'stack')
-        .group_by(SYNC.c.done)).all()
-    counts = {bool(d): n for d, n in rows}
-    return counts.get(True, 0), counts.get(True, 0) + counts.get(False, 0)
+def sync_nodes_done(session, traversal_id):
+    """(node key, done) of every node of a traversal but the stack node."""
+    return [tuple(r) for r in session.execute(
+        sa.select(SYNC.c.node, SYNC.c.done)
+        .where(SYNC.c.traversal_id == traversal_id, SYNC.c.node != 'stack'))]
+
+
+def resource_status_counts(session, stack_id, traversal_id):
+    """status -> number of the stack's rows last touched by the traversal."""
+    return dict(session.execute(
+        sa.select(RESOURCES.c.status, sa.func.count())
+        .where(RESOURCES.c.stack_id == stack_id,
+               RESOURCES.c.traversal_id == traversal_id)
+        .group_by(RESOURCES.c.status)).all())
 
 
 def sync_purge(session, traversal_id):

@@ -2,6 +2,8 @@
 (converge/engine/traversal.py: one transaction, then the leaves are sent).
 """
 
+import re
+
 import sqlalchemy as sa
 from oslo_log import log as logging
 
@@ -15,12 +17,37 @@ from converge.graph import dependencies
 
 LOG = logging.getLogger(__name__)
 
+# Heat's rule (heat/engine/stack.py): a letter, then letters, digits, "_",
+# "-" or "."; 255 characters at most (the column's width)
+STACK_NAME = re.compile(r'[a-zA-Z][a-zA-Z0-9_.-]{0,254}')
+
+
+def check_name(name):
+    """Refuse a stack name Heat would refuse."""
+    if not isinstance(name, str) or not STACK_NAME.fullmatch(name):
+        raise exception.InvalidInput(
+            'Invalid stack name %r: it must start with a letter, contain '
+            'only letters, digits and "_-.", and be at most 255 characters'
+            % (name,))
+
+
+def check_timeout(timeout):
+    """A stack timeout is a positive number of minutes (or none)."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or \
+            timeout <= 0:
+        raise exception.InvalidInput(
+            'Invalid timeout %r: it must be a positive whole number of '
+            'minutes' % (timeout,))
+    return timeout
+
 
 def validate(bundle, params, stack_name='stack', stack_id='',
-             validate_values=True):
+             validate_values=True, project_id=None):
     defn = template.StackDefinition(bundle, params, stack_name=stack_name,
                                     stack_id=stack_id,
-                                    project_id=engine_project(),
+                                    project_id=project_id or engine_project(),
                                     validate_values=validate_values,
                                     limits=definitions.limits())
     try:
@@ -31,34 +58,46 @@ def validate(bundle, params, stack_name='stack', stack_id='',
 
 
 def create(engine, name, bundle, params, disable_rollback=True,
-           timeout=None, tags=None):
+           timeout=None, tags=None, project_id=None):
+    """Store a new stack of `project_id` (default: the configured project)
+    and start creating it; returns (stack id, traversal id)."""
+    check_name(name)
+    check_timeout(timeout)
+    project_id = project_id or engine_project()
     stack_id = api.new_id()
-    defn = validate(bundle, params, stack_name=name, stack_id=stack_id)
-    with engine.db.write() as s:
-        if s.scalar(sa.select(models.Stack.id).where(
-                models.Stack.name == name,
-                models.Stack.deleted_at.is_(None))):
-            raise exception.Conflict('Stack %s already exists' % name)
-        s.add(models.Stack(id=stack_id, name=name, action='CREATE',
-                           status='IN_PROGRESS', status_reason='',
-                           disable_rollback=disable_rollback,
-                           timeout_mins=timeout, tags=tags or [],
-                           project_id=engine_project()))
-        s.flush()
-        template_id = api.template_create(s, stack_id, bundle.to_dict(),
-                                          params)
-        stack = s.get(models.Stack, stack_id)
-        engine.remember(template_id, stack, defn)
-        trav = traversal.start(engine, s, stack, template_id, 'CREATE',
-                               defn, rollback=not disable_rollback)
+    defn = validate(bundle, params, stack_name=name, stack_id=stack_id,
+                    project_id=project_id)
+    try:
+        with engine.db.write() as s:
+            if api.stack_name_taken(s, project_id, name):
+                raise exception.Conflict('Stack %s already exists' % name)
+            s.add(models.Stack(id=stack_id, name=name, action='CREATE',
+                               status='IN_PROGRESS', status_reason='',
+                               disable_rollback=disable_rollback,
+                               timeout_mins=timeout, tags=tags or [],
+                               project_id=project_id))
+            s.flush()
+            template_id = api.template_create(s, stack_id, bundle.to_dict(),
+                                              params)
+            stack = s.get(models.Stack, stack_id)
+            engine.remember(template_id, stack, defn)
+            trav = traversal.start(engine, s, stack, template_id,
+                                   'CREATE', defn,
+                                   rollback=not disable_rollback)
+    except sa.exc.IntegrityError:
+        # two creates of one name raced past the check: the unique
+        # constraint (project, name, live) let one of them in
+        raise exception.Conflict('Stack %s already exists' % name)
     traversal.kick(engine, trav)
     return stack_id, trav.id
 
 
 def update(engine, ident, bundle=None, params=None, existing=False,
-           rollback=None, clear_parameters=()):
+           rollback=None, clear_parameters=(), timeout=None, tags=None,
+           project_id=None):
+    check_timeout(timeout)
     with engine.db.read() as s:
-        stack = api.stack_get(s, ident)
+        stack = api.stack_get(s, ident, project_id=project_id)
         old = api.template_get(s, stack.template_id)
         old_bundle, old_params = old.bundle, dict(old.parameters)
     if existing:
@@ -73,17 +112,21 @@ def update(engine, ident, bundle=None, params=None, existing=False,
             # --existing keeps the old environment under the new one
             bundle = bundle.merged_over(template.Bundle.from_dict(old_bundle))
     elif bundle is None:
-        raise exception.ConvergeError('Need a template to update with '
-                                      '(-t), or --existing')
+        raise exception.InvalidInput('Need a template to update with '
+                                     '(-t), or --existing')
     defn = validate(bundle, params or {}, stack_name=stack.name,
-                    stack_id=stack.id)
+                    stack_id=stack.id, project_id=stack.project_id)
     if rollback is None:
         rollback = not stack.disable_rollback
     with engine.db.write() as s:
-        stack = api.stack_get(s, ident)
+        stack = api.stack_get(s, stack.id, project_id=project_id)
         template_id = api.template_create(s, stack.id, bundle.to_dict(),
                                           params or {})
         stack.disable_rollback = not rollback
+        if timeout is not None:
+            stack.timeout_mins = timeout
+        if tags is not None:
+            stack.tags = list(tags)
         engine.remember(template_id, stack, defn)
         trav = traversal.start(engine, s, stack, template_id, 'UPDATE',
                                defn, rollback=rollback,
@@ -92,34 +135,34 @@ def update(engine, ident, bundle=None, params=None, existing=False,
     return stack.id, trav.id
 
 
-def delete(engine, ident):
+def delete(engine, ident, project_id=None):
     with engine.db.write() as s:
-        stack = api.stack_get(s, ident)
+        stack = api.stack_get(s, ident, project_id=project_id)
         trav = traversal.start(engine, s, stack, stack.template_id,
                                'DELETE', None)
     traversal.kick(engine, trav)
     return stack.id, trav.id
 
 
-def check(engine, ident):
-    return _again(engine, ident, 'CHECK')
+def check(engine, ident, project_id=None):
+    return _again(engine, ident, 'CHECK', project_id)
 
 
-def converge(engine, ident):
+def converge(engine, ident, project_id=None):
     """Walk the graph again against reality, resuming an unfinished action."""
     with engine.db.read() as s:
-        stack = api.stack_get(s, ident)
+        stack = api.stack_get(s, ident, project_id=project_id)
     action = stack.action
     if stack.status == 'COMPLETE' or action in ('CHECK', 'INIT'):
         action = 'UPDATE'
     if action == 'DELETE':
-        return delete(engine, ident)
-    return _again(engine, ident, action)
+        return delete(engine, stack.id, project_id)
+    return _again(engine, stack.id, action, project_id)
 
 
-def _again(engine, ident, action):
+def _again(engine, ident, action, project_id=None):
     with engine.db.write() as s:
-        stack = api.stack_get(s, ident)
+        stack = api.stack_get(s, ident, project_id=project_id)
         defn = engine.definition(stack.template_id, stack)
         trav = traversal.start(engine, s, stack, stack.template_id, action,
                                defn, rollback=False)
@@ -127,14 +170,14 @@ def _again(engine, ident, action):
     return stack.id, trav.id
 
 
-def cancel(engine, ident, rollback=True):
+def cancel(engine, ident, rollback=True, project_id=None):
     """Stop a running create/update.
 
     With rollback: walk back to the previous template. Without: stop
     propagation, let running actions finish, end <ACTION>_FAILED.
     """
     with engine.db.write() as s:
-        stack = api.stack_get(s, ident)
+        stack = api.stack_get(s, ident, project_id=project_id)
         if stack.status != 'IN_PROGRESS' or stack.action not in (
                 'CREATE', 'UPDATE'):
             raise exception.Conflict(

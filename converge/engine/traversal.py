@@ -94,7 +94,11 @@ def start(engine, session, stack, template_id, action, defn, rollback=False,
         options['deadline'] = time.time() + stack.timeout_mins * 60
     trav = models.Traversal(id=trav_id, stack_id=stack.id, action=action,
                             template_id=template_id, state='running',
-                            options=options, total=len(plan.nodes))
+                            options=options,
+                            # resources it walks (a name may have an update
+                            # node and cleanup nodes): what progress counts
+                            total=len({plan_mod.resource_name(k)
+                                       for k in plan.nodes}))
     session.add(trav)
     session.flush()
     roots = plan.roots

@@ -51,6 +51,7 @@ def outputs(engine, stack):
 
 
 def stack(engine, st, with_outputs=True):
+    """Heat's stack show: the stack, its parameters and outputs."""
     defn = None
     try:
         defn = _definition(engine, st)
@@ -68,6 +69,7 @@ def stack(engine, st, with_outputs=True):
         'disable_rollback': st.disable_rollback,
         'timeout_mins': st.timeout_mins,
         'tags': st.tags or None,
+        'project': st.project_id,
         'parent': None,
     }
     if defn is not None:
@@ -120,9 +122,7 @@ def resource_detail(engine, st, name):
     }
 
 
-def dot(engine, ident):
-    with engine.db.read() as s:
-        st = api.stack_get(s, ident)
+def dot(engine, st):
     defn = _definition(engine, st)
     requires = defn.dependencies() if defn else {}
     rows = resources(engine, st)

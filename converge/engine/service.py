@@ -1,0 +1,309 @@
+"""The service layer: every operation a user can ask for, on behalf of a
+request context.
+
+The CLI (converge/cmd/) calls only this, never the database; a REST API
+will call the same methods. Each takes the request context first; every
+stack it reads or writes belongs to the context's project (an id or name
+of another project's stack is "not found", exactly as a missing one). It
+returns plain data (dicts, lists, records) and raises
+converge.exception errors.
+
+Reads survive a dropped database connection (a restart, a failover, an
+operator's pg_terminate_backend): the pool reconnects and the read runs
+again. Writes are not repeated: a write whose connection dropped rolled
+back, and saying so is safer than guessing whether it committed.
+"""
+
+import functools
+import time
+
+from sqlalchemy import exc as sa_exc
+
+from converge import exception
+from converge.db import api
+from converge.engine import request
+from converge.engine import stacks
+from converge.engine import views
+from converge.graph import plan as plan_mod
+
+#: dropped connections in a row a read survives
+DROPPED_RETRIES = 5
+#: seconds before the first retry of a read (doubling, at most 2 s)
+RETRY_PAUSE = 0.1
+
+
+def _read(method):
+    """Run a read again when the server dropped the connection under it."""
+    @functools.wraps(method)
+    def wrapper(self, ctx, *args, **kwargs):
+        dropped = 0
+        while True:
+            try:
+                return method(self, ctx, *args, **kwargs)
+            except sa_exc.DBAPIError as exc:
+                if not exc.connection_invalidated or \
+                        dropped >= DROPPED_RETRIES:
+                    raise
+                time.sleep(min(RETRY_PAUSE * 2 ** dropped, 2.0))
+                dropped += 1
+    return wrapper
+
+
+def _event(ev):
+    return {
+        'id': ev.id,
+        'uuid': ev.uuid,
+        'traversal_id': ev.traversal_id,
+        'resource_name': ev.resource_name,
+        'resource_type': ev.resource_type,
+        'physical_resource_id': ev.physical_id or '',
+        'action': ev.action,
+        'status': ev.status,
+        'resource_status': '%s_%s' % (ev.action, ev.status),
+        'resource_status_reason': ev.reason,
+        'timestamp': ev.timestamp,
+        'event_time': _when(ev.timestamp),
+    }
+
+
+def _when(ts):
+    return time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(ts)) + \
+        '.%06dZ' % int(round((ts % 1) * 1e6) % 1000000)
+
+
+class Service:
+    """The operations of one engine process (its database, messaging,
+    caches), each on behalf of a request context."""
+
+    def __init__(self, engine):
+        self.engine = engine
+
+    # -- helpers ------------------------------------------------------------
+    def _stack(self, ctx, ident, include_deleted=False):
+        with self.engine.db.read() as s:
+            return api.stack_get(s, ident, include_deleted=include_deleted,
+                                 project_id=request.project_of(ctx))
+
+    def _status(self, ctx, stack_id):
+        project = request.project_of(ctx)
+        with self.engine.db.read() as s:
+            st = api.stack_record(s, stack_id)
+        if st is None or st.project_id != project:
+            raise exception.StackNotFound(stack_id)
+        return st
+
+    def _started(self, stack_id, traversal_id):
+        return {'id': stack_id, 'traversal_id': traversal_id}
+
+    # -- templates ----------------------------------------------------------
+    def template_validate(self, ctx, bundle, params):
+        """The template's parameters and description (Heat's
+        validate_template answer); nothing is stored."""
+        defn = stacks.validate(bundle, params, validate_values=False,
+                               project_id=request.project_of(ctx))
+        return defn.validate_info()
+
+    def stack_preview(self, ctx, name, bundle, params):
+        """What creating the stack would lay out (--dry-run); nothing is
+        stored."""
+        stacks.check_name(name)
+        defn = stacks.validate(bundle, params, stack_name=name,
+                               project_id=request.project_of(ctx))
+        return {'stack_name': name, 'resources': len(defn.resources),
+                'description': defn.description}
+
+    # -- starting traversals ------------------------------------------------
+    # each returns {'id': stack id, 'traversal_id': the traversal started}
+    def stack_create(self, ctx, name, bundle, params, disable_rollback=True,
+                     timeout=None, tags=None):
+        return self._started(*stacks.create(
+            self.engine, name, bundle, params,
+            disable_rollback=disable_rollback, timeout=timeout, tags=tags,
+            project_id=request.project_of(ctx)))
+
+    def stack_update(self, ctx, ident, bundle=None, params=None,
+                     existing=False, rollback=None, clear_parameters=(),
+                     timeout=None, tags=None):
+        return self._started(*stacks.update(
+            self.engine, ident, bundle, params, existing=existing,
+            rollback=rollback, clear_parameters=clear_parameters,
+            timeout=timeout, tags=tags, project_id=request.project_of(ctx)))
+
+    def stack_delete(self, ctx, ident):
+        return self._started(*stacks.delete(
+            self.engine, ident, project_id=request.project_of(ctx)))
+
+    def stack_check(self, ctx, ident):
+        return self._started(*stacks.check(
+            self.engine, ident, project_id=request.project_of(ctx)))
+
+    def stack_converge(self, ctx, ident):
+        return self._started(*stacks.converge(
+            self.engine, ident, project_id=request.project_of(ctx)))
+
+    def stack_cancel(self, ctx, ident, rollback=True):
+        return self._started(*stacks.cancel(
+            self.engine, ident, rollback=rollback,
+            project_id=request.project_of(ctx)))
+
+    # -- stacks -------------------------------------------------------------
+    @_read
+    def stack_list(self, ctx):
+        with self.engine.db.read() as s:
+            rows = api.stack_list(s, project_id=request.project_of(ctx))
+            return [{'id': st.id, 'stack_name': st.name,
+                     'stack_status': '%s_%s' % (st.action, st.status),
+                     'creation_time': views.iso(st.created_at),
+                     'updated_time': views.iso(st.updated_at)}
+                    for st in rows]
+
+    @_read
+    def stack_show(self, ctx, ident, with_outputs=True):
+        """Heat's stack show, deleted stacks included (the newest)."""
+        st = self._stack(ctx, ident, include_deleted=True)
+        return views.stack(self.engine, st, with_outputs=with_outputs)
+
+    @_read
+    def stack_status(self, ctx, stack_id):
+        """The stack's row (all columns but the stored outputs) as a record:
+        what a caller waiting for a traversal looks at."""
+        return self._status(ctx, stack_id)
+
+    @_read
+    def stack_graph(self, ctx, ident):
+        """The dependency graph in DOT."""
+        return views.dot(self.engine, self._stack(ctx, ident))
+
+    @_read
+    def stack_drift(self, ctx, ident):
+        """Observe every resource; what differs from what was applied."""
+        from converge.observers import drift
+        stack = self._stack(ctx, ident)
+        return [{'resource_name': d.name, 'physical_resource_id':
+                 d.physical_id, 'drift': d.detail}
+                for d in drift.scan(self.engine, stack)]
+
+    # -- resources ----------------------------------------------------------
+    @_read
+    def resource_list(self, ctx, ident, filters=None):
+        """The resource each name stands for now; `filters` match name,
+        status, type or action exactly."""
+        st = self._stack(ctx, ident)
+        out = []
+        for name, row in sorted(views.resources(self.engine, st).items()):
+            status = '%s_%s' % (row.action, row.status)
+            item = {'name': name, 'status': status, 'type': row.type,
+                    'action': row.action}
+            if any(str(item.get(k)) != v for k, v in (filters or {}).items()):
+                continue
+            out.append({'resource_name': name,
+                        'physical_resource_id': row.physical_id or '',
+                        'resource_type': row.type,
+                        'resource_status': item['status'],
+                        'updated_time': views.iso(row.updated_at or
+                                                  row.created_at)})
+        return out
+
+    @_read
+    def resource_show(self, ctx, ident, name):
+        st = self._stack(ctx, ident)
+        return views.resource_detail(self.engine, st, name)
+
+    # -- outputs ------------------------------------------------------------
+    @_read
+    def output_list(self, ctx, ident):
+        """output key -> {'value', 'description'[, 'error']}."""
+        st = self._stack(ctx, ident)
+        return views.outputs(self.engine, st)
+
+    @_read
+    def output_show(self, ctx, ident, key):
+        outs = views.outputs(self.engine, self._stack(ctx, ident))
+        if key not in outs:
+            raise exception.NotFound('Output %s not found' % key)
+        out = outs[key]
+        data = {'output_key': key, 'output_value': out.get('value'),
+                'description': out.get('description', '')}
+        if 'error' in out:
+            data['output_error'] = out['error']
+        return data
+
+    # -- events -------------------------------------------------------------
+    @_read
+    def event_list(self, ctx, ident, resource_name=None, limit=None):
+        """The stack's events, oldest first (the last `limit` of them)."""
+        st = self._stack(ctx, ident, include_deleted=True)
+        with self.engine.db.read() as s:
+            events = api.events_list(s, st.id, resource_name=resource_name)
+        if limit:
+            events = events[-limit:]
+        return [_event(e) for e in events]
+
+    @_read
+    def events_since(self, ctx, stack_id, traversal_ids, after_id=0,
+                     ids=None):
+        """Events of these traversals of the stack with an id above
+        `after_id` (and among `ids`, if given), in id order."""
+        self._status(ctx, stack_id)
+        with self.engine.db.read() as s:
+            return [_event(e) for e in api.events_list(
+                s, stack_id, after_id=after_id,
+                traversal_ids=traversal_ids, ids=ids)]
+
+    @_read
+    def event_ids_since(self, ctx, stack_id, traversal_ids, after_id):
+        self._status(ctx, stack_id)
+        with self.engine.db.read() as s:
+            return api.event_ids(s, stack_id, after_id, traversal_ids)
+
+    # -- following a traversal ----------------------------------------------
+    @_read
+    def traversal_status(self, ctx, stack_id, traversal_id):
+        """Where a traversal stands, for a caller following it: the stack
+        record, and the traversal that owns the stack now if it is another
+        ({'id', 'action', 'parent'}: parent is the traversal whose failure
+        started it, for a rollback)."""
+        stack = self._status(ctx, stack_id)
+        current = None
+        if stack.current_traversal and \
+                stack.current_traversal != traversal_id:
+            with self.engine.db.read() as s:
+                trav = api.traversal_get(s, stack.current_traversal)
+            if trav is not None:
+                current = {'id': trav.id, 'action': trav.action,
+                           'parent': (trav.options or {}).get('parent')}
+        return {'stack': stack, 'superseded_by': current}
+
+    @_read
+    def traversal_progress(self, ctx, stack_id, traversal_id):
+        """Resources of a traversal done, in all, in progress and failed.
+
+        Counted per resource name, not per node: a traversal that resumes
+        a stack whose rows exist has an update node and a cleanup node per
+        resource, and counting nodes showed 500/500 for 250 resources. A
+        name is done when every node of it is. `total` is 0 once the
+        traversal's sync points are gone (it ended or was superseded).
+        """
+        self._status(ctx, stack_id)
+        with self.engine.db.read() as s:
+            nodes = api.sync_nodes_done(s, traversal_id)
+            counts = api.resource_status_counts(s, stack_id, traversal_id)
+            trav = api.traversal_get(s, traversal_id) if not nodes else None
+        if trav is not None and trav.state == 'complete':
+            # ended before anyone looked: its sync points are gone
+            return {'done': trav.total, 'total': trav.total,
+                    'in_progress': counts.get('IN_PROGRESS', 0),
+                    'failed': counts.get('FAILED', 0)}
+        pending = {}
+        for key, done in nodes:
+            name = plan_mod.resource_name(key)
+            pending[name] = pending.get(name, False) or not done
+        return {'done': sum(1 for p in pending.values() if not p),
+                'total': len(pending),
+                'in_progress': counts.get('IN_PROGRESS', 0),
+                'failed': counts.get('FAILED', 0)}
+
+    def drain_local(self):
+        """Let this process's in-flight units of work end (embedded: the
+        CLI process is a worker too) before it exits."""
+        self.engine.idle.wait(timeout=self.engine.lock_wait)
