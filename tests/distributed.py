@@ -34,15 +34,17 @@ def require(*services):
 class Deployment(fleet.Deployment):
     """``coordination_timeout``: seconds without a heartbeat before a
     worker leaves the group and its locks expire (tooz's redis driver
-    beats every half of it)."""
+    beats every half of it); ``coordination_options`` adds to the URL
+    (``&membership_timeout=2&lock_timeout=12`` sets the two apart)."""
 
     def __init__(self, tmp_path, db='postgresql', stall_timeout=10,
-                 coordination_timeout=5):
+                 coordination_timeout=5, coordination_options=''):
         super().__init__(tmp_path, db, options={
             'DEFAULT': {'worker_threads': 8},
             'worker': {'sweep_interval': 1, 'stall_timeout': stall_timeout},
             'coordination': {'backend_url': 'redis://127.0.0.1:6379?'
-                             'timeout=%s' % coordination_timeout},
+                             'timeout=%s%s' % (coordination_timeout,
+                                               coordination_options)},
         })
         self.dir = tmp_path
 

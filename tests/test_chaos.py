@@ -51,12 +51,12 @@ ALL_FAULTS = ('kill', 'pause', 'terminate', 'outage', 'rabbitmq')
 CHAIN = 8
 FANIN = 10
 # seconds without a heartbeat before a worker leaves the group: below the
-# shortest pause, so every pause takes the worker out
-COORDINATION_TIMEOUT = 2
-SWEEP_INTERVAL = 1
-# a resumed worker beats at once and rejoins; a sweep that listed the
-# group just before may still act on that list for a moment
-REJOIN_GRACE = SWEEP_INTERVAL + 1.0
+# shortest pause, so every pause takes the worker out; its locks last
+# longer than the longest pause, so the sweeper sees that a paused
+# worker's units are still held and leaves them alone (a killed worker's
+# work is taken over after LOCK_TIMEOUT)
+MEMBERSHIP_TIMEOUT = 2
+LOCK_TIMEOUT = 12
 
 
 def _env_faults():
@@ -151,7 +151,7 @@ class Chaos:
         self.lives[victim]['end'] = at
         # recovered: the survivors took over everything the dead worker
         # held (after the coordination timeout and a sweep)
-        taken = _poll(lambda: self._sql(held)[0][0] == 0, 60)
+        taken = _poll(lambda: self._sql(held)[0][0] == 0, 60 + LOCK_TIMEOUT)
         self.start(slot)
         self._record('kill', at, worker=victim, stranded=stranded,
                      recovered_s=taken)
@@ -383,10 +383,8 @@ def check_invariants(chaos, stack_id, names, servers_expected):
         if life is None:
             wrongly.append(('unknown worker', line))
             continue
-        dead = life['end'] is not None and ts >= life['end']
-        paused = any(a <= ts <= b + REJOIN_GRACE for a, b in life['pauses'])
-        if not (dead or paused):
-            wrongly.append(line)
+        if life['end'] is None or ts < life['end']:
+            wrongly.append(line)  # running, or paused with its locks held
     assert wrongly == [], 're-dispatched while alive: %s' % wrongly[:5]
 
 
@@ -429,7 +427,9 @@ def test_chaos_create_update_delete(tmp_path):
           % (seed, rounds, outage, ','.join(sorted(faults)), servers, seed),
           flush=True)
     rng = random.Random(seed)
-    d = Deployment(tmp_path, coordination_timeout=COORDINATION_TIMEOUT)
+    d = Deployment(tmp_path, coordination_timeout=5, coordination_options=(
+        '&membership_timeout=%d&lock_timeout=%d'
+        % (MEMBERSHIP_TIMEOUT, LOCK_TIMEOUT)))
     chaos = Chaos(d, rng, faults, outage)
     names = resource_names(servers)
     v0 = template(tmp_path / 'v0.yaml', servers, 0, waits)
