@@ -103,10 +103,17 @@ WORKER_OPTS = [
                  help='Longest backoff, in seconds, between tries after '
                       'a transient cloud error (the cloud\'s own '
                       'Retry-After wins).'),
-    cfg.IntOpt('retry_limit', default=5, min=0,
+    cfg.IntOpt('retry_limit', default=0, min=0,
                help='Times a unit of work that hit an unexpected error '
                     '(database or broker gone) is sent again, with '
-                    'backoff, before the sweeper is left to find it.'),
+                    'backoff, before the sweeper is left to find it '
+                    '(after stall_timeout). 0: no limit, retry for as '
+                    'long as the worker lives.'),
+    cfg.FloatOpt('retry_max_delay', default=30.0, min=0.1,
+                 help='Longest wait between two retries of a unit of '
+                      'work (the backoff doubles from 1 s up to this): '
+                      'work interrupted by an outage resumes at most '
+                      'this long after the service is back.'),
 ]
 
 COMPUTE_OPTS = [

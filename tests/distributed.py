@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import time
+import uuid
 
 import pytest
 
@@ -31,12 +32,43 @@ def require(*services):
 
 
 class Deployment(fleet.Deployment):
-    def __init__(self, tmp_path, db='postgresql', stall_timeout=10):
+    """``coordination_timeout``: seconds without a heartbeat before a
+    worker leaves the group and its locks expire (tooz's redis driver
+    beats every half of it); ``coordination_options`` adds to the URL
+    (``&membership_timeout=2&lock_timeout=12`` sets the two apart)."""
+
+    def __init__(self, tmp_path, db='postgresql', stall_timeout=10,
+                 coordination_timeout=5, coordination_options=''):
         super().__init__(tmp_path, db, options={
             'DEFAULT': {'worker_threads': 8},
             'worker': {'sweep_interval': 1, 'stall_timeout': stall_timeout},
+            'coordination': {'backend_url': 'redis://127.0.0.1:6379?'
+                             'timeout=%s%s' % (coordination_timeout,
+                                               coordination_options)},
         })
         self.dir = tmp_path
+
+    def coordinator(self):
+        """A tooz member of this deployment's backend that joins nothing
+        (to list the group, try locks); stop() it."""
+        from converge.engine import locks
+        return locks.Locks(self._coordination_url(),
+                           'probe-%s' % uuid.uuid4().hex[:8])
+
+    def _coordination_url(self):
+        import configparser
+        c = configparser.ConfigParser(interpolation=None)
+        c.read(self.conf)
+        return c['coordination']['backend_url']
+
+    def group(self):
+        import configparser
+        c = configparser.ConfigParser(interpolation=None)
+        c.read(self.conf)
+        return c['coordination']['group']
+
+    def members(self, probe):
+        return probe.members(self.group())
 
     def cli(self, *args, check=True, timeout=600):
         proc = subprocess.run(

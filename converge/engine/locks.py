@@ -1,17 +1,29 @@
-"""Resource locks through tooz (file:// embedded, redis:// distributed).
+"""Resource locks and group membership through tooz (file:// embedded,
+redis:// distributed).
 
 A lock only keeps two workers from acting on one resource at once; it is
 not what makes writes correct. A worker that loses its lock (expiry,
 pause) is stopped by the fencing counter in the database.
+
+Membership: a worker joins the group once and heartbeats. A worker whose
+heartbeats stopped for longer than the timeout (a paused process, a
+stalled host) is taken out of the group by the next member that lists it,
+and tooz's heartbeat never puts it back: it would work on, outside the
+group, and every sweep would take its work for a dead worker's. So this
+module beats itself and, after each beat, joins its groups again; joining
+a group one is already in costs one round trip and changes nothing.
 """
 
 import contextlib
 import hashlib
 import threading
 
+from oslo_log import log as logging
 from tooz import coordination
 
 from converge import exception
+
+LOG = logging.getLogger(__name__)
 
 
 class LockTimeout(exception.ConvergeError):
@@ -21,9 +33,15 @@ class LockTimeout(exception.ConvergeError):
 class Locks:
     def __init__(self, url, member_id):
         self.url = url
+        self.member_id = member_id
         self._coord = coordination.get_coordinator(url, member_id.encode())
-        self._coord.start(start_heart=True)
+        self._coord.start()
+        self._groups = set()
+        self._membership = threading.Lock()  # a beat's rejoin vs leave()
         self._stopped = threading.Event()
+        self._heart = threading.Thread(target=self._beat_until_stopped,
+                                       name='heartbeat', daemon=True)
+        self._heart.start()
 
     @staticmethod
     def name(stack_id, resource_name):
@@ -50,24 +68,73 @@ class Locks:
             except coordination.ToozError:  # pragma: no cover - expired
                 pass
 
+    def idle(self, stack_id, resource_name):
+        """True when nobody holds the resource's lock (a unit of work holds
+        it from start to end), so nobody is working on the resource."""
+        lock = self._coord.get_lock(self.name(stack_id, resource_name))
+        if not lock.acquire(blocking=False):
+            return False
+        try:
+            lock.release()
+        except coordination.ToozError:  # pragma: no cover - expired
+            pass
+        return True
+
     # -- membership: the live workers ----------------------------------------
     def join(self, group):
-        group = group.encode()
-        try:
-            self._coord.create_group(group).get()
-        except coordination.GroupAlreadyExist:
-            pass
+        """Join `group`, and stay in it: every heartbeat rejoins."""
+        with self._membership:
+            self._groups.add(group)
+            return self._join(group.encode())
+
+    def _join(self, group):
+        """Returns True when this joined (was not a member before)."""
         try:
             self._coord.join_group(group).get()
         except coordination.MemberAlreadyExist:
-            pass
+            return False
+        except coordination.GroupNotCreated:
+            try:
+                self._coord.create_group(group).get()
+            except coordination.GroupAlreadyExist:
+                pass
+            try:
+                self._coord.join_group(group).get()
+            except coordination.MemberAlreadyExist:
+                return False
+        return True
+
+    def _beat_until_stopped(self):
+        while not self._stopped.is_set():
+            try:
+                # beat first: a member listed before its beat is renewed
+                # is taken out again by whoever lists the group
+                interval = self._coord.heartbeat() or 1.0
+                with self._membership:
+                    for group in self._groups:
+                        if self._join(group.encode()):
+                            LOG.warning('worker %s was out of group %s (no '
+                                        'heartbeat for longer than the '
+                                        'timeout: paused?); rejoined',
+                                        self.member_id, group)
+            except Exception:
+                if self._stopped.is_set():
+                    return
+                # the coordination backend is away: try again soon
+                LOG.warning('heartbeat failed; trying again in 1 s',
+                            exc_info=True)
+                interval = 2.0
+            # half the timeout, as tooz's own heart does: better too soon
+            self._stopped.wait(interval / 2.0)
 
     def leave(self, group):
-        try:
-            self._coord.leave_group(group.encode()).get()
-        except (coordination.GroupNotCreated,
-                coordination.MemberNotJoined):
-            pass
+        with self._membership:
+            self._groups.discard(group)
+            try:
+                self._coord.leave_group(group.encode()).get()
+            except (coordination.GroupNotCreated,
+                    coordination.MemberNotJoined):
+                pass
 
     def members(self, group):
         """Engine ids of the live workers (heartbeats not expired)."""
@@ -83,6 +150,9 @@ class Locks:
         return lock if lock.acquire(blocking=False) else None
 
     def stop(self):
+        self._stopped.set()
+        with self._membership:
+            self._groups.clear()
         try:
             self._coord.stop()
         except coordination.ToozError:  # pragma: no cover

@@ -128,24 +128,34 @@ class Endpoint:
                                          node)
         except Exception:
             # the database or the broker went away mid-unit: the node is
-            # not done, so send it again later (the sweeper is the backstop)
+            # not done, so send it again later, for as long as it takes (an
+            # outage outlasts any fixed budget; the sweeper is the backstop)
             LOG.exception('check_resource %s %s failed (attempt %d)',
                           traversal_id, node, attempt + 1)
-            if attempt < conf_mod.CONF.worker.retry_limit:
-                timer = threading.Timer(
-                    min(2 ** attempt, 30), self._again,
-                    (stack_id, traversal_id, node, attempt + 1))
-                timer.daemon = True
-                timer.start()
+            self._retry_later(stack_id, traversal_id, node, attempt)
         finally:
             self.engine.unit_ended()
+
+    def _retry_later(self, stack_id, traversal_id, node, attempt):
+        CONF = conf_mod.CONF
+        if CONF.worker.retry_limit and attempt >= CONF.worker.retry_limit:
+            LOG.warning('giving %s up after %d attempts; the sweeper will '
+                        'send it again', node, attempt + 1)
+            return
+        timer = threading.Timer(
+            min(2 ** min(attempt, 16), CONF.worker.retry_max_delay),
+            self._again, (stack_id, traversal_id, node, attempt + 1))
+        timer.daemon = True
+        timer.start()
 
     def _again(self, stack_id, traversal_id, node, attempt):
         try:
             self.engine.client.check_resource(stack_id, traversal_id, node,
                                               attempt=attempt)
-        except Exception:
-            LOG.exception('could not send %s again; the sweeper will', node)
+        except Exception:  # the broker is away too: keep trying
+            LOG.exception('could not send %s again (attempt %d)', node,
+                          attempt + 1)
+            self._retry_later(stack_id, traversal_id, node, attempt)
 
 
 class _NoLimit:

@@ -1,9 +1,13 @@
 """Finding work that nobody is doing, and sending it again.
 
-Three ways work gets stranded, all covered here:
+Four ways work gets stranded, all covered here:
 
 - a worker died holding a resource (its row is IN_PROGRESS under an
   engine id that has left the tooz group, its heartbeats expired);
+- a live worker dropped a unit it could not finish (the database was away
+  for longer than its retries, or it gave up): the row is IN_PROGRESS
+  under a member of the group, nobody holds its lock, it is not waiting,
+  and it has not changed for ``stall_timeout``;
 - a message was lost (a broker restart, a worker killed after taking the
   message but before claiming the row): a node is ready (all inputs in)
   but not done, nothing has touched it for ``stall_timeout``, and its
@@ -17,8 +21,13 @@ Three ways work gets stranded, all covered here:
 
 Sending a node again is always safe: a done node's message is dropped,
 the action is idempotent, and the fencing counter stops a slow original.
+Still, work somebody is doing is never taken for stranded: a unit of work
+holds its resource's lock from start to end, so a row whose lock is held
+is left alone, whoever the row names (a worker that was paused past the
+heartbeat timeout is out of the group until its next beat rejoins it).
 """
 
+import datetime
 import time
 
 import sqlalchemy as sa
@@ -70,6 +79,12 @@ def sweep(engine, members, stall_timeout, now=None):
                    models.SyncPoint.wait_event.is_(None),
                    models.Traversal.state == 'running')).all()
         stalled = _without_progress(s, stalled, now - stall_timeout)
+        quiet_since = datetime.datetime.fromtimestamp(
+            now - stall_timeout, datetime.timezone.utc).replace(tzinfo=None)
+        idle = [(row, trav) for row, trav in orphans
+                if row.engine_id in members and row.updated_at is not None
+                and row.updated_at < quiet_since]
+        left = _not_left_alone(s, idle, now - stall_timeout)
         unsettled = _failing_and_quiet(s, now - stall_timeout)
     for trav, stack in unsettled:
         LOG.warning('ending traversal %s: failing, nothing in flight for '
@@ -79,12 +94,19 @@ def sweep(engine, members, stall_timeout, now=None):
     for row, trav in orphans:
         busy.add(row.id)
         if row.engine_id in members:
-            continue
+            if row.id not in left:
+                continue
+            why = ('nobody has worked on it for %.0f s (worker %s is '
+                   'alive)' % (stall_timeout, row.engine_id))
+        else:
+            why = 'worker %s is gone' % row.engine_id
+        if not engine.locks.idle(row.stack_id, row.name):
+            continue  # a unit of work holds it: somebody is on it
         if trav.state == 'failing':
-            _abandon(engine, row, trav)
+            _abandon(engine, row, trav, why)
             continue
-        LOG.warning('re-dispatching %s of traversal %s: worker %s is gone',
-                    node_of(row), trav.id, row.engine_id)
+        LOG.warning('re-dispatching %s of traversal %s: %s',
+                    node_of(row), trav.id, why)
         sent.append((row.stack_id, trav.id, node_of(row)))
     for stack_id, trav_id, node, resource_id in stalled:
         if resource_id in busy or (stack_id, trav_id, node) in sent:
@@ -109,6 +131,33 @@ def _without_progress(s, candidates, since):
     moving = _touched(s, {c.traversal_id for c in candidates}, since,
                       done_only=True)
     return [c for c in candidates if c.traversal_id not in moving]
+
+
+def _not_left_alone(s, idle, since):
+    """Ids of the rows of `idle` (IN_PROGRESS under a live worker, not
+    written since `since`) whose node nobody touched since then either (a
+    re-dispatch touches it) and that do not wait on record (a timer or an
+    event resumes those, unless the timer is overdue by as much)."""
+    if not idle:
+        return set()
+    S = models.SyncPoint
+    wanted = {(trav.id, node_of(row)): row.id for row, trav in idle}
+    found = s.execute(
+        sa.select(S.traversal_id, S.node, S.updated_at, S.wake_at,
+                  S.wait_event)
+        .where(S.traversal_id.in_({t for t, _ in wanted}),
+               S.node.in_({n for _, n in wanted}))).all()
+    out = set()
+    for sp in found:
+        row_id = wanted.get((sp.traversal_id, sp.node))
+        if row_id is None or (sp.updated_at or 0) >= since:
+            continue
+        if sp.wake_at is not None and sp.wake_at >= since:
+            continue
+        if sp.wake_at is None and sp.wait_event is not None:
+            continue
+        out.add(row_id)
+    return out
 
 
 def _failing_and_quiet(s, since):
@@ -140,17 +189,18 @@ def _touched(s, traversal_ids, since, done_only=False):
     return set(s.scalars(q.group_by(S.traversal_id)))
 
 
-def _abandon(engine, row, trav):
-    """A failing traversal waits for in-flight work; a dead worker's work
+def _abandon(engine, row, trav, why):
+    """A failing traversal waits for in-flight work; work nobody is doing
     will never end, so mark it failed and let the traversal settle."""
+    reason = 'abandoned: %s' % why
+    LOG.warning('marking %s of traversal %s FAILED: %s', node_of(row),
+                trav.id, why)
     with engine.db.write() as s:
         if api.resource_cas(s, row.id, row.atomic_key, status='FAILED',
-                            status_reason='worker %s died' % row.engine_id,
-                            engine_id=None) is None:
+                            status_reason=reason, engine_id=None) is None:
             return
         api.event_add(s, row.stack_id, trav.id, row.name, row.type,
-                      row.physical_id, row.action, 'FAILED',
-                      'worker %s died' % row.engine_id)
+                      row.physical_id, row.action, 'FAILED', reason)
     with engine.db.read() as s:
         stack = s.get(models.Stack, row.stack_id)
     traversal_mod.settle(engine, trav, stack)
