@@ -45,6 +45,12 @@ DEFAULT_OPTS = [
                     'own (RabbitMQ names the queue after it).'),
     cfg.StrOpt('project_id', default='converge',
                help='Value of the OS::project_id pseudo parameter.'),
+    cfg.ListOpt('listeners', default=[],
+                help='Listeners every engine process loads: names of entry '
+                     'points of the converge.listeners group, each told of '
+                     'every unit of work, message cast and resource lock '
+                     '(see converge/engine/listeners.py). converge-bench '
+                     'sets "bench" on the workers it starts.'),
 ]
 
 DATABASE_OPTS = [

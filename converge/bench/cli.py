@@ -42,6 +42,8 @@ COLUMNS = [
     ('cr_p50_ms', 'cr_p50_ms', '%.1f'),
     ('cr_p95_ms', 'cr_p95_ms', '%.1f'),
     ('rss_mb', 'rss_mb', '%s'),
+    ('worker_threads', 'wthr', '%d'),
+    ('threads', 'thr_peak', '%s'),
     ('delete_s', 'delete_s', '%.2f'),
     ('x_heat', 'x_heat', '%.1f'),
     ('status', 'status', '%s'),
@@ -180,6 +182,7 @@ def run_one(h, scenario, stack_name):
                chain=scenario.chain, bound_s=bound,
                wall_over_bound=measure.ratio(create_s, bound))
     row.update(measure.figures(measure.window(before, after, trav)))
+    row.update(measure.threads(after))
 
     start = time.perf_counter()
     stack_id, dtrav = stacks.delete(engine, stack_id)

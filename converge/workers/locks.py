@@ -12,6 +12,7 @@ import threading
 from tooz import coordination
 
 from converge import exception
+from converge.engine import listeners as listeners_mod
 
 
 class LockTimeout(exception.ConvergeError):
@@ -19,8 +20,10 @@ class LockTimeout(exception.ConvergeError):
 
 
 class Locks:
-    def __init__(self, url, member_id):
+    def __init__(self, url, member_id, listeners=None):
         self.url = url
+        self.listeners = listeners_mod.Listeners() if listeners is None \
+            else listeners
         self._coord = coordination.get_coordinator(url, member_id.encode())
         self._coord.start(start_heart=True)
         self._stopped = threading.Event()
@@ -42,6 +45,7 @@ class Locks:
                 if not lock.acquire(blocking=wait):
                     raise LockTimeout('Resource %s is locked by another '
                                       'worker' % resource_name)
+        self.listeners.on_lock(stack_id, resource_name)
         try:
             yield
         finally:

@@ -22,6 +22,7 @@ from oslo_log import log as logging
 
 from converge import exception
 from converge.db import api
+from converge.engine import listeners
 from converge.graph import plan
 from converge.workers import decide as decide_mod
 from converge.workers import walker
@@ -33,6 +34,7 @@ class Lost(Exception):
     """Another unit of work wrote this resource first; stop quietly."""
 
 
+@listeners.timed
 def check_resource(engine, stack_id, traversal_id, node):
     name = plan.resource_name(node)
     # lock the resource (by name: all its versions), then load; a node that

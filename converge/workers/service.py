@@ -29,8 +29,6 @@ class WorkerService(service.Service):
         db_session.forget()  # connections made before fork are not ours
         self.engine = context.Engine(auto_migrate=False)
         self.engine.start_workers()
-        from converge.bench import probe
-        probe.install_from_env(self.engine)  # only under converge-bench
         LOG.info('worker %s started (%d threads)', self.engine.engine_id,
                  self.engine.threads)
 
