@@ -212,9 +212,16 @@ class Revision:
                            cwd=self.dir, check=True)
             reqs = ['-r', 'test-requirements.txt'] if os.path.exists(
                 os.path.join(self.dir, 'test-requirements.txt')) else []
-            subprocess.run([os.path.join('.venv', 'bin', 'pip'), 'install',
-                            '-q', '--disable-pip-version-check', '-e', '.']
-                           + reqs, cwd=self.dir, check=True)
+            pip = subprocess.run(
+                [os.path.join('.venv', 'bin', 'pip'), 'install', '-q',
+                 '--disable-pip-version-check', '-e', '.'] + reqs,
+                cwd=self.dir, capture_output=True, text=True)
+            if pip.returncode:
+                # pip's noise about missing local indexes says nothing
+                raise subprocess.CalledProcessError(
+                    pip.returncode, pip.args, pip.stdout, '\n'.join(
+                        line for line in pip.stderr.splitlines()
+                        if 'WARNING: Location' not in line))
         helped = subprocess.run([self.bench, '--help'], cwd=self.dir,
                                 capture_output=True, text=True, check=True)
         self.flags = flags_of(helped.stdout)
