@@ -81,8 +81,10 @@ def timed(check_resource):
 def load(names, engine):
     """The listeners named (entry points of ``converge.listeners``), each
     made for `engine`."""
-    found = {ep.name: ep for ep in metadata.entry_points(group=GROUP)}
     out = Listeners()
+    if not names:  # the usual case: no need to read every entry point
+        return out
+    found = {ep.name: ep for ep in metadata.entry_points(group=GROUP)}
     for name in names:
         if name not in found:
             raise exception.ConvergeError(
