@@ -321,7 +321,7 @@ def test_distributed_run_counts_every_worker(tmp_path):
         assert all(r > 0 for r in row['peak_rss_mb_each'])
 
 
-# -- the engine's listeners -----------------------------------------------------
+# -- the engine's listeners ---------------------------------------------------
 
 class _Heard(listeners.Listener):
     def __init__(self):
@@ -403,7 +403,7 @@ def test_engine_imports_nothing_of_the_bench():
     assert found == []
 
 
-# -- bench/compare ----------------------------------------------------------------
+# -- bench/compare ------------------------------------------------------------
 
 def test_compare_rows_are_performance_md_rows():
     labels = [compare.row_label(*r) for r in compare.ROWS]

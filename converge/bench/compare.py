@@ -107,7 +107,7 @@ def order(index):
     return ('old', 'new') if index % 2 == 0 else ('new', 'old')
 
 
-# -- arithmetic and the report -------------------------------------------------
+# -- arithmetic and the report ------------------------------------------------
 
 def figure(row, key):
     if row is None:
@@ -185,7 +185,7 @@ def table(results):
     return '\n'.join(fmt_line(c) for c in [heads, subs] + lines)
 
 
-# -- running -------------------------------------------------------------------
+# -- running ------------------------------------------------------------------
 
 class Revision:
     """One revision: a worktree of it, with its own virtualenv."""

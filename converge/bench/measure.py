@@ -8,7 +8,6 @@ import math
 import resource as resource_mod
 import sys
 import threading
-import time
 
 from sqlalchemy import event
 
