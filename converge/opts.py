@@ -54,6 +54,12 @@ DEFAULT_OPTS = [
                     '--os-project-id (or OS_PROJECT_ID): the project '
                     'whose stacks it sees and makes (a stack\'s '
                     'OS::project_id).'),
+    cfg.ListOpt('listeners', default=[],
+                help='Listeners every engine process loads: names of entry '
+                     'points of the converge.listeners group, each told of '
+                     'every unit of work, message cast and resource lock '
+                     '(see converge/engine/listeners.py). converge-bench '
+                     'sets "bench" on the workers it starts.'),
 ]
 
 DATABASE_OPTS = [

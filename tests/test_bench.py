@@ -2,13 +2,16 @@
 one small in-process run. Nothing here asserts a time."""
 
 import json
+import types
 
 import pytest
 
 from converge.bench import cli
+from converge.bench import compare
 from converge.bench import heat
 from converge.bench import measure
 from converge.bench import scenarios
+from converge.engine import listeners
 
 DIAMOND = {'a': set(), 'b': {'a'}, 'c': {'a'}, 'd': {'b', 'c'}}
 CHAIN = {'a': set(), 'b': {'a'}, 'c': {'b'}, 'd': {'c'}, 'e': {'d'}}
@@ -123,6 +126,42 @@ def test_latency_bound_and_template(tmp_path):
     assert set(bundle.template['resources']) == set(sc.deps)
 
 
+def test_latency_wide_shape_is_independent_servers(tmp_path):
+    sc = scenarios.make('latency', 30, latency=2.0, shape='wide')
+    assert sc.deps == scenarios.wide_deps(30)
+    assert all(r['type'] == 'OS::Nova::Server'
+               for r in sc.doc['resources'].values())
+    written = scenarios.write('latency', 30, str(tmp_path), latency=2.0,
+                              shape='wide')
+    # the critical path of independent servers is one create
+    assert written.chain == 1 and written.bound_s == 2.0
+    assert written.shape == 'wide'
+    assert scenarios.make('latency', 30).shape == 'deep'
+    with pytest.raises(ValueError):
+        scenarios.make('latency', 3, shape='round')
+
+
+def test_latency_shape_on_the_command_line(tmp_path):
+    args = cli.parse_args(['--scenario', 'latency', '--shape', 'wide',
+                           '--n', '2000', '--latency', '30'])
+    assert (args.shape, args.n, args.latency) == ('wide', [2000], 30.0)
+    assert cli.parse_args(['--scenario', 'latency']).shape == 'deep'
+    wide = scenarios.write('latency', 4, str(tmp_path), 1.0, 'wide')
+    deep = scenarios.write('latency', 4, str(tmp_path), 1.0, 'deep')
+    assert cli.label(wide) == 'latency/wide'
+    assert cli.label(deep) == 'latency'
+
+
+def test_table_names_rows_without_a_label():
+    rows = [dict(label='latency/wide', scenario='latency', engine='converge',
+                 n=5, worker_threads=8, threads='12/14'),
+            dict(scenario='wide', engine='heat', n=5)]  # Heat's row
+    lines = cli.table(rows).splitlines()
+    assert 'wthr' in lines[0] and 'thr_peak' in lines[0]
+    assert 'latency/wide' in lines[1] and '12/14' in lines[1]
+    assert lines[2].split()[:2] == ['wide', 'heat']
+
+
 def test_tripleo_shape():
     sc = scenarios.make('tripleo', 10)
     res = sc.doc['resources']
@@ -155,17 +194,63 @@ def test_window_and_combine():
         dict(units={'t0': [0.5]}, casts={'t0': 1}, locks=1, statements=10,
              peak_rss_mb=50)])
     a = dict(units={'t0': [0.5], 't1': [0.1, 0.2]}, casts={'t0': 1, 't1': 2},
-             locks=3, statements=30, peak_rss_mb=60)
+             locks=3, statements=30, peak_rss_mb=60, threads_peak=12,
+             worker_threads=8)
     b = dict(units={'t1': [0.3]}, casts={'t1': 1}, locks=1, statements=5,
-             peak_rss_mb=None)  # an API process: not an engine
-    after = measure.combine([a, b])
-    assert after['rss_each'] == [60]
+             peak_rss_mb=None, threads_peak=None,
+             worker_threads=8)  # an API process: not an engine
+    c = dict(units={}, casts={}, locks=0, statements=2, peak_rss_mb=70,
+             threads_peak=30, worker_threads=8)
+    after = measure.combine([a, b, c])
+    assert after['rss_each'] == [60, 70]
+    assert after['threads_each'] == [12, 30]
+    assert measure.threads(after) == dict(
+        worker_threads=8, worker_threads_each=[8, 8],
+        threads_peak_each=[12, 30], threads_peak=30, threads='12/30')
     w = measure.window(before, after, 't1')
-    assert w == dict(units=3, casts=3, locks=3, statements=25,
+    assert w == dict(units=3, casts=3, locks=3, statements=27,
                      unit_seconds=[0.1, 0.2, 0.3])
     f = measure.figures(w)
-    assert f['statements_per_check_resource'] == pytest.approx(25 / 3)
+    assert f['statements_per_check_resource'] == pytest.approx(27 / 3)
     assert f['messages_per_check_resource'] == 1
+
+
+def test_threads_without_engine_processes():
+    assert measure.threads(measure.combine([])) == dict(
+        worker_threads=None, worker_threads_each=[], threads_peak_each=[],
+        threads_peak=None, threads=None)
+
+
+def test_thread_sampler_peak_is_per_period():
+    alive = [5]
+    sampler = measure.ThreadSampler(count=lambda: alive[0])
+    alive[0] = 9
+    sampler.sample()
+    alive[0] = 6
+    sampler.sample()
+    assert sampler.take_peak() == 9
+    # the next period starts from the threads alive when it began
+    assert sampler.take_peak() == 6
+    alive[0] = 3
+    assert sampler.take_peak() == 6
+    assert sampler.take_peak() == 3
+
+
+def test_thread_count_leaves_out_the_bench_threads():
+    import threading
+    before = measure.engine_threads_alive()
+    stop = threading.Event()
+    mine = threading.Thread(target=stop.wait,
+                            name=measure.OWN_THREADS + 'test')
+    other = threading.Thread(target=stop.wait, name='worker-test')
+    mine.start()
+    other.start()
+    try:
+        assert measure.engine_threads_alive() == before + 1
+    finally:
+        stop.set()
+        mine.join()
+        other.join()
 
 
 def test_heat_result_row():
@@ -234,3 +319,157 @@ def test_distributed_run_counts_every_worker(tmp_path):
         assert row['statements_per_check_resource'] > 0
         assert len(row['peak_rss_mb_each']) == 2
         assert all(r > 0 for r in row['peak_rss_mb_each'])
+
+
+# -- the engine's listeners ---------------------------------------------------
+
+class _Heard(listeners.Listener):
+    def __init__(self):
+        self.heard = []
+
+    def on_unit(self, traversal_id, node, seconds):
+        self.heard.append(('unit', traversal_id, node, seconds))
+
+    def on_cast(self, traversal_id, node):
+        self.heard.append(('cast', traversal_id, node))
+
+
+def test_listeners_hear_each_unit_even_a_failed_one():
+    one, two = _Heard(), _Heard()
+    engine = types.SimpleNamespace(listeners=listeners.Listeners([one, two]))
+
+    @listeners.timed
+    def unit(engine, stack_id, traversal_id, node, fail=False):
+        if fail:
+            raise RuntimeError('boom')
+        return 'done'
+
+    assert unit(engine, 's', 't1', 'n1') == 'done'
+    with pytest.raises(RuntimeError):
+        unit(engine, 's', 't1', 'n2', fail=True)
+    engine.listeners.on_cast('t1', 'n3')
+    engine.listeners.on_lock('s', 'r')  # _Heard keeps the no-op default
+    for heard in (one.heard, two.heard):
+        assert [h[:3] for h in heard] == [('unit', 't1', 'n1'),
+                                          ('unit', 't1', 'n2'),
+                                          ('cast', 't1', 'n3')]
+        assert all(h[3] >= 0 for h in heard[:2])
+
+
+def test_unknown_listener_is_refused_by_name():
+    from converge import exception
+    with pytest.raises(exception.ConvergeError) as e:
+        listeners.load(['nosuch'], object())
+    assert "'nosuch'" in str(e.value) and listeners.GROUP in str(e.value)
+    assert listeners.load([], object()) == []
+
+
+def test_bench_listener_needs_its_directory(monkeypatch):
+    from converge import exception
+    from converge.bench import probe
+    monkeypatch.delenv(probe.ENV, raising=False)
+    with pytest.raises(exception.ConvergeError) as e:
+        listeners.load([probe.LISTENER], object())
+    assert probe.ENV in str(e.value)
+
+
+def test_engine_imports_nothing_of_the_bench():
+    """Workers load the bench's probe as a listener (an entry point); no
+    module of converge/ outside converge/bench imports it."""
+    import ast
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    found = []
+    for folder, _, files in os.walk(os.path.join(root, 'converge')):
+        if os.path.join('converge', 'bench') in folder:
+            continue
+        for name in files:
+            if not name.endswith('.py'):
+                continue
+            path = os.path.join(folder, name)
+            with open(path) as f:
+                tree = ast.parse(f.read(), path)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    mods = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    mods = [node.module or ''] + [
+                        '%s.%s' % (node.module, a.name) for a in node.names]
+                else:
+                    continue
+                if any(m == 'converge.bench' or
+                       m.startswith('converge.bench.') for m in mods):
+                    found.append(os.path.relpath(path, root))
+    assert found == []
+
+
+# -- bench/compare ------------------------------------------------------------
+
+def test_compare_rows_are_performance_md_rows():
+    labels = [compare.row_label(*r) for r in compare.ROWS]
+    assert labels[0] == 'wide 1000 embedded'
+    assert 'tripleo 1000 2w' in labels and 'deep 10000 2w' in labels
+    assert compare.row_args('tripleo', 1000, 2) == [
+        '--scenario', 'tripleo', '--nodes', '1000', '--mode', 'distributed',
+        '--workers', '2']
+    assert compare.row_args('wide', 10, None) == ['--scenario', 'wide',
+                                                  '--n', '10']
+
+
+def test_compare_caps_sizes_and_drops_duplicates():
+    rows = compare.capped(compare.ROWS, 100)
+    assert rows == [('wide', 100, None), ('deep', 100, None),
+                    ('wide', 100, 2), ('deep', 100, 2),
+                    ('tripleo', 4, None), ('tripleo', 4, 2)]
+    assert compare.capped([('tripleo', 1000, None)], 10) == [
+        ('tripleo', 1, None)]
+    assert compare.capped(compare.ROWS, 0) == compare.ROWS
+
+
+def test_compare_runs_only_flags_both_revisions_know():
+    old = compare.flags_of('usage: [--scenario S] [--n N [N ...]]\n'
+                           '  --mode {embedded,distributed}  the-mode --x')
+    assert old == {'--scenario', '--n', '--mode', '--x'}
+    new = old | {'--shape'}
+    kept, dropped = compare.common_args(
+        ['--scenario', 'latency', '--shape', 'wide', '--n', '5', '10',
+         '--mode=distributed'], old, new)
+    assert kept == ['--scenario', 'latency', '--n', '5', '10',
+                    '--mode=distributed']
+    assert dropped == ['--shape', 'wide']
+
+
+def test_compare_alternates_which_revision_goes_first():
+    assert [compare.order(i) for i in range(3)] == [
+        ('old', 'new'), ('new', 'old'), ('old', 'new')]
+
+
+def test_compare_figures_ratios_and_notes():
+    old = dict(status='ok', create_s=2.0, resources_per_s=500.0,
+               statements_per_check_resource=8.0, peak_rss_mb=None,
+               peak_rss_mb_each=[90.0, 95.0])
+    new = dict(old, create_s=2.5, resources_per_s=400.0,
+               statements_per_check_resource=8.0, peak_rss_mb=99.0)
+    cmp = compare.compared(old, new)
+    assert cmp['create_s'] == (2.0, 2.5, 1.25)
+    assert cmp['peak_rss_mb'] == (95.0, 99.0, pytest.approx(99 / 95))
+    assert cmp['cr_p50_ms'] == (None, None, None)
+    assert compare.notes(old, new) == ['slower?']
+    assert compare.notes(old, dict(new, resources_per_s=460.0)) == []
+    assert compare.notes(old, dict(old, statements_per_check_resource=9)) \
+        == ['sql+']
+    assert compare.notes(old, dict(status='exit 2')) == ['new: exit 2']
+    assert compare.notes(None, new) == ['old: no result']
+
+
+def test_compare_table_has_old_new_and_ratio_per_figure():
+    old = dict(status='ok', create_s=2.0, resources_per_s=500.0)
+    new = dict(status='ok', create_s=1.0, resources_per_s=1000.0)
+    text = compare.table([dict(label='wide 1000 embedded', old=old,
+                               new=new)])
+    heads, subs, line = text.splitlines()
+    assert heads.split()[:3] == ['row', 'create_s', 'res/s']
+    assert subs.split()[:6] == ['old', 'new', 'x', 'old', 'new', 'x']
+    cells = line.split()
+    assert cells[:9] == ['wide', '1000', 'embedded', '2.00', '1.00',
+                         '0.50', '500.0', '1000.0', '2.00']

@@ -5,6 +5,7 @@ report what each traversal cost.
     converge-bench --scenario deep fanin --n 200 1000 --json out.json
     converge-bench --scenario tripleo --nodes 1000
     converge-bench --scenario latency --n 40 --latency 0.5
+    converge-bench --scenario latency --shape wide --n 2000 --latency 30
     converge-bench --scenario wide --mode distributed --workers 3
     converge-bench --scenario wide deep --n 1000 --heat
     converge-bench --rally rally-jobs/converge.yaml
@@ -29,7 +30,7 @@ from converge.bench import scenarios
 
 COLUMNS = [
     # (key, heading, format)
-    ('scenario', 'scenario', '%s'),
+    ('label', 'scenario', '%s'),
     ('engine', 'engine', '%s'),
     ('n', 'n', '%d'),
     ('create_s', 'create_s', '%.2f'),
@@ -42,6 +43,8 @@ COLUMNS = [
     ('cr_p50_ms', 'cr_p50_ms', '%.1f'),
     ('cr_p95_ms', 'cr_p95_ms', '%.1f'),
     ('rss_mb', 'rss_mb', '%s'),
+    ('worker_threads', 'wthr', '%d'),
+    ('threads', 'thr_peak', '%s'),
     ('delete_s', 'delete_s', '%.2f'),
     ('x_heat', 'x_heat', '%.1f'),
     ('status', 'status', '%s'),
@@ -58,8 +61,9 @@ def parse_args(argv):
                       help='wide: N independent resources; deep: 20 layers, '
                            'each resource needs one of the layer before; '
                            'fanin: 20 layers, each resource needs %d hubs of '
-                           'the layer before; latency: servers in the deep '
-                           'shape with a simulated create latency; tripleo: '
+                           'the layer before; latency: servers (in the '
+                           '--shape) with a simulated create latency; '
+                           'tripleo: '
                            'an overcloud of --nodes servers with their '
                            'configs and deployments' % scenarios.HUBS)
     what.add_argument('--rally', metavar='TASK',
@@ -79,6 +83,12 @@ def parse_args(argv):
                     default=scenarios.DEFAULT_LATENCY,
                     help='seconds per server create in the latency '
                          'scenario (default %(default)s)')
+    ap.add_argument('--shape', choices=scenarios.SHAPES,
+                    default=scenarios.DEFAULT_SHAPE,
+                    help='shape of the latency scenario: deep (20 layers, '
+                         'each server needs one of the layer before) or '
+                         'wide (independent servers, a critical path of one '
+                         'create) (default %(default)s)')
     ap.add_argument('--mode', choices=('embedded', 'distributed'),
                     default='embedded',
                     help='embedded: one process, SQLite; distributed: '
@@ -151,6 +161,14 @@ def engine_options(args):
             if getattr(args, name) is not None}
 
 
+def label(scenario):
+    """The scenario as the table names it: the latency scenario with its
+    shape when it is not the default one."""
+    if scenario.shape and scenario.shape != scenarios.DEFAULT_SHAPE:
+        return '%s/%s' % (scenario.name, scenario.shape)
+    return scenario.name
+
+
 def engine_label(h):
     if h.mode == 'distributed':
         return 'converge/%dw' % h.processes()
@@ -173,13 +191,15 @@ def run_one(h, scenario, stack_name):
         after = h.snapshot()
     finally:
         scenario.finish(engine)
-    row = dict(scenario=scenario.name, engine=engine_label(h), mode=h.mode,
+    row = dict(scenario=scenario.name, shape=scenario.shape,
+               label=label(scenario), engine=engine_label(h), mode=h.mode,
                workers=h.processes(), n=scenario.n, nodes=scenario.nodes,
                create_s=create_s,
                resources_per_s=measure.ratio(scenario.n, create_s),
                chain=scenario.chain, bound_s=bound,
                wall_over_bound=measure.ratio(create_s, bound))
     row.update(measure.figures(measure.window(before, after, trav)))
+    row.update(measure.threads(after))
 
     start = time.perf_counter()
     stack_id, dtrav = stacks.delete(engine, stack_id)
@@ -203,7 +223,8 @@ def run(args, on_row=None):
         for count, (name, size) in enumerate(plan(args), 1):
             rowdir = os.path.join(tmp, str(count))
             os.makedirs(rowdir)
-            scenario = scenarios.write(name, size, rowdir, args.latency)
+            scenario = scenarios.write(name, size, rowdir, args.latency,
+                                       args.shape)
             row = measure_one(args, scenario, rowdir,
                               'bench-%s-%d-%d' % (name, size, count))
             rows.append(row)
@@ -246,8 +267,15 @@ def format_cell(value, fmt):
     return fmt % value
 
 
+def cell_value(row, key):
+    if key == 'label':  # Heat's rows and older JSON have no label
+        return row.get('label') or row.get('scenario')
+    return row.get(key)
+
+
 def table(rows, header=True):
-    cells = [[format_cell(r.get(k), f) for k, _, f in COLUMNS] for r in rows]
+    cells = [[format_cell(cell_value(r, k), f) for k, _, f in COLUMNS]
+             for r in rows]
     heads = [h for _, h, _ in COLUMNS]
     widths = [max([len(h)] + [len(c[i]) for c in cells])
               for i, h in enumerate(heads)]

@@ -111,16 +111,27 @@ class Distributed(_Harness):
             raise BenchError('--mode distributed needs %s on 127.0.0.1 '
                              '(not reachable)' % ', '.join(gone))
         os.makedirs(self.stats, exist_ok=True)
-        options = {'DEFAULT': self.options} if self.options else {}
+        # each worker's engine loads the probe (probe.listener) as one of
+        # its listeners: the workers import nothing of the bench themselves
+        options = {'DEFAULT': dict(self.options, listeners=probe.LISTENER)}
         self.deployment = fleet.Deployment(self.workdir, self.db, options,
                                            env={probe.ENV: self.stats})
         for _ in range(self.n_workers):
             self.deployment.start_worker()
-        self._collect(0)  # each probe answers 0 once it is serving
+        # serving (a message cast before its queue exists is lost), and
+        # counting (each probe answers 0 when its engine is built)
+        for index in range(self.n_workers):
+            try:
+                self.deployment.engine_id(index, timeout=PATIENCE)
+            except RuntimeError as e:
+                raise BenchError(str(e))
+        self._collect(0)
 
         from converge import conf
         from converge.engine import context
         conf.setup(['--config-file', self.deployment.conf], log=False)
+        # this process counts with a recorder of its own, not the probe
+        conf.CONF.set_override('listeners', [])
         self.engine = context.Engine(auto_migrate=False)
         # this process only stores stacks and casts the first nodes: count
         # its casts, not its statements
@@ -154,7 +165,8 @@ class Distributed(_Harness):
         probe.write_json(os.path.join(self.stats, probe.REQUEST), self.seq)
         workers = self._collect(self.seq)
         local = self.recorder.snapshot()
-        local['peak_rss_mb'] = None  # the API process: not an engine
+        # the API process: not an engine
+        local.update(peak_rss_mb=None, threads_peak=None)
         return measure.combine([local] + workers)
 
     def close(self):

@@ -1,18 +1,17 @@
-"""Measurement for converge-bench: pure arithmetic, and the wrappers that
-count what one traversal does (units, casts, locks, SQL, unit latency)."""
+"""Measurement for converge-bench: pure arithmetic, and the engine listener
+that counts what one traversal does (units, casts, locks, SQL, unit
+latency, threads alive)."""
 
 import collections
-import contextlib
 import graphlib
 import math
 import resource as resource_mod
 import sys
 import threading
-import time
 
 from sqlalchemy import event
 
-from converge.workers import reconcile
+from converge.engine import listeners
 
 
 # -- arithmetic ---------------------------------------------------------------
@@ -79,13 +78,66 @@ def peak_rss_mb():
 
 # -- instrumentation ----------------------------------------------------------
 
-class Recorder:
-    """Counts, while installed on an engine, every check_resource unit (with
-    its duration), every cast, every resource lock taken and the SQL
-    statements of this process, all since it was installed.
+#: threads whose name starts so are the benchmark's, not the engine's
+OWN_THREADS = 'bench-'
+#: how often the thread sampler counts the threads alive
+THREAD_SAMPLE = 0.02
+
+
+def engine_threads_alive():
+    """Python threads alive in this process, the benchmark's own left out."""
+    return sum(1 for t in threading.enumerate()
+               if not t.name.startswith(OWN_THREADS))
+
+
+class ThreadSampler:
+    """The most threads alive at once in this process, sampled every
+    THREAD_SAMPLE seconds (a thread that lives shorter may be missed)."""
+
+    def __init__(self, interval=THREAD_SAMPLE, count=engine_threads_alive):
+        self.interval = interval
+        self.count = count
+        self._lock = threading.Lock()
+        self._peak = count()
+        self._stop = threading.Event()
+        self._thread = None
+
+    def start(self):
+        self._thread = threading.Thread(target=self._loop,
+                                        name=OWN_THREADS + 'threads',
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+
+    def sample(self):
+        alive = self.count()
+        with self._lock:
+            self._peak = max(self._peak, alive)
+
+    def take_peak(self):
+        """The peak since the last call (or the start); the next period
+        starts from the threads alive now."""
+        self.sample()
+        with self._lock:
+            peak, self._peak = self._peak, self.count()
+        return peak
+
+    def _loop(self):
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+
+class Recorder(listeners.Listener):
+    """An engine listener counting every check_resource unit (with its
+    duration), every cast and every resource lock taken, and (by
+    SQLAlchemy events) the SQL statements of this process, all since it
+    was started; it also samples the threads alive.
 
     ``own_statements``: what to do with statements issued by the thread that
-    installed it (the benchmark's own: storing the stack, waiting for the
+    started it (the benchmark's own: storing the stack, waiting for the
     end): 'exclude' them (embedded: the workers share this process),
     or count 'all' (a worker process), or 'none' (an API-only process,
     whose statements are not check_resource's).
@@ -100,63 +152,57 @@ class Recorder:
         self.locks = 0
         self.own = 0
         self._own_thread = threading.get_ident()
-        self._installed = False
+        self._started = self._listening = False
+        self.threads = None
 
-    # the wrappers ---------------------------------------------------------
-    def _unit(self, engine, stack_id, traversal_id, node, *args, **kw):
-        start = time.perf_counter()
-        try:
-            return self._real_unit(engine, stack_id, traversal_id, node,
-                                   *args, **kw)
-        finally:
-            took = time.perf_counter() - start
-            with self._lock:
-                self.units[traversal_id].append(took)
+    # the engine's hooks (converge/engine/listeners.py) -------------------
+    def on_unit(self, traversal_id, node, seconds):
+        with self._lock:
+            self.units[traversal_id].append(seconds)
 
-    def _cast(self, stack_id, traversal_id, node, *args, **kw):
+    def on_cast(self, traversal_id, node):
         with self._lock:
             self.casts[traversal_id] += 1
-        return self._real_cast(stack_id, traversal_id, node, *args, **kw)
 
-    @contextlib.contextmanager
-    def _resource_lock(self, *args, **kw):
-        with self._real_lock(*args, **kw):
-            with self._lock:
-                self.locks += 1
-            yield
+    def on_lock(self, stack_id, resource_name):
+        with self._lock:
+            self.locks += 1
 
     def _statement(self, *args, **kw):
         if threading.get_ident() == self._own_thread:
             with self._lock:
                 self.own += 1
 
-    # install / remove -----------------------------------------------------
-    def install(self):
-        eng = self.engine
-        self._real_unit = reconcile.check_resource
-        reconcile.check_resource = self._unit
-        self._client = eng.client
-        self._real_cast = self._client.check_resource
-        self._client.check_resource = self._cast
-        self._locks = eng.locks
-        self._real_lock = self._locks.resource
-        self._locks.resource = self._resource_lock
-        self._sql_engines = {eng.db.writer_engine, eng.db.reader_engine}
+    # start / stop ---------------------------------------------------------
+    def start(self):
+        """Count statements and sample threads from now on; the engine
+        calls the hooks once this is one of its listeners."""
+        db = self.engine.db
+        self._sql_engines = {db.writer_engine, db.reader_engine}
         for sql_engine in self._sql_engines:
             event.listen(sql_engine, 'before_cursor_execute', self._statement)
-        self._base = eng.db.counter.statements
-        self._installed = True
+        self._base = db.counter.statements
+        self.threads = ThreadSampler().start()
+        self._started = True
+        return self
+
+    def install(self):
+        """start(), and become one of the engine's listeners."""
+        self.start()
+        self.engine.listeners.append(self)
+        self._listening = True
         return self
 
     def remove(self):
-        if not self._installed:
-            return
-        reconcile.check_resource = self._real_unit
-        del self._client.check_resource
-        del self._locks.resource
-        for sql_engine in self._sql_engines:
-            event.remove(sql_engine, 'before_cursor_execute', self._statement)
-        self._installed = False
+        if self._listening:
+            self.engine.listeners.remove(self)
+            self._listening = False
+        if self._started:
+            for sql_engine in self._sql_engines:
+                event.remove(sql_engine, 'before_cursor_execute',
+                             self._statement)
+            self.threads.stop()
+            self._started = False
 
     def __enter__(self):
         return self.install()
@@ -167,7 +213,8 @@ class Recorder:
 
     # reading --------------------------------------------------------------
     def snapshot(self):
-        """This process's counts so far (JSON-able; to take differences)."""
+        """This process's counts so far (JSON-able; to take differences),
+        with the most threads alive at once since the previous snapshot."""
         with self._lock:
             if self.mode == 'none':
                 statements = 0
@@ -177,7 +224,9 @@ class Recorder:
                     statements -= self.own
             return dict(units={t: list(v) for t, v in self.units.items()},
                         casts=dict(self.casts), locks=self.locks,
-                        statements=statements, peak_rss_mb=peak_rss_mb())
+                        statements=statements, peak_rss_mb=peak_rss_mb(),
+                        threads_peak=self.threads.take_peak(),
+                        worker_threads=self.engine.threads)
 
 
 def combine(snapshots):
@@ -188,11 +237,16 @@ def combine(snapshots):
         for trav, secs in snap['units'].items():
             units[trav].extend(secs)
         casts.update(snap['casts'])
+    # the API process of the distributed mode is not an engine: it reports
+    # no RSS and no threads
+    engines = [s for s in snapshots if s.get('peak_rss_mb')]
     return dict(units=dict(units), casts=dict(casts),
                 locks=sum(s['locks'] for s in snapshots),
                 statements=sum(s['statements'] for s in snapshots),
-                rss_each=[s['peak_rss_mb'] for s in snapshots
-                          if s.get('peak_rss_mb')])
+                rss_each=[s['peak_rss_mb'] for s in engines],
+                threads_each=[s.get('threads_peak') for s in engines],
+                worker_threads_each=[s.get('worker_threads')
+                                     for s in engines])
 
 
 def window(before, after, traversal_id):
@@ -221,6 +275,20 @@ def figures(window):
         cr_p50_ms=_ms(percentile(window['unit_seconds'], 50)),
         cr_p95_ms=_ms(percentile(window['unit_seconds'], 95)),
     )
+
+
+def threads(snapshot):
+    """The engine's threads in a combined snapshot: worker threads
+    configured per process, and the most alive at once in each process
+    since the previous snapshot."""
+    each = snapshot.get('worker_threads_each') or []
+    peaks = snapshot.get('threads_each') or []
+    return dict(
+        worker_threads=each[0] if len(set(each)) == 1 else None,
+        worker_threads_each=each,
+        threads_peak_each=peaks,
+        threads_peak=max(peaks) if peaks else None,
+        threads='/'.join('%d' % p for p in peaks) if peaks else None)
 
 
 def _ms(seconds):

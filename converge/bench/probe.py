@@ -1,9 +1,10 @@
 """The benchmark's probe inside a worker process.
 
-`converge-bench --mode distributed` starts its workers with
-``CONVERGE_BENCH_DIR`` set. Such a worker counts what it does (a
-``measure.Recorder`` counting every statement of the process) and answers
-the bench through files, which work whatever the launcher does with
+`converge-bench --mode distributed` starts its workers with ``[DEFAULT]
+listeners = bench`` and ``CONVERGE_BENCH_DIR`` set. Such a worker's engine
+loads ``listener()`` (entry point ``bench`` of ``converge.listeners``): a
+``measure.Recorder`` counting every statement of the process, which
+answers the bench through files, which work whatever the launcher does with
 signals: the bench writes a number to ``<dir>/request``; the worker, once
 none of its units is running, writes its counts with that number to
 ``<dir>/<pid>.json``.
@@ -13,19 +14,25 @@ import json
 import os
 import threading
 
+from converge import exception
 from converge.bench import measure
 
 ENV = 'CONVERGE_BENCH_DIR'
+#: the listener's name in setup.cfg's converge.listeners
+LISTENER = 'bench'
 REQUEST = 'request'
 #: how often an idle worker looks for a request (a stat() call)
 POLL = 0.02
 
 
-def install_from_env(engine):
+def listener(engine):
+    """The engine's listener factory: a started probe's recorder."""
     directory = os.environ.get(ENV)
     if not directory:
-        return None
-    return Probe(engine, directory).start()
+        raise exception.ConvergeError(
+            'the %r listener answers converge-bench through files: it needs '
+            '$%s set to their directory' % (LISTENER, ENV))
+    return Probe(engine, directory).start().recorder
 
 
 def read_request(directory):
@@ -52,9 +59,12 @@ class Probe:
         self._stop = threading.Event()
 
     def start(self):
-        self.recorder.install()
-        self._answer(0)  # says "ready" to the bench
-        thread = threading.Thread(target=self._loop, name='bench-probe',
+        self.recorder.start()
+        # answering 0 says "counting" (the bench also waits for the worker
+        # to say it is serving)
+        self._answer(0)
+        thread = threading.Thread(target=self._loop,
+                                  name=measure.OWN_THREADS + 'probe',
                                   daemon=True)
         thread.start()
         return self

@@ -20,13 +20,18 @@ HUBS = 3
 DEFAULT_N = {'wide': 1000, 'deep': 1000, 'fanin': 1000, 'latency': 40,
              'tripleo': 100}
 DEFAULT_LATENCY = 0.5
+#: the dependency shapes the latency scenario's servers can take
+SHAPES = ('deep', 'wide')
+DEFAULT_SHAPE = 'deep'
 
 
 class Scenario:
-    def __init__(self, name, n, doc, deps, latency=0.0, nodes=None):
+    def __init__(self, name, n, doc, deps, latency=0.0, nodes=None,
+                 shape=None):
         self.name, self.n, self.doc, self.deps = name, n, doc, deps
         self.latency = latency
         self.nodes = nodes
+        self.shape = shape
 
     def write(self, directory):
         """Write the template; return its path."""
@@ -48,6 +53,7 @@ class Written:
     latency: float
     chain: int          # resources on the longest dependency chain
     path: str
+    shape: str = None   # the latency scenario's: deep or wide
 
     @property
     def bound_s(self):
@@ -67,11 +73,12 @@ class Written:
             engine.clients.compute.clear_faults('create')
 
 
-def write(name, n, directory, latency=DEFAULT_LATENCY):
+def write(name, n, directory, latency=DEFAULT_LATENCY, shape=DEFAULT_SHAPE):
     """Generate a scenario and write its template into `directory`."""
-    sc = make(name, n, latency=latency)
+    sc = make(name, n, latency=latency, shape=shape)
     return Written(sc.name, sc.n, sc.nodes, sc.latency,
-                   measure.longest_chain(sc.deps), sc.write(directory))
+                   measure.longest_chain(sc.deps), sc.write(directory),
+                   sc.shape)
 
 
 def layer_sizes(n, layers=LAYERS):
@@ -260,7 +267,9 @@ def deps_of(doc):
     return defn.dependencies()
 
 
-def make(name, n, latency=DEFAULT_LATENCY):
+def make(name, n, latency=DEFAULT_LATENCY, shape=DEFAULT_SHAPE):
+    """The scenario `name` of `n` resources (`nodes` for tripleo);
+    `latency` and `shape` are the latency scenario's."""
     if name == 'wide':
         deps = wide_deps(n)
         return Scenario(name, n, hot(deps), deps)
@@ -271,10 +280,12 @@ def make(name, n, latency=DEFAULT_LATENCY):
         deps = fanin_deps(n)
         return Scenario(name, n, hot(deps), deps)
     if name == 'latency':
-        deps = deep_deps(n)
+        if shape not in SHAPES:
+            raise ValueError('unknown latency shape %r' % shape)
+        deps = deep_deps(n) if shape == 'deep' else wide_deps(n)
         doc = hot(deps, 'OS::Nova::Server',
                   {'image': 'cirros', 'flavor': 'm1.tiny'})
-        return Scenario(name, n, doc, deps, latency=latency)
+        return Scenario(name, n, doc, deps, latency=latency, shape=shape)
     if name == 'tripleo':
         doc = tripleo_doc(n)
         return Scenario(name, len(doc['resources']), doc, deps_of(doc),

@@ -16,6 +16,7 @@ from converge.db import session as db_session
 from converge.drivers import clients as clients_mod
 from converge.engine import definitions
 from converge.engine import gate
+from converge.engine import listeners as listeners_mod
 from converge.engine import locks as locks_mod
 from converge.engine import rpc
 from converge.resources import base
@@ -45,19 +46,20 @@ class Engine:
         self._inflight_lock = threading.Lock()
         self.idle = threading.Event()
         self.idle.set()
+        self.listeners = listeners_mod.load(CONF.listeners, self)
 
     # lazily built: read-only commands need neither locks nor messaging
     @property
     def locks(self):
         if self._locks is None:
             self._locks = locks_mod.Locks(conf_mod.coordination_url(),
-                                          self.engine_id)
+                                          self.engine_id, self.listeners)
         return self._locks
 
     @property
     def client(self):
         if self._client is None:
-            self._client = rpc.WorkerClient()
+            self._client = rpc.WorkerClient(self.listeners)
         return self._client
 
     # -- desired state ------------------------------------------------------

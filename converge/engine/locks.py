@@ -22,6 +22,7 @@ from oslo_log import log as logging
 from tooz import coordination
 
 from converge import exception
+from converge.engine import listeners as listeners_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -31,9 +32,11 @@ class LockTimeout(exception.ConvergeError):
 
 
 class Locks:
-    def __init__(self, url, member_id):
+    def __init__(self, url, member_id, listeners=None):
         self.url = url
         self.member_id = member_id
+        self.listeners = listeners_mod.Listeners() if listeners is None \
+            else listeners
         self._coord = coordination.get_coordinator(url, member_id.encode())
         self._coord.start()
         self._groups = set()
@@ -60,6 +63,7 @@ class Locks:
                 if not lock.acquire(blocking=wait):
                     raise LockTimeout('Resource %s is locked by another '
                                       'worker' % resource_name)
+        self.listeners.on_lock(stack_id, resource_name)
         try:
             yield
         finally:

@@ -7,6 +7,7 @@ Embedded: the ``inproc://`` transport (inproc.py), in this process. Distributed:
 import oslo_messaging
 
 from converge import conf as conf_mod
+from converge.engine import listeners as listeners_mod
 
 # 2.0: check_resource carries the stack id (locks are taken before reading)
 VERSION = '2.0'
@@ -20,8 +21,8 @@ _TRANSPORTS = {}
 
 def transport():
     # a transport sends to the exchange configured when it was made: a
-    # process that moves to another deployment on the same broker (the
-    # bench does, row by row) needs a new one
+    # process that moves to another deployment on the same broker (a
+    # harness starting one deployment per run does) needs a new one
     key = (conf_mod.transport_url(), conf_mod.CONF.control_exchange)
     t = _TRANSPORTS.get(key)
     if t is None:
@@ -31,7 +32,9 @@ def transport():
 
 
 class WorkerClient:
-    def __init__(self):
+    def __init__(self, listeners=None):
+        self.listeners = listeners_mod.Listeners() if listeners is None \
+            else listeners
         target = oslo_messaging.Target(topic=topic(), version=VERSION)
         self._client = oslo_messaging.get_rpc_client(transport(), target)
 
@@ -40,6 +43,7 @@ class WorkerClient:
                       node=node)
         if attempt:
             kwargs['attempt'] = attempt
+        self.listeners.on_cast(traversal_id, node)
         self._client.cast({}, 'check_resource', **kwargs)
 
 

@@ -40,6 +40,7 @@ from oslo_log import log as logging
 from converge import conf as conf_mod
 from converge import exception
 from converge.db import api
+from converge.engine import listeners
 from converge.engine import rows as rows_mod
 from converge.engine import traversal as traversal_mod
 from converge.graph import plan
@@ -73,6 +74,7 @@ class Lost(Exception):
     """Another unit of work wrote this resource first; stop quietly."""
 
 
+@listeners.timed
 def check_resource(engine, stack_id, traversal_id, node):
     """Run one unit of work; returns its Outcome."""
     name = plan.resource_name(node)

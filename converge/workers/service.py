@@ -30,8 +30,6 @@ class WorkerService(service.Service):
         self.engine = context.Engine(auto_migrate=False)
         from converge.workers import pool
         pool.start(self.engine)
-        from converge.bench import probe
-        probe.install_from_env(self.engine)  # only under converge-bench
         LOG.info('worker %s started (%d threads)', self.engine.engine_id,
                  self.engine.threads)
 
