@@ -107,6 +107,7 @@ class Unit:
         self.ready = []       # dependents to send after commit
         self.woken = []       # (traversal, node) woken by a freed slot
         self.failing = False  # the traversal is failing: settle it
+        self.resuming = False  # back from this traversal's own wait
 
     @classmethod
     def load(cls, engine, traversal_id, node, name):
@@ -122,6 +123,13 @@ class Unit:
                 return None
             unit = cls(engine, trav, stack, sp, name)
             unit.row, unit.current_id = row, current_id
+            # sent again by the timer (or its event) after this traversal's
+            # own wait: go straight back to the step that waited
+            unit.resuming = (sp.wake_at is not None and row is not None
+                             and row.status == 'IN_PROGRESS'
+                             and row.engine_id is None
+                             and row.traversal_id == trav.id
+                             and row.action in _RESUMABLE)
             if unit.is_update:
                 if row is None:  # its row vanished (a concurrent cleanup)
                     return None
@@ -143,6 +151,8 @@ class Unit:
         except exception.ConvergeError as exc:
             return Outcome(FAILED, _first_action(row), str(exc))
         self.plugin = self._plugin(row)
+        if self.resuming:  # the step looks at the world itself
+            return self._act(_RESUMABLE[row.action], None)
         seen = observe_mod.observe(self.plugin, self._waiting)
         decision = decide_mod.for_update(self.trav.action, row, self.plugin,
                                          seen.state)
@@ -345,7 +355,10 @@ class Unit:
         # the row is written when this unit acted on it (claimed, or an
         # unclaimed logical step); one that waits for a slot before acting
         # is left as it is
-        acted = self.started or self.row.engine_id == self.engine.engine_id
+        row = self.row
+        acted = self.started or (
+            row.status == 'IN_PROGRESS' and row.action == outcome.action
+            and row.engine_id in (None, self.engine.engine_id))
         with self.engine.db.begin() as conn:
             if acted:
                 self._cas(conn, action=outcome.action, status='IN_PROGRESS',
@@ -373,27 +386,27 @@ class Unit:
         row = self.row
         resumed = (row.status == 'IN_PROGRESS' and row.action == action
                    and row.engine_id is None)
+        if resumed:
+            # claimed when it started (its IN_PROGRESS event written, its
+            # slot taken). Not claimed again: a unit that dies now is sent
+            # again by the timer (its wait's lease) or the sweeper
+            return None
         if self.plugin is not None and self.plugin.logical:
-            if not resumed:
-                self.started = time.time()
+            self.started = time.time()
             return None
         with self.engine.db.begin() as conn:
             if not limits.take_stack_slot(conn, self.stack.id, row.id):
                 wait = limits.stack_slot_wait(self.stack.id)
                 return Outcome(WAIT, action, wait.reason, wait=wait)
-            values = dict(engine_id=self.engine.engine_id,
-                          traversal_id=self.trav.id)
-            if not resumed:
-                values.update(action=action, status='IN_PROGRESS',
-                              status_reason='')
-            key = api.resource_cas(conn, row.id, row.atomic_key,
-                                   traversal_running=self.trav.id, **values)
+            key = api.resource_cas(
+                conn, row.id, row.atomic_key, traversal_running=self.trav.id,
+                engine_id=self.engine.engine_id, traversal_id=self.trav.id,
+                action=action, status='IN_PROGRESS', status_reason='')
             if key is None:
                 raise Lost()
-            if not resumed:
-                api.event_add(conn, self.stack.id, self.trav.id, self.name,
-                              row.type, row.physical_id, action,
-                              'IN_PROGRESS', 'state changed')
+            api.event_add(conn, self.stack.id, self.trav.id, self.name,
+                          row.type, row.physical_id, action, 'IN_PROGRESS',
+                          'state changed')
         row.atomic_key = key
         row.status, row.action = 'IN_PROGRESS', action
         row.engine_id = self.engine.engine_id
@@ -504,6 +517,9 @@ class DependencyData:
     def row_ids(self):
         return sorted(r.id for r in self._rows.values())
 
+
+#: a waiting row's action -> the decision that runs its step again
+_RESUMABLE = {'CREATE': decide_mod.CREATE, 'UPDATE': decide_mod.UPDATE}
 
 #: the plug-in data key counting transient-error retries of one action
 _RETRIES = 'converge:retries'
