@@ -261,3 +261,33 @@ def test_template_over_the_size_limit(cli, write):
     proc = cli.run('--config-file', conf, 'template', 'validate', '-t', path,
                    check=False)
     assert proc.returncode != 0 and 'exceeds' in proc.stderr
+
+
+def test_kill_9_while_servers_build_then_converge(cli, write):
+    """Servers building wait in the database, not in the engine process:
+    kill -9 the only engine while they build, and `stack converge` sees
+    them through, creating none of them twice."""
+    body = ['heat_template_version: 2018-08-31', 'resources:']
+    for i in range(6):
+        body += ['  s%d:' % i, '    type: OS::Nova::Server',
+                 '    properties: {image: cirros, flavor: m1.tiny}']
+    tmpl = write('build.yaml', '\n'.join(body) + '\n')
+    cli.run('sim', 'fault', 'set', 'create', '--latency', '4')
+    proc = cli.popen('stack', 'create', 'b', '-t', tmpl)
+
+    def all_building():
+        servers = cli.json('sim', 'server', 'list')
+        return len(servers) == 6 and {s['Status'] for s in servers} == \
+            {'BUILD'}
+    assert _wait_for(all_building)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    rows = cli.json('stack', 'resource', 'list', 'b')
+    assert {r['resource_status'] for r in rows} == {'CREATE_IN_PROGRESS'}
+    cli.run('stack', 'converge', 'b')
+    assert cli.json('stack', 'show', 'b')['stack_status'] == \
+        'CREATE_COMPLETE'
+    counts = _creates_per_resource(cli.json('sim', 'log', '--op', 'create'))
+    assert counts == {'b/s%d' % i: 1 for i in range(6)}
+    assert {s['Status'] for s in cli.json('sim', 'server', 'list')} == \
+        {'ACTIVE'}
