@@ -38,14 +38,18 @@ class Deployment(fleet.Deployment):
     (``&membership_timeout=2&lock_timeout=12`` sets the two apart)."""
 
     def __init__(self, tmp_path, db='postgresql', stall_timeout=10,
-                 coordination_timeout=5, coordination_options=''):
-        super().__init__(tmp_path, db, options={
+                 coordination_timeout=5, coordination_options='',
+                 options=None):
+        sections = {
             'DEFAULT': {'worker_threads': 8},
             'worker': {'sweep_interval': 1, 'stall_timeout': stall_timeout},
             'coordination': {'backend_url': 'redis://127.0.0.1:6379?'
                              'timeout=%s%s' % (coordination_timeout,
                                                coordination_options)},
-        })
+        }
+        for section, values in (options or {}).items():
+            sections.setdefault(section, {}).update(values)
+        super().__init__(tmp_path, db, options=sections)
         self.dir = tmp_path
 
     def coordinator(self):
