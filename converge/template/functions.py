@@ -15,6 +15,8 @@ from urllib import parse as urlparse
 
 from converge import exception
 from converge.resources.properties import UNKNOWN
+from converge.template import bounds
+from converge.template import yaql_eval
 
 
 class _Omit:
@@ -652,21 +654,6 @@ class MakeUrl(Function):
         return urlparse.urlunsplit((scheme, netloc, path, query, fragment))
 
 
-_YAQL = {}
-
-
-def _yaql_engine():
-    if 'engine' not in _YAQL:
-        import yaql
-        _YAQL['engine'] = yaql.YaqlFactory().create(options={
-            'yaql.limitIterators': 200,
-            'yaql.memoryQuota': 10000,
-            'yaql.convertInputData': True,
-            'yaql.convertOutputData': True})
-        _YAQL['context'] = yaql.create_context()
-    return _YAQL['engine'], _YAQL['context']
-
-
 def _plain(v):
     if isinstance(v, dict):
         return {k: _plain(x) for k, x in v.items()}
@@ -691,7 +678,7 @@ class Yaql(Function):
             self._parsed = self._compile(self.args['expression'])
 
     def _compile(self, expr):
-        engine, _ = _yaql_engine()
+        engine, _ = yaql_eval.engine_and_context()
         try:
             return engine(expr)
         except Exception as e:
@@ -702,10 +689,10 @@ class Yaql(Function):
         if not isinstance(expr, str):
             raise self.error('"expression" must be a string')
         parsed = self._parsed or self._compile(expr)
-        _, yctx = _yaql_engine()
         try:
-            out = parsed.evaluate(data={'data': args['data']},
-                                  context=yctx.create_child_context())
+            out = yaql_eval.evaluate(parsed, {'data': args['data']})
+        except yaql_eval.TimeLimitExceeded as e:
+            raise self.error(str(e))
         except Exception as e:
             raise self.error('Bad expression: %s' % e)
         return _plain(out)
