@@ -558,6 +558,11 @@ def load_bundle(template_path, environment_paths=(), max_size=None,
         real, err = _resolve_file(name, base_dir)
         if err is None and not os.path.isfile(real):
             err = 'get_file %s: file not found (%s)' % (name, real)
+        if err is None and max_size is not None and \
+                os.path.getsize(real) > max_size:
+            err = ('get_file %s: file size (%d bytes) exceeds maximum '
+                   'allowed size (%d bytes)' % (name, os.path.getsize(real),
+                                                max_size))
         if err is None:
             try:
                 with open(real, encoding='utf-8') as f:
