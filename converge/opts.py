@@ -14,7 +14,31 @@ DEFAULT_OPTS = [
                     '(database, locks, simulated cloud). Defaults to '
                     '$CONVERGE_HOME, else ~/.converge.'),
     cfg.IntOpt('max_template_size', default=16 * 1024 * 1024, min=1,
-               help='Largest template file accepted, in bytes.'),
+               help='Largest template, environment or get_file file '
+                    'accepted, in bytes.'),
+    cfg.IntOpt('max_template_nodes', default=2000000, min=1,
+               help='Most YAML nodes (scalars, maps, lists; a map\'s keys '
+                    'count) a template or environment may expand to, '
+                    'counting every alias as a copy of what it refers to. '
+                    'A 22,000-resource template has about 350,000. The '
+                    'characters of its values, expanded likewise, may not '
+                    'exceed max_template_size.'),
+    cfg.IntOpt('max_template_depth', default=64, min=1,
+               help='How deeply maps and lists may nest in a template or '
+                    'environment, aliases expanded.'),
+    cfg.IntOpt('max_function_result_size', default=4 * 1024 * 1024, min=1,
+               help='Largest result, in bytes (as JSON), of one call of an '
+                    'intrinsic function that can build more than it is '
+                    'given: str_replace, list_join, repeat, list_concat.'),
+    cfg.FloatOpt('yaql_time_limit', default=2.0, min=0.01,
+                 help='Seconds one evaluation of a yaql expression may run, '
+                      'regex matching included.'),
+    cfg.IntOpt('yaql_limit_iterators', default=200, min=1,
+               help='Most items a collection built by a yaql expression '
+                    'may have (yaql\'s limitIterators).'),
+    cfg.IntOpt('yaql_memory_quota', default=10000, min=1,
+               help='Most bytes one value built by a yaql expression may '
+                    'take (yaql\'s memoryQuota).'),
     cfg.IntOpt('max_resources_per_stack', default=30000, min=1,
                help='Most resources one stack may hold.'),
     cfg.IntOpt('max_resources_in_progress_per_stack', default=0, min=0,

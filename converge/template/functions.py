@@ -15,6 +15,8 @@ from urllib import parse as urlparse
 
 from converge import exception
 from converge.resources.properties import UNKNOWN
+from converge.template import bounds
+from converge.template import yaql_eval
 
 
 class _Omit:
@@ -109,8 +111,34 @@ class Function:
     def result(self, args, ctx):
         raise NotImplementedError
 
+    def _limit(self):
+        return _ResultLimit(self)
+
     def __repr__(self):
         return '{%s: %r}' % (self.name, self.args)
+
+
+class _ResultLimit:
+    """[DEFAULT] max_function_result_size for one call: functions whose
+    result can be far bigger than their arguments (str_replace, list_join,
+    repeat, list_concat) count it as they build it."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.size = bounds.limit('max_function_result_size')
+
+    def over(self, size):
+        return self.fn.error('the result would be larger than %d bytes '
+                             '(limit [DEFAULT] max_function_result_size)'
+                             % self.size)
+
+    def check(self, size):
+        if size > self.size:
+            raise self.over(size)
+
+
+def _json_size(v):
+    return len(v) if isinstance(v, str) else len(_dumps(v))
 
 
 def _walk(value, path, on_miss, strict_index=False):
@@ -301,14 +329,24 @@ class StrReplace(Function):
             if k:
                 items.append((k, v))
         items.sort(key=lambda kv: (-len(kv[0]), kv[0]))
-        return _replace(tmpl, items)
+        return _replace(tmpl, items, self._limit())
 
 
-def _replace(tmpl, items):
+def _replace(tmpl, items, limit):
+    """tmpl with each (key, value) of items replaced, longest key first;
+    the result is counted as it is built and refused past `limit`."""
     if not items:
         return tmpl
     (k, v), rest = items[0], items[1:]
-    return v.join(_replace(part, rest) for part in tmpl.split(k))
+    parts = []
+    size = -len(v)
+    for part in tmpl.split(k):
+        part = _replace(part, rest, limit)
+        size += len(v) + len(part)
+        if size > limit.size:
+            raise limit.over(size)
+        parts.append(part)
+    return v.join(parts)
 
 
 class StrReplaceStrict(StrReplace):
@@ -341,17 +379,20 @@ class ListJoin(Function):
                 raise self.error('expected a list, got %s' % _type(lst))
             items.extend(lst)
         out = []
+        limit = self._limit()
+        size = -len(delim)
         for item in items:
             if item is None:
-                out.append('')
-            elif isinstance(item, str):
-                out.append(item)
+                item = ''
             elif multi and isinstance(item, (list, dict)):
-                out.append(_dumps(item))
-            else:
+                item = _dumps(item)
+            elif not isinstance(item, str):
                 raise self.error('items to join must be strings%s, not %s'
                                  % (', lists or maps' if multi else '',
                                     _type(item)))
+            size += len(delim) + len(item)
+            limit.check(size)
+            out.append(item)
         return delim.join(out)
 
 
@@ -426,8 +467,15 @@ class Repeat(Function):
             combos = zip(*lists)
         tmpl = args['template']
         out = []
+        limit = self._limit()
+        size = 0
         for combo in combos:
-            out.append(_subst(tmpl, list(zip(keys, combo))))
+            item = _subst(tmpl, list(zip(keys, combo)))
+            # an item costs at least a byte, so an endless product of
+            # lists stops too
+            size += max(1, _json_size(item))
+            limit.check(size)
+            out.append(item)
         return out
 
 
@@ -539,12 +587,16 @@ class ListConcat(Function):
         if not isinstance(args, list):
             raise self.error('the argument must be a list of lists')
         out = []
+        limit = self._limit()
+        size = 0
         for item in args:
             if item is None:
                 continue
             if not isinstance(item, list):
                 raise self.error('Incorrect arguments: Items to concat must'
                                  ' be lists. %s' % json.dumps(item))
+            size += _json_size(item)
+            limit.check(size)
             out.extend(item)
         if self.unique:
             uniq = []
@@ -652,21 +704,6 @@ class MakeUrl(Function):
         return urlparse.urlunsplit((scheme, netloc, path, query, fragment))
 
 
-_YAQL = {}
-
-
-def _yaql_engine():
-    if 'engine' not in _YAQL:
-        import yaql
-        _YAQL['engine'] = yaql.YaqlFactory().create(options={
-            'yaql.limitIterators': 200,
-            'yaql.memoryQuota': 10000,
-            'yaql.convertInputData': True,
-            'yaql.convertOutputData': True})
-        _YAQL['context'] = yaql.create_context()
-    return _YAQL['engine'], _YAQL['context']
-
-
 def _plain(v):
     if isinstance(v, dict):
         return {k: _plain(x) for k, x in v.items()}
@@ -691,7 +728,7 @@ class Yaql(Function):
             self._parsed = self._compile(self.args['expression'])
 
     def _compile(self, expr):
-        engine, _ = _yaql_engine()
+        engine, _ = yaql_eval.engine_and_context()
         try:
             return engine(expr)
         except Exception as e:
@@ -702,10 +739,10 @@ class Yaql(Function):
         if not isinstance(expr, str):
             raise self.error('"expression" must be a string')
         parsed = self._parsed or self._compile(expr)
-        _, yctx = _yaql_engine()
         try:
-            out = parsed.evaluate(data={'data': args['data']},
-                                  context=yctx.create_child_context())
+            out = yaql_eval.evaluate(parsed, {'data': args['data']})
+        except yaql_eval.TimeLimitExceeded as e:
+            raise self.error(str(e))
         except Exception as e:
             raise self.error('Bad expression: %s' % e)
         return _plain(out)

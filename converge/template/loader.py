@@ -10,6 +10,7 @@ import os
 import yaml
 
 from converge import exception
+from converge.template import bounds
 
 _Base = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
 
@@ -30,17 +31,25 @@ ENV_SECTIONS = ('parameters', 'parameter_defaults', 'resource_registry',
 
 
 def parse_text(text, filename=None):
-    """Parse YAML (or JSON) text; a user error names file and line."""
+    """Parse YAML (or JSON) text; a user error names file and line.
+
+    Both ways of building the document (from parser events, or through
+    PyYAML's composer for what that cannot do) count what it expands to
+    (see bounds.Expansion) and refuse duplicate keys, naming both lines.
+    """
     if text.lstrip().startswith('{'):
         try:
-            return json.loads(text)
-        except ValueError:
-            pass  # let YAML report it (JSON is mostly YAML)
+            doc = json.loads(text, object_pairs_hook=_unique_pairs)
+        except (ValueError, RecursionError, _Unusual):
+            pass  # let YAML report it (JSON is mostly YAML), with the line
+        else:
+            if _json_fits(doc, bounds.Expansion(filename)):
+                return doc
     try:
         try:
-            return _load_from_events(text)
+            return _load_from_events(text, filename)
         except _Unusual:
-            return yaml.load(text, Loader=Loader)
+            return _load_composed(text, filename)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -56,14 +65,44 @@ class _Unusual(Exception):
     sets, ordered maps, recursive or duplicate anchors, unhashable keys)."""
 
 
+def _unique_pairs(pairs):
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        raise _Unusual('duplicate key')  # the YAML path names the lines
+    return d
+
+
+def _json_fits(doc, exp):
+    """Whether a JSON document is within the node and depth limits (it has
+    no aliases: its size is the file's). If not, the YAML path finds the
+    line where it goes over."""
+    nodes = 0
+    todo = [(doc, 0)]
+    while todo:
+        v, depth = todo.pop()
+        nodes += 1
+        if isinstance(v, dict):
+            nodes += len(v)
+            items = v.values()
+        elif isinstance(v, list):
+            items = v
+        else:
+            continue
+        if depth + 1 > exp.max_depth:
+            return False
+        todo.extend((x, depth + 1) for x in items)
+    return nodes <= exp.max_nodes
+
+
 _STR = 'tag:yaml.org,2002:str'
 _MAP = (None, '!', 'tag:yaml.org,2002:map')
 _SEQ = (None, '!', 'tag:yaml.org,2002:seq')
+_MERGE = 'tag:yaml.org,2002:merge'
 _PLAIN_SCALARS = frozenset('tag:yaml.org,2002:' + t for t in (
     'null', 'bool', 'int', 'float', 'timestamp', 'binary'))
 
 
-def _load_from_events(text):
+def _load_from_events(text, filename=None):
     """The document, built straight from the parser's events.
 
     yaml.load composes a node tree of the whole document (each node with
@@ -72,7 +111,11 @@ def _load_from_events(text):
     its peak. Building from events holds one event at a time; scalars are
     still resolved and constructed by the loader's own resolver and
     constructors, so the values are those yaml.load gives. Anything else
-    raises _Unusual and is left to yaml.load.
+    raises _Unusual and is left to _load_composed.
+
+    An alias gives the anchored object itself (not a copy), so loading
+    costs nothing more for it; what it stands for is counted all the same,
+    since storing or walking the document expands it.
     """
     ldr = Loader(text)
     try:
@@ -80,7 +123,8 @@ def _load_from_events(text):
         if ldr.check_event(yaml.StreamEndEvent):
             return None
         ldr.get_event()  # document start
-        doc = _build(ldr, ldr.get_event(), {})
+        doc = _build(ldr, ldr.get_event(), {}, bounds.Expansion(filename),
+                     0)
         ldr.get_event()  # document end
         if not ldr.check_event(yaml.StreamEndEvent):
             raise _Unusual('more than one document')
@@ -89,12 +133,27 @@ def _load_from_events(text):
         ldr.dispose()
 
 
-def _build(ldr, ev, anchors):
+def _build(ldr, ev, anchors, exp, depth):
+    """The value of the node starting with `ev`, `depth` maps and lists
+    deep. anchors: name -> (value, nodes, chars, height) where height is
+    how many levels of maps and lists the anchored node holds."""
     if isinstance(ev, yaml.AliasEvent):
         if ev.anchor not in anchors:
             raise _Unusual('alias to an unfinished node')
-        return anchors[ev.anchor]
+        value, nodes, chars, height = anchors[ev.anchor]
+        line = ev.start_mark.line + 1
+        if height:
+            exp.enter(depth + height, line, ev.anchor)
+        exp.add(nodes, chars, line, ev.anchor)
+        return value
+    if ev.anchor is not None:
+        before = exp.nodes, exp.chars, exp.level
+        exp.level = depth
     if isinstance(ev, yaml.ScalarEvent):
+        exp.nodes += 1
+        exp.chars += len(ev.value)
+        if exp.nodes > exp.max_nodes or exp.chars > exp.max_chars:
+            exp.add(0, 0, ev.start_mark.line + 1)
         tag = ev.tag
         if tag is None or tag == '!':
             tag = ldr.resolve(yaml.ScalarNode, ev.value, ev.implicit)
@@ -105,36 +164,153 @@ def _build(ldr, ev, anchors):
                 tag, ev.value, ev.start_mark, ev.end_mark, ev.style))
         else:
             raise _Unusual(tag)
-    elif isinstance(ev, yaml.MappingStartEvent):
-        if ev.tag not in _MAP:
-            raise _Unusual(ev.tag)
-        value = {}
-        while not ldr.check_event(yaml.MappingEndEvent):
-            kev = ldr.get_event()
-            if isinstance(kev, yaml.ScalarEvent) and kev.value == '<<' \
-                    and kev.implicit[0]:
-                raise _Unusual('merge key')
-            key = _build(ldr, kev, anchors)
-            try:
-                hash(key)
-            except TypeError:
-                raise _Unusual('unhashable key')
-            value[key] = _build(ldr, ldr.get_event(), anchors)
-        ldr.get_event()
-    elif isinstance(ev, yaml.SequenceStartEvent):
-        if ev.tag not in _SEQ:
-            raise _Unusual(ev.tag)
-        value = []
-        while not ldr.check_event(yaml.SequenceEndEvent):
-            value.append(_build(ldr, ldr.get_event(), anchors))
-        ldr.get_event()
     else:
-        raise _Unusual(type(ev).__name__)
+        exp.nodes += 1
+        if exp.nodes > exp.max_nodes or depth + 1 > exp.level:
+            exp.add(0, 0, ev.start_mark.line + 1)
+            exp.enter(depth + 1, ev.start_mark.line + 1)
+        if isinstance(ev, yaml.MappingStartEvent):
+            if ev.tag not in _MAP:
+                raise _Unusual(ev.tag)
+            value = {}
+            while not ldr.check_event(yaml.MappingEndEvent):
+                kev = ldr.get_event()
+                if isinstance(kev, yaml.ScalarEvent) and kev.value == '<<' \
+                        and kev.implicit[0]:
+                    raise _Unusual('merge key')
+                key = _build(ldr, kev, anchors, exp, depth + 1)
+                try:
+                    if key in value:
+                        # _load_composed names both lines; keeping every
+                        # key's line here would slow every load
+                        raise _Unusual('duplicate key')
+                except TypeError:
+                    raise _Unusual('unhashable key')
+                value[key] = _build(ldr, ldr.get_event(), anchors, exp,
+                                    depth + 1)
+            ldr.get_event()
+        elif isinstance(ev, yaml.SequenceStartEvent):
+            if ev.tag not in _SEQ:
+                raise _Unusual(ev.tag)
+            value = []
+            while not ldr.check_event(yaml.SequenceEndEvent):
+                value.append(_build(ldr, ldr.get_event(), anchors, exp,
+                                    depth + 1))
+            ldr.get_event()
+        else:
+            raise _Unusual(type(ev).__name__)
     if ev.anchor is not None:
         if ev.anchor in anchors:
             raise _Unusual('duplicate anchor')  # yaml.load reports it
-        anchors[ev.anchor] = value
+        anchors[ev.anchor] = (value, exp.nodes - before[0],
+                              exp.chars - before[1], exp.level - depth)
+        exp.level = max(exp.level, before[2])
     return value
+
+
+class _Events(getattr(yaml, 'CParser', object)):
+    """libyaml's parser, when PyYAML has it: only its events are used."""
+
+
+if _Events.__bases__ == (object,):
+    class _Events(yaml.reader.Reader, yaml.scanner.Scanner,  # noqa: F811
+                  yaml.parser.Parser):
+        def __init__(self, stream):
+            yaml.reader.Reader.__init__(self, stream)
+            yaml.scanner.Scanner.__init__(self)
+            yaml.parser.Parser.__init__(self)
+
+
+class _ComposingLoader(yaml.composer.Composer, _Events,
+                       yaml.constructor.SafeConstructor,
+                       yaml.resolver.Resolver):
+    """yaml.load's way (a node tree, then objects: merge keys, sets,
+    ordered maps, tags), with PyYAML's Python composer over the fast
+    parser so that each node can be counted as it is composed: libyaml's
+    own composer runs in C, out of reach, and would build the whole tree
+    first."""
+
+    def __init__(self, text, exp, filename):
+        _Events.__init__(self, text)
+        yaml.composer.Composer.__init__(self)
+        yaml.constructor.SafeConstructor.__init__(self)
+        yaml.resolver.Resolver.__init__(self)
+        self._exp = exp
+        self._filename = filename
+        self._depth = 0
+        self._sizes = {}  # id(anchored node) -> (nodes, chars, height)
+
+    def compose_node(self, parent, index):
+        exp = self._exp
+        ev = self.peek_event()
+        line = ev.start_mark.line + 1
+        if isinstance(ev, yaml.AliasEvent):
+            node = self.anchors.get(ev.anchor)
+            if node is not None:
+                size = self._sizes.get(id(node))
+                if size is None:
+                    raise exp.recursive(ev.anchor, line)
+                nodes, chars, height = size
+                if height:
+                    exp.enter(self._depth + height, line, ev.anchor)
+                exp.add(nodes, chars, line, ev.anchor)
+            return super().compose_node(parent, index)
+        depth = self._depth
+        if ev.anchor is not None:
+            before = exp.nodes, exp.chars, exp.level
+            exp.level = depth
+        if isinstance(ev, yaml.ScalarEvent):
+            exp.add(1, len(ev.value), line)
+            node = super().compose_node(parent, index)
+        else:
+            exp.add(1, 0, line)
+            exp.enter(depth + 1, line)
+            self._depth = depth + 1
+            try:
+                node = super().compose_node(parent, index)
+            finally:
+                self._depth = depth
+            if isinstance(node, yaml.MappingNode):
+                self._check_keys(node)
+        if ev.anchor is not None:
+            self._sizes[id(node)] = (exp.nodes - before[0],
+                                     exp.chars - before[1],
+                                     exp.level - depth)
+            exp.level = max(exp.level, before[2])
+        return node
+
+    def _check_keys(self, node):
+        """Refuse a key given twice (merge keys aside: what they bring in
+        is meant to be overridden)."""
+        lines = {}
+        for key_node, _ in node.value:
+            if key_node.tag == _MERGE or \
+                    not isinstance(key_node, yaml.ScalarNode):
+                continue
+            make = self.yaml_constructors.get(key_node.tag)
+            try:
+                key = make(self, key_node) if make is not None else \
+                    (key_node.tag, key_node.value)
+                hash(key)
+            except Exception:  # noqa: BLE001 - construction reports it
+                continue
+            line = key_node.start_mark.line + 1
+            if key in lines:
+                raise bounds.duplicate_key(key, line, lines[key],
+                                           self._filename)
+            lines[key] = line
+
+
+_ComposingLoader.add_constructor('tag:yaml.org,2002:timestamp',
+                                 _construct_str)
+
+
+def _load_composed(text, filename=None):
+    ldr = _ComposingLoader(text, bounds.Expansion(filename), filename)
+    try:
+        return ldr.get_single_data()
+    finally:
+        ldr.dispose()
 
 
 def line_in_text(text, path):
@@ -382,6 +558,11 @@ def load_bundle(template_path, environment_paths=(), max_size=None,
         real, err = _resolve_file(name, base_dir)
         if err is None and not os.path.isfile(real):
             err = 'get_file %s: file not found (%s)' % (name, real)
+        if err is None and max_size is not None and \
+                os.path.getsize(real) > max_size:
+            err = ('get_file %s: file size (%d bytes) exceeds maximum '
+                   'allowed size (%d bytes)' % (name, os.path.getsize(real),
+                                                max_size))
         if err is None:
             try:
                 with open(real, encoding='utf-8') as f:

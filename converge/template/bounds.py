@@ -1,0 +1,97 @@
+"""Bounds on template input: what a document may expand to when loaded,
+and what a function may produce when evaluated.
+
+A few hundred bytes of YAML can stand for gigabytes (aliases that nest and
+multiply), and a function can turn a short template into a huge value
+(str_replace, repeat, list_join); a yaql expression or a regex can run for
+hours. Each of these is refused as soon as it goes over its limit, with an
+error naming where. The limits are [DEFAULT] options (converge/opts.py);
+they are read here, on use, so the template package needs no set-up.
+"""
+
+from converge import exception
+
+# the option names, with the defaults used when converge.conf was never
+# imported (the template package used as a library)
+_DEFAULTS = {
+    'max_template_size': 16 * 1024 * 1024,
+    'max_template_nodes': 2000000,
+    'max_template_depth': 64,
+    'max_function_result_size': 4 * 1024 * 1024,
+    'yaql_time_limit': 2.0,
+    'yaql_limit_iterators': 200,
+    'yaql_memory_quota': 10000,
+}
+
+
+def limit(name):
+    """The option's current value."""
+    try:
+        from converge import conf
+        return getattr(conf.CONF, name)
+    except Exception:  # noqa: BLE001 - unparsed or unregistered: default
+        return _DEFAULTS[name]
+
+
+class Expansion:
+    """Counts what a YAML document stands for with every alias expanded.
+
+    ``nodes``: scalars, maps and lists (a map's keys are scalars too);
+    ``chars``: characters of every scalar; ``depth``: how deeply maps and
+    lists nest. An alias adds what its anchor counted, once per use, which
+    is what the document costs in memory and in the database once anything
+    walks or stores it.
+    """
+
+    def __init__(self, filename=None, max_nodes=None, max_chars=None,
+                 max_depth=None):
+        self.filename = filename
+        self.max_nodes = limit('max_template_nodes') \
+            if max_nodes is None else max_nodes
+        self.max_chars = limit('max_template_size') \
+            if max_chars is None else max_chars
+        self.max_depth = limit('max_template_depth') \
+            if max_depth is None else max_depth
+        self.nodes = 0
+        self.chars = 0
+        # deepest level reached so far; the loaders set it back while they
+        # build an anchored node, to learn how deep that node alone goes
+        self.level = 0
+
+    def add(self, nodes, chars, line, alias=None):
+        self.nodes += nodes
+        self.chars += chars
+        if self.nodes > self.max_nodes:
+            raise self._over('more than %d nodes' % self.max_nodes,
+                             'max_template_nodes', line, alias)
+        if self.chars > self.max_chars:
+            raise self._over('more than %d characters of values' %
+                             self.max_chars, 'max_template_size', line, alias)
+
+    def enter(self, depth, line, alias=None):
+        """A map or list `depth` levels deep (for an alias: the deepest
+        level the anchored node reaches from there)."""
+        if depth > self.level:
+            self.level = depth
+            if depth > self.max_depth:
+                raise self._over('maps and lists nested more than %d deep'
+                                 % self.max_depth, 'max_template_depth',
+                                 line, alias)
+
+    def _over(self, what, option, line, alias):
+        by = ' at the alias *%s' % alias if alias is not None else ''
+        return exception.InvalidTemplate(
+            'The document expands to %s%s (limit [DEFAULT] %s)' % (
+                what, by, option), filename=self.filename, line=line)
+
+    def recursive(self, alias, line):
+        return exception.InvalidTemplate(
+            'The alias *%s refers to a node that contains it: it stands for '
+            'an endless document' % alias, filename=self.filename,
+            line=line)
+
+
+def duplicate_key(key, line, first_line, filename):
+    return exception.InvalidTemplate(
+        'duplicate key %r at line %s (first at line %s)' % (
+            key, line, first_line), filename=filename, line=line)
