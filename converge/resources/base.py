@@ -75,6 +75,10 @@ class Resource:
         #: access to drivers: ``clients.compute`` (the simulated cloud), ...
         self.clients = clients
         self.metadata = metadata or {}
+        #: a step that has just looked at the real thing may leave what it
+        #: saw here (as observe() would return it); the engine then does
+        #: not observe again before recording
+        self.seen = None
 
     # -- identity ---------------------------------------------------------
     @property

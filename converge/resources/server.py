@@ -533,31 +533,20 @@ class Server(base.Resource):
         returning base.Wait, until it is ACTIVE. Safe to call again at
         any time: it looks at the cloud first."""
         server = self._get() if self.physical_id else None
-        if server is None:
-            server = self._by_key()
         if server is not None and _deleting(server):
             server = None   # going away: boot a new one
-        if server is not None and server.get('status') == 'ERROR' and \
-                not self._mine(server):
+        if server is None:
+            # the create adopts a server made with our key before (a crash
+            # between the call and recording it), so no look-up first
+            server = self._boot()
+        if server.get('status') == 'ERROR' and not self._mine(server):
             # a failed earlier try: discard it and boot again
             try:
                 self.compute.delete_server(server['id'])
             except exception.CloudNotFound:
                 pass
-            self.physical_id = None
-            server = None
-        if server is None:
-            server = self.compute.create_server(
-                self._server_name(), self._boot_image(),
-                self.properties.get('flavor'),
-                networks=self._nics(self.properties.get('networks')),
-                metadata=self._serialize_meta(
-                    self.properties.get('metadata')),
-                user_data=self._user_data(),
-                key_name=self.properties.get('key_name'),
-                idempotency_key=self.idempotency_key,
-                resource=self._resource_label(),
-                **self._extra())
+            server = self._boot()
+        if not self._mine(server):
             self._started('create', server)
         self.physical_id = server['id']
         server = self._look(server, 'create')
@@ -566,7 +555,21 @@ class Server(base.Resource):
         self.data.pop('waiting', None)
         if server.get('status') == 'SHUTOFF':
             self.compute.start_server(server['id'])
+            return None
+        self.seen = server
         return None
+
+    def _boot(self):
+        return self.compute.create_server(
+            self._server_name(), self._boot_image(),
+            self.properties.get('flavor'),
+            networks=self._nics(self.properties.get('networks')),
+            metadata=self._serialize_meta(self.properties.get('metadata')),
+            user_data=self._user_data(),
+            key_name=self.properties.get('key_name'),
+            idempotency_key=self.idempotency_key,
+            resource=self._resource_label(),
+            **self._extra())
 
     def needs_replace(self, prior):
         props = self.properties

@@ -153,6 +153,10 @@ class Unit:
         self.plugin = self._plugin(row)
         if self.resuming:  # the step looks at the world itself
             return self._act(_RESUMABLE[row.action], None)
+        if row.action == 'INIT' and self.trav.action != 'CHECK':
+            # never claimed, so never acted on: nothing of it can exist
+            # yet (a create is claimed before it reaches the cloud)
+            return self._act(decide_mod.CREATE, None)
         seen = observe_mod.observe(self.plugin, self._waiting)
         decision = decide_mod.for_update(self.trav.action, row, self.plugin,
                                          seen.state)
@@ -182,7 +186,9 @@ class Unit:
                     result = plugin.check(observed)
                 if isinstance(result, base.Wait):
                     return Outcome(WAIT, action, result.reason, wait=result)
-                observed = plugin.observe()
+                # a step that has just looked leaves what it saw
+                observed = plugin.seen if plugin.seen is not None \
+                    else plugin.observe()
         except exception.UpdateReplace:
             return Outcome(REPLACE, action)
         except exception.CloudTransient as exc:

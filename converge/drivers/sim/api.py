@@ -407,7 +407,7 @@ class SimCompute:
         return self._call(op, fn, server_id=str(server_id),
                           repeatable=repeatable)
 
-    def _next_ip(self, conn, used):
+    def _next_ip(self, conn, now, net, taken):
         while True:
             conn.execute(store.counters.update()
                          .where(store.counters.c.name == 'ip')
@@ -415,17 +415,24 @@ class SimCompute:
             n = conn.execute(sa.select(store.counters.c.value).where(
                 store.counters.c.name == 'ip')).scalar_one()
             addr = _ip(n - 1)
-            if addr not in used:
+            if addr not in taken and not self._in_use(conn, now, net, addr):
                 return addr
 
-    def _used_addresses(self, conn, now):
-        used = {}
-        for (text,) in conn.execute(sa.select(store.servers.c.addresses)
-                                    .where(_visible(now))):
-            for net, entries in _loads(text, {}).items():
-                for entry in entries:
-                    used.setdefault(net, set()).add(entry.get('addr'))
-        return used
+    def _in_use(self, conn, now, net, addr):
+        """Whether a live server has `addr` on `net`. The database narrows
+        it down by text (reading every server's addresses made each
+        create cost O(servers)); the few rows that match are parsed."""
+        pattern = '%%"addr": "%s"%%' % (
+            addr.replace('\\', '\\\\').replace('%', '\\%')
+            .replace('_', '\\_'))
+        for (text,) in conn.execute(
+                sa.select(store.servers.c.addresses).where(
+                    _visible(now),
+                    store.servers.c.addresses.like(pattern, escape='\\'))):
+            if any(e.get('addr') == addr
+                   for e in _loads(text, {}).get(net) or ()):
+                return True
+        return False
 
     def _live_by_key(self, conn, key, now):
         return conn.execute(sa.select(store.servers).where(
@@ -471,14 +478,15 @@ class SimCompute:
                 row = self._live_by_key(conn, key, now)
                 if row is not None:
                     return adopt(conn, row, latency, now)
-            all_used = self._used_addresses(conn, now)
             addresses = {}
+            mine = {}  # given to this server already, per network
             for item in networks:
                 net = _net_name(item)
-                used = all_used.setdefault(net, set())
+                used = mine.setdefault(net, set())
                 fixed = item.get('fixed_ip')
                 if fixed:
-                    if fixed in used:
+                    if fixed in used or self._in_use(conn, now, net,
+                                                     str(fixed)):
                         self._log(conn, 'create', False, idempotency_key=key,
                                   resource=resource,
                                   error='address %s in use' % fixed,
@@ -488,7 +496,7 @@ class SimCompute:
                             'network %s' % (fixed, net), 409))
                     addr = str(fixed)
                 else:
-                    addr = self._next_ip(conn, used)
+                    addr = self._next_ip(conn, now, net, used)
                 used.add(addr)
                 addresses.setdefault(net, []).append(
                     {'addr': addr, 'version': 4,

@@ -250,13 +250,27 @@ def write(engine):
     itself (the body had finished)."""
     body_done = False
     try:
-        with engine.begin() as conn:
+        with _writer_queue(engine), engine.begin() as conn:
             yield conn
             body_done = True
     except sa_exc.DBAPIError as e:
         if body_done and dropped(e):
             raise CommitUnknown(e) from e
         raise
+
+
+_QUEUES = {}
+
+
+def _writer_queue(engine):
+    """SQLite has one writer at a time: this process's threads queue here,
+    woken at once, rather than in SQLite's busy handler, which sleeps up
+    to 100 ms between tries (with eight engine threads calling the cloud,
+    that sleeping was most of a server create's cost)."""
+    if engine.dialect.name != 'sqlite':
+        return contextlib.nullcontext()
+    with _LOCK:
+        return _QUEUES.setdefault(id(engine), threading.RLock())
 
 
 @contextlib.contextmanager
