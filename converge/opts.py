@@ -116,7 +116,7 @@ WORKER_OPTS = [
     cfg.IntOpt('max_inflight_per_stack', default=0, min=0,
                help='Most resource actions of one stack a worker process '
                     'runs at once; 0: no limit beyond worker_threads.'),
-    cfg.FloatOpt('timer_interval', default=0.5, min=0.05,
+    cfg.FloatOpt('timer_interval', default=0.2, min=0.05,
                  help='Seconds between looks for waiting resources whose '
                       'time has come (a server to poll again, a retry '
                       'after backoff). Every live engine looks; one sends '

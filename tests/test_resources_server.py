@@ -531,7 +531,7 @@ def test_create_waits_while_build_and_is_done_when_active(
     s = make(Server, 'web', dict(BASE), clients=sim_clients)
     wait = s.create()
     assert isinstance(wait, base.Wait)
-    assert 0 < wait.after <= Server.poll_first
+    assert 0 < wait.after <= Server.poll_first * (1 + Server.poll_jitter)
     assert 'BUILD' in wait.reason and s.physical_id in wait.reason
     assert s.data['waiting']['action'] == 'create'
     clock.advance(10)
@@ -563,7 +563,7 @@ def test_a_30s_build_is_seen_active_promptly_with_few_looks(
 
 
 @pytest.mark.parametrize('build', [2, 30, 300, 1200])
-def test_progress_estimate_looks_at_most_half_a_percent_late(build):
+def test_progress_estimate_looks_at_most_a_percent_late(build):
     s = Server.__new__(Server)
     for tenth in range(1, build * 10):
         elapsed = tenth / 10
@@ -571,16 +571,20 @@ def test_progress_estimate_looks_at_most_half_a_percent_late(build):
         if progress == 0:
             continue
         after = s._next_poll(elapsed, 3, progress)
+        if after >= Server.poll_estimate_max:
+            continue  # capped: the cap, not the estimate, says when
+        # at most 1 % of the action after its end
         assert elapsed + after <= build + max(Server.poll_min,
-                                              build * 0.005) + 1e-9
+                                              build * 0.01) + 1e-9
 
 
 def test_backoff_without_progress_grows_to_a_cap():
     s = Server.__new__(Server)
     waits = [s._next_poll(10.0, n, 0) for n in range(12)]
-    assert waits[0] <= Server.poll_first
-    assert waits[-1] <= Server.poll_max
-    assert waits[-1] >= Server.poll_max * (1 - Server.poll_jitter)
+    assert Server.poll_first <= waits[0] <= Server.poll_first * (
+        1 + Server.poll_jitter)
+    assert Server.poll_max <= waits[-1] <= Server.poll_max * (
+        1 + Server.poll_jitter)
     assert sum(waits[:4]) < sum(waits[4:8])
 
 

@@ -511,6 +511,15 @@ def sync_take_due(conn, now, lease, limit=1000):
     return taken
 
 
+def sync_take(conn, traversal_id, node, wake_at, new_wake_at):
+    """Take one waiting node whose wait was recorded until `wake_at`
+    (compare-and-swap: False when another engine took it, or it was
+    woken, or it waits for something else now)."""
+    return conn.execute(_TAKE_DUE, {
+        'b_trav': traversal_id, 'b_node': node, 'b_old': wake_at,
+        'b_new': new_wake_at}).rowcount == 1
+
+
 def sync_wake_event(conn, stack_id, event, wake_at, limit=None):
     """The nodes of the stack waiting for `event`: no longer waiting for it
     (the caller sends them now; should that message be lost, the timer

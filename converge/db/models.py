@@ -9,8 +9,8 @@ and bumps it, so of two racing units of work exactly one commits.
 
 import datetime
 
-from sqlalchemy import (Boolean, DateTime, Float, ForeignKey, Index, Integer,
-                        JSON, String, Text, UniqueConstraint)
+from sqlalchemy import (Boolean, DateTime, Double, Float, ForeignKey, Index,
+                        Integer, JSON, String, Text, UniqueConstraint)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -156,7 +156,9 @@ class SyncPoint(Base):
     # a node whose unit of work returned "wait": when a timer in any live
     # engine sends it again (epoch seconds), and/or the event that sends
     # it at once (e.g. a signal); both NULL when it is not waiting
-    wake_at: Mapped[float | None] = mapped_column(Float, nullable=True,
+    # Double, not Float: MariaDB's FLOAT is single precision (epoch
+    # seconds to within minutes)
+    wake_at: Mapped[float | None] = mapped_column(Double, nullable=True,
                                                   index=True)
     wait_event: Mapped[str | None] = mapped_column(String(255),
                                                    nullable=True, index=True)
@@ -182,7 +184,7 @@ class Lease(Base):
 
     key: Mapped[str] = mapped_column(String(255), primary_key=True)
     holder: Mapped[str] = mapped_column(String(255), primary_key=True)
-    expires_at: Mapped[float] = mapped_column(Float, index=True)
+    expires_at: Mapped[float] = mapped_column(Double, index=True)
 
 
 class Event(Base):

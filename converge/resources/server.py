@@ -145,8 +145,11 @@ class Server(base.Resource):
     # While the cloud builds, rebuilds, resizes or deletes a server, a step
     # returns base.Wait(after=...) and is called again (see _next_poll);
     # the stack timeout bounds the whole wait.
-    #: seconds before the first look after starting an action
-    poll_first = 1.0
+    #: seconds before the first look after starting an action: short, so
+    #: a quick action is seen done soon (a 0.5 s build looked at after 1 s
+    #: doubled a chain of them); a long one reports progress by then, and
+    #: the next look is estimated from it
+    poll_first = 0.25
     #: without a progress estimate, each wait is this factor longer ...
     poll_growth = 1.5
     #: ... up to this many seconds
@@ -155,7 +158,8 @@ class Server(base.Resource):
     poll_estimate_max = 30.0
     #: never look again sooner than this
     poll_min = 0.2
-    #: waits are shortened by up to this fraction, at random
+    #: waits are lengthened by up to this fraction, at random (later, not
+    #: earlier: a look before the action ends only costs another look)
     poll_jitter = 0.1
 
     properties_schema = {
@@ -499,23 +503,22 @@ class Server(base.Resource):
         """Seconds until the next look at a busy server.
 
         With Nova's ``progress`` (a whole percentage, rounded down) the
-        time left is at least ``elapsed * (99 - p) / (p + 1)`` if the
-        action advances evenly: look then, never later, so a build is
-        seen ACTIVE soon after it is. Near the end that bound is 0 while
-        up to 1 % of the action remains: look every half per cent of it
-        then (``elapsed / (p + 1) / 2``), not as fast as allowed. Without
+        time left is about ``elapsed * (99.5 - p) / (p + 0.5)`` if the
+        action advances evenly: look then, about when it should have
+        ended (a look just before the end costs one more, ``poll_min``
+        later). Without
         progress (Nova often reports 0), back off from ``poll_first`` by
-        ``poll_growth`` up to ``poll_max``. A little jitter, always
-        earlier, keeps many servers started together from being polled
-        in step."""
+        ``poll_growth`` up to ``poll_max``. A little jitter keeps many
+        servers started together from being polled in step."""
         if progress and 0 < progress < 100 and elapsed > 0:
-            after = min(self.poll_estimate_max, max(
-                elapsed * (99 - progress) / (progress + 1),
-                elapsed / (progress + 1) / 2))
+            # servers started apart are looked at apart already
+            # the middle of what a whole percentage rounded down allows
+            after = min(self.poll_estimate_max,
+                        elapsed * (99.5 - progress) / (progress + 0.5))
         else:
             after = min(self.poll_max,
                         self.poll_first * self.poll_growth ** polls)
-        after *= random.uniform(1 - self.poll_jitter, 1)
+            after *= random.uniform(1, 1 + self.poll_jitter)
         return max(self.poll_min, after)
 
     # -- steps ------------------------------------------------------------

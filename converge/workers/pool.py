@@ -13,6 +13,7 @@ The same in embedded mode (the CLI process) and in each converge-worker.
 """
 
 import collections
+import heapq
 import threading
 import time
 
@@ -42,6 +43,11 @@ class Pool:
         self._server = None
         self._stopping = threading.Event()
         self._threads = []
+        # waits this process recorded, to be sent at their exact time (the
+        # database timer, ticking every timer_interval, is every engine's
+        # backstop): a heap of (wake_at, stack, traversal, node)
+        self._soon = []
+        self._soon_cv = threading.Condition()
 
     def start(self):
         engine = self.engine
@@ -56,6 +62,44 @@ class Pool:
                                       args=(interval, step), daemon=True)
             thread.start()
             self._threads.append(thread)
+        thread = threading.Thread(target=self._soon_loop, name='soon',
+                                  daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def wake_at(self, when, stack_id, traversal_id, node):
+        """A unit of this process recorded a wait until `when`: send the
+        node then, to the moment, if no other engine's timer has."""
+        with self._soon_cv:
+            heapq.heappush(self._soon, (when, stack_id, traversal_id, node))
+            self._soon_cv.notify()
+
+    def _soon_loop(self):
+        while not self._stopping.is_set():
+            with self._soon_cv:
+                now = time.time()
+                if not self._soon or self._soon[0][0] > now:
+                    delay = self._soon[0][0] - now if self._soon else 1.0
+                    self._soon_cv.wait(min(delay, 1.0))
+                    continue
+                due = []
+                while self._soon and self._soon[0][0] <= now:
+                    due.append(heapq.heappop(self._soon))
+            try:
+                self._send_due(due)
+            except Exception:
+                LOG.exception('sending waits that came due failed; the '
+                              'timer will')
+
+    def _send_due(self, due):
+        lease = conf_mod.CONF.worker.stall_timeout
+        now = time.time()
+        with self.engine.db.begin() as conn:
+            taken = [(stack_id, trav_id, node)
+                     for when, stack_id, trav_id, node in due
+                     if api.sync_take(conn, trav_id, node, when, now + lease)]
+        for stack_id, trav_id, node in taken:
+            self.engine.client.check_resource(stack_id, trav_id, node)
 
     def _every(self, interval, step):
         while not self._stopping.wait(interval):
@@ -101,6 +145,8 @@ class Pool:
 
     def stop(self):
         self._stopping.set()
+        with self._soon_cv:
+            self._soon_cv.notify()
         if self._server is not None:
             rpc.stop_server(self._server)
             self._server = None

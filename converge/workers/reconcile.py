@@ -106,6 +106,7 @@ class Unit:
         self.started = None   # stamp of an unclaimed action's start
         self.ready = []       # dependents to send after commit
         self.woken = []       # (traversal, node) woken by a freed slot
+        self.wake = None      # when this unit's wait ends (WAIT)
         self.failing = False  # the traversal is failing: settle it
         self.resuming = False  # back from this traversal's own wait
 
@@ -380,6 +381,7 @@ class Unit:
             if not api.sync_wait(conn, self.trav.id, self.sp.node, wake_at,
                                  wait.event):
                 raise Lost()
+        self.wake = wake_at
 
     # -- writing --------------------------------------------------------------
     def _claim(self, action):
@@ -478,6 +480,11 @@ class Unit:
                                               node)
         for trav_id, node in self.woken:  # waited for the slot we freed
             self.engine.client.check_resource(self.stack.id, trav_id, node)
+        if self.wake is not None and self.engine.workers is not None:
+            # this process sends it when its time comes, to the moment;
+            # any engine's timer does, should this one die first
+            self.engine.workers.wake_at(self.wake, self.stack.id,
+                                        self.trav.id, self.sp.node)
         if self.failing:
             traversal_mod.settle(self.engine, self.trav, self.stack)
 

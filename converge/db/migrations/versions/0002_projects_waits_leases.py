@@ -22,7 +22,7 @@ def upgrade():
             ['project_id', 'name', 'deleted_marker'])
 
     with op.batch_alter_table('sync_points', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('wake_at', sa.Float(), nullable=True))
+        batch_op.add_column(sa.Column('wake_at', sa.Double(), nullable=True))
         batch_op.add_column(sa.Column('wait_event', sa.String(length=255),
                                       nullable=True))
         batch_op.create_index(batch_op.f('ix_sync_points_wake_at'),
@@ -38,7 +38,7 @@ def upgrade():
     op.create_table('leases',
     sa.Column('key', sa.String(length=255), nullable=False),
     sa.Column('holder', sa.String(length=255), nullable=False),
-    sa.Column('expires_at', sa.Float(), nullable=False),
+    sa.Column('expires_at', sa.Double(), nullable=False),
     sa.PrimaryKeyConstraint('key', 'holder')
     )
     with op.batch_alter_table('leases', schema=None) as batch_op:
