@@ -563,7 +563,7 @@ def test_a_30s_build_is_seen_active_promptly_with_few_looks(
 
 
 @pytest.mark.parametrize('build', [2, 30, 300, 1200])
-def test_progress_estimate_looks_at_most_a_percent_late(build):
+def test_progress_estimate_looks_at_most_two_percent_late(build):
     s = Server.__new__(Server)
     for tenth in range(1, build * 10):
         elapsed = tenth / 10
@@ -573,9 +573,9 @@ def test_progress_estimate_looks_at_most_a_percent_late(build):
         after = s._next_poll(elapsed, 3, progress)
         if after >= Server.poll_estimate_max:
             continue  # capped: the cap, not the estimate, says when
-        # at most 1 % of the action after its end
+        # at most 2 % of the action after its end
         assert elapsed + after <= build + max(Server.poll_min,
-                                              build * 0.01) + 1e-9
+                                              build * 0.02) + 1e-9
 
 
 def test_backoff_without_progress_grows_to_a_cap():

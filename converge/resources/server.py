@@ -503,18 +503,24 @@ class Server(base.Resource):
         """Seconds until the next look at a busy server.
 
         With Nova's ``progress`` (a whole percentage, rounded down) the
-        time left is about ``elapsed * (99.5 - p) / (p + 0.5)`` if the
-        action advances evenly: look then, about when it should have
-        ended (a look just before the end costs one more, ``poll_min``
-        later). Without
+        time left, if the action advances evenly, lies between
+        ``elapsed * (99 - p) / (p + 1)`` and ``elapsed * (100 - p) / p``.
+        Before half way, look at the least (never late; estimate again
+        then); after, at the most (at most 2 % of the action late, and
+        seldom a look too early, which costs one more). Without
         progress (Nova often reports 0), back off from ``poll_first`` by
         ``poll_growth`` up to ``poll_max``. A little jitter keeps many
         servers started together from being polled in step."""
         if progress and 0 < progress < 100 and elapsed > 0:
             # servers started apart are looked at apart already
-            # the middle of what a whole percentage rounded down allows
-            after = min(self.poll_estimate_max,
-                        elapsed * (99.5 - progress) / (progress + 0.5))
+            if progress < 50:
+                # far from the end the estimate is rough: look no later
+                # than the least time left, and estimate again then
+                left = elapsed * (99 - progress) / (progress + 1)
+            else:
+                # near it, the most time left: one look, just after the end
+                left = elapsed * (100 - progress) / progress
+            after = min(self.poll_estimate_max, left)
         else:
             after = min(self.poll_max,
                         self.poll_first * self.poll_growth ** polls)
