@@ -75,3 +75,15 @@ def engine(tmp_path):
     eng.close()
     from converge.db import session
     session.forget()
+
+
+@pytest.fixture
+def dist(tmp_path):
+    """A distributed deployment on PostgreSQL, RabbitMQ and Redis
+    (tests/distributed.py; skips, naming the missing service, without
+    them); its workers are the test's to start."""
+    from tests.distributed import Deployment, require
+    require('postgresql', 'rabbitmq', 'redis')
+    d = Deployment(tmp_path)
+    yield d
+    d.close()

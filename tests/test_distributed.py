@@ -47,14 +47,6 @@ def big_template(path, wait=0.2):
     return str(path)
 
 
-@pytest.fixture
-def dist(tmp_path):
-    require('postgresql', 'rabbitmq', 'redis')
-    d = Deployment(tmp_path)
-    yield d
-    d.close()
-
-
 def _complete_count(d):
     return d.sql("SELECT count(*) FROM events WHERE status = 'COMPLETE' "
                  "AND action = 'CREATE'")[0][0]

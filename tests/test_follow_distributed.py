@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from tests.distributed import BIN, PG, Deployment, require, wait_for
+from tests.distributed import BIN, PG, wait_for
 
 pytestmark = [pytest.mark.distributed, pytest.mark.xdist_group('services')]
 
@@ -27,14 +27,6 @@ def _template(path, n=40):
             lines.append('    depends_on: r%d' % (i - 4))
     path.write_text('\n'.join(lines) + '\n')
     return str(path)
-
-
-@pytest.fixture
-def dist(tmp_path):
-    require('postgresql', 'rabbitmq', 'redis')
-    d = Deployment(tmp_path)
-    yield d
-    d.close()
 
 
 def test_wait_survives_a_dropped_connection_and_prints_each_event_once(

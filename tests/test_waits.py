@@ -295,3 +295,31 @@ def test_creates_per_second_are_capped(engine, tmp_path):
         # no second holds more than three creates (the log's stamps come
         # a little after each slot was taken: 0.9 s windows allow for it)
         assert sum(1 for u in stamps[i:] if u < t + 0.9) <= 3
+
+
+def test_an_awaited_event_resumes_the_wait_at_once(engine, tmp_path,
+                                                   monkeypatch):
+    """A step waiting for an event (a signal, say) and no time: nothing
+    sends it until the event comes, then it runs again at once."""
+    from converge.engine import traversal
+    from converge.resources import base
+    real = test_resource.TestResource.create
+
+    def until_signalled(self):
+        if not self.data.get('signalled'):
+            self.data['signalled'] = True  # next time round: done
+            return base.Wait(event='signal:%s' % self.name)
+        return real(self)
+    monkeypatch.setattr(test_resource.TestResource, 'create',
+                        until_signalled)
+    b = et.bundle(tmp_path, et.hot({
+        'r': {'type': 'OS::Heat::TestResource'}}))
+    stack_id, trav = stacks.create(engine, 'ev', b, {})
+    _until(lambda: _sync_point(engine, trav, 'u:r').wait_event)
+    sp = _sync_point(engine, trav, 'u:r')
+    assert (sp.wait_event, sp.wake_at) == ('signal:r', None)
+    assert et.status(_stack(engine, stack_id)) == 'CREATE_IN_PROGRESS'
+    assert traversal.wake(engine, stack_id, 'signal:other') == 0
+    assert traversal.wake(engine, stack_id, 'signal:r') == 1
+    stack = et.wait(engine, stack_id, trav).stack
+    assert et.status(stack) == 'CREATE_COMPLETE'
