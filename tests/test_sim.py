@@ -135,6 +135,40 @@ def test_network_forms_and_fixed_ip(cloud):
     assert t['accessIPv4'] == '192.168.7.7'
 
 
+def test_an_address_given_by_hand_is_not_given_again(cloud):
+    first = sim_api._ip(0)
+    mine = cloud.create_server('mine', 'img', 'fl', networks=[
+        {'network': 'private', 'fixed_ip': first}])
+    auto = cloud.create_server('auto', 'img', 'fl')
+    assert mine['accessIPv4'] == first
+    assert auto['accessIPv4'] == sim_api._ip(1)
+    # on another network the same address is free
+    other = cloud.create_server('other', 'img', 'fl', networks=[
+        {'network': 'other', 'fixed_ip': first}])
+    assert other['accessIPv4'] == first
+
+
+def test_a_cloud_made_before_the_address_index_keeps_its_addresses(
+        tmp_path):
+    url = 'sqlite:///%s' % (tmp_path / 'old.db')
+    cloud = sim.SimCompute(url)
+    taken = cloud.create_server('old', 'img', 'fl')['accessIPv4']
+    store.forget(url)
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:   # as an older sim left it
+        conn.exec_driver_sql('DROP TABLE sim_addresses')
+        conn.exec_driver_sql("UPDATE sim_counters SET value = 0")
+    engine.dispose()
+    cloud = sim.SimCompute(url)
+    new = cloud.create_server('new', 'img', 'fl')
+    assert new['accessIPv4'] != taken
+    with pytest.raises(exception.CloudError) as e:
+        cloud.create_server('again', 'img', 'fl', networks=[
+            {'network': 'private', 'fixed_ip': taken}])
+    assert e.value.code == 409
+    store.forget(url)
+
+
 def test_idempotency_key_adopts_the_live_server(cloud):
     a = cloud.create_server('a', 'img', 'fl', idempotency_key='k',
                             resource='web')

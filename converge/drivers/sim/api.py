@@ -137,6 +137,36 @@ def _visible(now):
                    sa.or_(c.gone_at.is_(None), c.gone_at > now))
 
 
+# The calls every server makes (create, get, delete, the faults each call
+# reads, the log each call writes) run thousands of times a minute: their
+# statements are built once, with bind parameters, so SQLAlchemy neither
+# rebuilds them nor recomputes their cache keys.
+bp = sa.bindparam
+_S = store.servers.c
+_VISIBLE = _visible(bp('now'))
+_FAULTS = sa.select(store.faults).where(
+    sa.or_(store.faults.c.op == bp('op'), store.faults.c.op == '*'))
+_BY_ID = sa.select(store.servers).where(_S.id == bp('id'), _VISIBLE)
+# the live key, whether or not the server is still visible
+_BY_LIVE_KEY = sa.select(store.servers).where(_S.live_key == bp('key'))
+_LIVE_BY_KEY = _BY_LIVE_KEY.where(_VISIBLE)
+_FREE_KEY = store.servers.update().where(_S.seq == bp('b_seq')).values(
+    live_key=None)
+_LOG = store.api_log.insert()
+_SERVER_ADD = store.servers.insert()
+_ADDRESSES_ADD = store.addresses.insert()
+_IP_NEXT = store.counters.update().where(
+    store.counters.c.name == 'ip').values(
+    value=store.counters.c.value + bp('b_count', type_=sa.Integer))
+_IP_VALUE = sa.select(store.counters.c.value).where(
+    store.counters.c.name == 'ip')
+_IN_USE = sa.select(store.addresses.c.seq).select_from(
+    store.addresses.join(store.servers,
+                         store.servers.c.seq == store.addresses.c.seq)).where(
+    store.addresses.c.addr == bp('addr'), store.addresses.c.net == bp('net'),
+    _VISIBLE).limit(1)
+
+
 def _cloud_error(message, code):
     """The error an HTTP status stands for."""
     if code == 404:
@@ -175,6 +205,17 @@ def _server(row, now):
         'updated': row.updated,
         'host': row.host,
     }
+
+
+class _Row:
+    """A server row built from the values just inserted (no read-back)."""
+
+    def __init__(self, **values):
+        self.__dict__.update(values)
+
+
+#: what a call's first pass returns when it must sleep its latency first
+_SLEEP = object()
 
 
 class _Failed(Exception):
@@ -251,10 +292,10 @@ class SimCompute:
                 return
             detail['admin'] = True
         detail = {k: v for k, v in detail.items() if v is not None}
-        conn.execute(store.api_log.insert().values(
-            ts=time.time(), op=op, server_id=server_id,
-            idempotency_key=idempotency_key, resource=resource, ok=bool(ok),
-            detail=_dumps(detail) if detail else None))
+        conn.execute(_LOG, {
+            'ts': time.time(), 'op': op, 'server_id': server_id,
+            'idempotency_key': idempotency_key, 'resource': resource,
+            'ok': bool(ok), 'detail': _dumps(detail) if detail else None})
 
     def _owner(self, conn, server_id):
         """(idempotency_key, resource) of a server, for the log."""
@@ -263,91 +304,85 @@ class SimCompute:
             store.servers.c.id == str(server_id))).first()
         return (row.idempotency_key, row.resource) if row else (None, None)
 
-    def _active_faults(self, op):
-        def read():
-            with store.read(self._engine) as conn:
-                return conn.execute(sa.select(store.faults).where(
-                    store.faults.c.op.in_([op, '*']))).all()
-        rows = self._db(op, read)
-        # the op's own fault first, then the wildcard
+    def _faults(self, conn, op):
+        """The faults that apply to `op`: its own first, then the
+        wildcard (none for the operator)."""
+        if self._admin:
+            return []
+        rows = conn.execute(_FAULTS, {'op': op}).all()
         return sorted(rows, key=lambda r: r.op == '*')
 
-    def _inject(self, op, server_id=None, idempotency_key=None,
-                resource=None):
-        """Apply faults for `op`: wait, then maybe fail (logged).
-
-        Returns the latency: for a long action (TASK_OPS) how long the
-        server stays in its transitional status, for any other op the
-        time this call already took."""
-        if self._admin:
-            return 0.0
-        rows = self._active_faults(op)
-        if not rows:
-            return 0.0
-        latency = sum(r.latency or 0.0 for r in rows if r.latency)
-        if latency > 0 and op not in TASK_OPS:
-            time.sleep(latency)  # outside any transaction
+    def _fail_maybe(self, conn, op, rows, latency, server_id=None,
+                    idempotency_key=None, resource=None):
+        """Use up an injected failure of `op` when one applies: it is
+        logged and raised as _Failed (the transaction still commits)."""
         for row in rows:
             if not row.fail_count and not row.fail_rate:
                 continue
+            how = None
+            if row.fail_count:
+                # decrement atomically: only one caller wins each
+                res = conn.execute(
+                    store.faults.update()
+                    .where(store.faults.c.op == row.op)
+                    .where(store.faults.c.fail_count > 0)
+                    .values(fail_count=store.faults.c.fail_count - 1))
+                if res.rowcount == 1:
+                    how = 'fail_count'
+            if how is None and row.fail_rate and \
+                    random.random() < row.fail_rate:
+                how = 'fail_rate'
+            if how is None:
+                continue
             message = row.message or 'Injected failure in %s' % op
             code = row.code or 500
-
-            def fail(row=row, message=message, code=code):
-                how = None
-                with store.write(self._engine) as conn:
-                    if row.fail_count:
-                        # decrement atomically: only one caller wins each
-                        res = conn.execute(
-                            store.faults.update()
-                            .where(store.faults.c.op == row.op)
-                            .where(store.faults.c.fail_count > 0)
-                            .values(fail_count=store.faults.c.fail_count
-                                    - 1))
-                        if res.rowcount == 1:
-                            how = 'fail_count'
-                    if how is None and row.fail_rate and \
-                            random.random() < row.fail_rate:
-                        how = 'fail_rate'
-                    if how is not None:
-                        key, owner = idempotency_key, resource
-                        if server_id is not None and owner is None:
-                            key, owner = self._owner(conn, server_id)
-                        self._log(conn, op, False, server_id=server_id,
-                                  idempotency_key=key, resource=owner,
-                                  error=message, injected=how, fault=row.op,
-                                  code=code, latency=latency or None)
-                return how
-            # a fail_count unit used up twice would fail two calls
-            if self._db(op, fail, repeatable=False) is not None:
-                raise _cloud_error(message, code)
-        return latency
+            key, owner = idempotency_key, resource
+            if server_id is not None and owner is None:
+                key, owner = self._owner(conn, server_id)
+            self._log(conn, op, False, server_id=server_id,
+                      idempotency_key=key, resource=owner, error=message,
+                      injected=how, fault=row.op, code=code,
+                      latency=latency or None)
+            raise _Failed(_cloud_error(message, code))
 
     def _call(self, op, fn, server_id=None, idempotency_key=None,
-              resource=None, repeatable=True):
-        """Run fn(conn, latency, now) in one write transaction after faults.
+              resource=None, repeatable=True, faults=True):
+        """Run fn(conn, latency, now) in one write transaction, after the
+        faults configured for `op` (read in that same transaction).
 
-        fn may raise _Failed(error): the transaction (with the failure
-        logged by fn) commits, then the error is raised."""
-        latency = self._inject(op, server_id=server_id,
-                               idempotency_key=idempotency_key,
-                               resource=resource)
+        The latency of a long action (TASK_OPS) is how long the server
+        stays in its transitional status; any other op takes it as its
+        own response time, slept outside any transaction. fn may raise
+        _Failed(error): the transaction (with the failure logged by fn)
+        commits, then the error is raised."""
+        slept = [False]
 
         def once():
             with store.write(self._engine) as conn:
+                rows = self._faults(conn, op) if faults else []
+                latency = sum(r.latency or 0.0 for r in rows if r.latency)
+                if latency > 0 and op not in TASK_OPS and not slept[0]:
+                    return _SLEEP, latency
                 try:
+                    self._fail_maybe(conn, op, rows, latency,
+                                     server_id=server_id,
+                                     idempotency_key=idempotency_key,
+                                     resource=resource)
                     return fn(conn, latency, clock()), None
                 except _Failed as e:
                     return None, e      # commit: the failure is logged
         result, failed = self._db(op, once, repeatable)
+        if result is _SLEEP:
+            time.sleep(failed)  # the op's response time
+            slept[0] = True
+            result, failed = self._db(op, once, repeatable)
         if failed is not None:
             raise failed.error
         return result
 
     def _row(self, conn, server_id, now):
-        return conn.execute(sa.select(store.servers).where(
-            store.servers.c.id == str(server_id)).where(
-            _visible(now))).first()
+        return conn.execute(_BY_ID, {'id': str(server_id), 'now': now}
+                            ).first()
 
     def _live_row_or_fail(self, conn, op, server_id, latency, now):
         row = self._row(conn, server_id, now)
@@ -407,36 +442,44 @@ class SimCompute:
         return self._call(op, fn, server_id=str(server_id),
                           repeatable=repeatable)
 
-    def _next_ip(self, conn, now, net, taken):
-        while True:
-            conn.execute(store.counters.update()
-                         .where(store.counters.c.name == 'ip')
-                         .values(value=store.counters.c.value + 1))
-            n = conn.execute(sa.select(store.counters.c.value).where(
-                store.counters.c.name == 'ip')).scalar_one()
-            addr = _ip(n - 1)
-            if addr not in taken and not self._in_use(conn, now, net, addr):
-                return addr
+    def _next_ips(self, conn, now, wanted):
+        """`wanted` [(net, taken set)] -> a new address on each: the next
+        of the cloud's counter that no live server holds (a fixed_ip may
+        have taken one), the counter moved once for all of them."""
+        if not wanted:
+            return []
+        first = self._take_ips(conn, len(wanted))
+        found = []
+        for index, (net, taken) in enumerate(wanted):
+            addr = _ip(first + index)
+            while addr in taken or self._in_use(conn, now, net, addr):
+                addr = _ip(self._take_ips(conn, 1))
+            taken.add(addr)
+            found.append(addr)
+        return found
+
+    @staticmethod
+    def _take_ips(conn, count):
+        """Move the address counter on by `count`; the first number."""
+        conn.execute(_IP_NEXT, {'b_count': count})
+        return conn.execute(_IP_VALUE).scalar_one() - count
 
     def _in_use(self, conn, now, net, addr):
-        """Whether a live server has `addr` on `net`. The database narrows
-        it down by text (reading every server's addresses made each
-        create cost O(servers)); the few rows that match are parsed."""
-        pattern = '%%"addr": "%s"%%' % (
-            addr.replace('\\', '\\\\').replace('%', '\\%')
-            .replace('_', '\\_'))
-        for (text,) in conn.execute(
-                sa.select(store.servers.c.addresses).where(
-                    _visible(now),
-                    store.servers.c.addresses.like(pattern, escape='\\'))):
-            if any(e.get('addr') == addr
-                   for e in _loads(text, {}).get(net) or ()):
-                return True
-        return False
+        """Whether a live server has `addr` on `net` (indexed)."""
+        return conn.execute(_IN_USE, {'addr': addr, 'net': net,
+                                      'now': now}).first() is not None
 
     def _live_by_key(self, conn, key, now):
-        return conn.execute(sa.select(store.servers).where(
-            store.servers.c.live_key == key).where(_visible(now))).first()
+        return conn.execute(_LIVE_BY_KEY, {'key': key, 'now': now}).first()
+
+    def _holder_of_key(self, conn, key):
+        """The live server holding `key`, to adopt; a server being
+        deleted gives its key up to the one about to be made."""
+        row = conn.execute(_BY_LIVE_KEY, {'key': key}).first()
+        if row is not None and row.gone_at is not None:
+            conn.execute(_FREE_KEY, {'b_seq': row.seq})
+            return None
+        return row
 
     @staticmethod
     def _task(task_state, busy_status, latency, now, **outcome):
@@ -470,16 +513,11 @@ class SimCompute:
 
         def fn(conn, latency, now):
             if key is not None:
-                # a server being deleted gives its key up to the new one
-                conn.execute(store.servers.update()
-                             .where(store.servers.c.live_key == key)
-                             .where(store.servers.c.gone_at.isnot(None))
-                             .values(live_key=None))
-                row = self._live_by_key(conn, key, now)
+                row = self._holder_of_key(conn, key)
                 if row is not None:
                     return adopt(conn, row, latency, now)
-            addresses = {}
             mine = {}  # given to this server already, per network
+            chosen = []  # (net, fixed address or None)
             for item in networks:
                 net = _net_name(item)
                 used = mine.setdefault(net, set())
@@ -494,69 +532,62 @@ class SimCompute:
                         raise _Failed(exception.CloudError(
                             'Fixed IP address %s is already in use on '
                             'network %s' % (fixed, net), 409))
-                    addr = str(fixed)
-                else:
-                    addr = self._next_ip(conn, now, net, used)
-                used.add(addr)
+                    used.add(str(fixed))
+                chosen.append((net, str(fixed) if fixed else None))
+            auto = iter(self._next_ips(conn, now, [
+                (net, mine[net]) for net, addr in chosen if addr is None]))
+            addresses = {}
+            for net, addr in chosen:
                 addresses.setdefault(net, []).append(
-                    {'addr': addr, 'version': 4,
+                    {'addr': addr or next(auto), 'version': 4,
                      'OS-EXT-IPS:type': 'fixed'})
-            server_id = str(uuid.uuid4())
+            ident = uuid.uuid4()
             stamp = _now()
-            res = conn.execute(store.servers.insert().values(
-                id=server_id, name=name or '',
+            values = dict(
+                id=str(ident), name=name or '',
                 image=None if image is None else str(image),
                 flavor=None if flavor is None else str(flavor),
                 key_name=key_name, meta=_dumps(dict(metadata or {})),
                 user_data=user_data, networks=_dumps(networks),
                 addresses=_dumps(addresses), idempotency_key=key,
-                live_key=key, resource=resource, host=None,
+                live_key=key, resource=resource,
+                host='sim-host-%d' % (ident.int % HOSTS + 1),
                 created=stamp, updated=stamp, deleted=False,
+                delete_started=None, gone_at=None,
                 **self._task('spawning', 'BUILD', latency, now,
-                             status='ACTIVE')))
-            seq = res.inserted_primary_key[0]
-            conn.execute(store.servers.update()
-                         .where(store.servers.c.seq == seq)
-                         .values(host='sim-host-%d' % (seq % HOSTS + 1)))
+                             status='ACTIVE'))
+            seq = conn.execute(_SERVER_ADD, values).inserted_primary_key[0]
+            conn.execute(_ADDRESSES_ADD, [
+                {'seq': seq, 'net': net, 'addr': entry['addr']}
+                for net, entries in addresses.items() for entry in entries])
             detail = {'name': name, 'image': image, 'flavor': flavor}
             if extra:
                 detail['extra'] = sorted(extra)
-            self._log(conn, 'create', True, server_id=server_id,
+            self._log(conn, 'create', True, server_id=values['id'],
                       idempotency_key=key, resource=resource,
                       latency=latency or None, **detail)
-            return _server(self._row(conn, server_id, now), now)
-
-        def once(body):
-            def run():
-                with store.write(self._engine) as conn:
-                    try:
-                        return body(conn, latency, clock()), None
-                    except _Failed as e:
-                        return None, e  # commit: the failure is logged
-            # repeating a create that may have committed adopts what it
-            # made; without a key it would make a second server
-            result, failed = self._db('create', run,
-                                      repeatable=key is not None)
-            if failed is not None:
-                raise failed.error
-            return result
+            return _server(_Row(seq=seq, **values), now)
 
         def adopt_raced(conn, latency, now):
             row = self._live_by_key(conn, key, now)
             return adopt(conn, row, latency, now) if row is not None \
                 else None
 
-        latency = self._inject('create', idempotency_key=key,
-                               resource=resource)
-        for _attempt in range(_CREATE_ATTEMPTS):
+        # repeating a create that may have committed adopts what it made;
+        # without a key it would make a second server
+        for attempt in range(_CREATE_ATTEMPTS):
             try:
-                return once(fn)
+                return self._call('create', fn, idempotency_key=key,
+                                  resource=resource,
+                                  repeatable=key is not None,
+                                  faults=attempt == 0)
             except sa_exc.IntegrityError:
                 if key is None:
                     raise
             # another process created a server with this key between our
             # check and our insert: adopt it (unless it is gone again)
-            server = once(adopt_raced)
+            server = self._call('create', adopt_raced, idempotency_key=key,
+                                resource=resource, faults=False)
             if server is not None:
                 return server
         raise exception.CloudError(
@@ -751,6 +782,7 @@ class SimCompute:
     def reset(self):
         """Drop every server, log entry and fault (tests)."""
         with store.write(self._engine) as conn:
-            for table in (store.api_log, store.servers, store.faults):
+            for table in (store.api_log, store.addresses, store.servers,
+                          store.faults):
                 conn.execute(table.delete())
             conn.execute(store.counters.update().values(value=0))

@@ -20,6 +20,7 @@ background for a server to become ACTIVE, and every process agrees.
 """
 
 import contextlib
+import json
 import os
 import threading
 
@@ -31,6 +32,8 @@ from converge import exception
 
 BUSY_TIMEOUT = 30  # seconds
 
+# times are Double: MariaDB's FLOAT is single precision (a timestamp in it
+# is off by minutes)
 metadata = sa.MetaData()
 
 servers = sa.Table(
@@ -60,18 +63,18 @@ servers = sa.Table(
     # resize_migrating), when it started and ends, and the values the
     # server takes when it ends (JSON: status, maybe flavor)
     sa.Column('task_state', sa.String(32)),
-    sa.Column('task_started', sa.Float),
-    sa.Column('ready_at', sa.Float),
+    sa.Column('task_started', sa.Double),
+    sa.Column('ready_at', sa.Double),
     sa.Column('outcome', sa.Text),
     # a delete under way: the server reads NotFound from this time on
-    sa.Column('delete_started', sa.Float),
-    sa.Column('gone_at', sa.Float),
+    sa.Column('delete_started', sa.Double),
+    sa.Column('gone_at', sa.Double),
 )
 
 api_log = sa.Table(
     'sim_api_log', metadata,
     sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column('ts', sa.Float, nullable=False),
+    sa.Column('ts', sa.Double, nullable=False),
     sa.Column('op', sa.String(32), nullable=False, index=True),
     sa.Column('server_id', sa.String(36), index=True),
     sa.Column('idempotency_key', sa.String(255), index=True),
@@ -83,12 +86,22 @@ api_log = sa.Table(
 faults = sa.Table(
     'sim_faults', metadata,
     sa.Column('op', sa.String(32), primary_key=True),
-    sa.Column('latency', sa.Float),
-    sa.Column('fail_rate', sa.Float),
+    sa.Column('latency', sa.Double),
+    sa.Column('fail_rate', sa.Double),
     sa.Column('fail_count', sa.Integer),
     sa.Column('message', sa.Text),
     # HTTP status of the injected failures (None: 500)
     sa.Column('code', sa.Integer),
+)
+
+# every address a server was given, to find who holds one by index (the
+# server's own ``addresses`` JSON is what users see)
+addresses = sa.Table(
+    'sim_addresses', metadata,
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('seq', sa.Integer, nullable=False),   # the server's
+    sa.Column('net', sa.String(255), nullable=False),
+    sa.Column('addr', sa.String(64), nullable=False, index=True),
 )
 
 counters = sa.Table(
@@ -139,6 +152,8 @@ def _create_schema(engine):
     # Two processes may race to create the tables; on SQLite the
     # BEGIN IMMEDIATE serialises them, elsewhere the loser retries and
     # then finds the tables in place.
+    older = (sa.inspect(engine).has_table(servers.name)
+             and not sa.inspect(engine).has_table(addresses.name))
     for attempt in range(3):
         try:
             metadata.create_all(engine, checkfirst=True)
@@ -147,6 +162,8 @@ def _create_schema(engine):
                 sa_exc.IntegrityError):
             if attempt == 2:
                 raise
+    if older:
+        _index_addresses(engine)
     try:
         with engine.begin() as conn:
             present = conn.execute(
@@ -156,6 +173,22 @@ def _create_schema(engine):
                 conn.execute(counters.insert().values(name='ip', value=0))
     except sa_exc.IntegrityError:
         pass  # another process inserted it first
+
+
+def _index_addresses(engine):
+    """A cloud made before ``sim_addresses`` existed: index the addresses
+    its servers hold, so a new server is not given one of them."""
+    with engine.begin() as conn:
+        if conn.execute(sa.select(addresses.c.id).limit(1)).first():
+            return  # another process did it first
+        rows = []
+        for seq, text in conn.execute(sa.select(servers.c.seq,
+                                                servers.c.addresses)):
+            for net, entries in json.loads(text or '{}').items():
+                rows += [{'seq': seq, 'net': net, 'addr': e['addr']}
+                         for e in entries]
+        if rows:
+            conn.execute(addresses.insert(), rows)
 
 
 def _add_missing_columns(engine):
