@@ -1,0 +1,1 @@
+"""The agent that runs software deployments on a server (docs/software.md)."""
