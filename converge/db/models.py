@@ -219,3 +219,80 @@ class SoftwareConfig(Base):
     config: Mapped[dict] = mapped_column(JSON, default=dict)
     created_at: Mapped[datetime.datetime] = mapped_column(DateTime,
                                                           default=utcnow)
+
+
+class SoftwareDeployment(Base):
+    """A deployment of a config to a server: what its agent pulls, and the
+    result it signalled. ``run`` keys one run of one action: the agent runs
+    each (id, action, run) once (docs/software.md)."""
+
+    __tablename__ = 'software_deployments'
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    stack_id: Mapped[str | None] = mapped_column(String(36), index=True)
+    project_id: Mapped[str] = mapped_column(String(64), default='converge')
+    resource_name: Mapped[str | None] = mapped_column(String(255))
+    #: the server's physical id (what its agent's credential is bound to)
+    server_id: Mapped[str] = mapped_column(String(255), index=True)
+    #: the derived config's name: deployments are ordered by it on a server
+    name: Mapped[str] = mapped_column(String(255), default='')
+    #: the derived config: group, config, options, inputs, outputs
+    config: Mapped[dict] = mapped_column(JSON, default=dict)
+    action: Mapped[str] = mapped_column(String(32))
+    run: Mapped[str] = mapped_column(String(64), default='')
+    status: Mapped[str] = mapped_column(String(16))
+    status_reason: Mapped[str] = mapped_column(Text, default='')
+    input_values: Mapped[dict] = mapped_column(JSON, default=dict)
+    output_values: Mapped[dict] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime,
+                                                          default=utcnow)
+    updated_at: Mapped[datetime.datetime] = mapped_column(DateTime,
+                                                          default=utcnow)
+
+
+class AgentCredential(Base):
+    """The one credential of one server's agent: valid for that server's
+    deployments and signals only; revoked when the server is deleted.
+    The token is not stored (it is an HMAC of agent_id, engine_secrets)."""
+
+    __tablename__ = 'agent_credentials'
+
+    agent_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    stack_id: Mapped[str | None] = mapped_column(String(36), index=True)
+    project_id: Mapped[str] = mapped_column(String(64), default='converge')
+    resource_name: Mapped[str | None] = mapped_column(String(255))
+    #: the server's physical id, once the cloud has given one
+    server_id: Mapped[str | None] = mapped_column(String(255), index=True)
+    #: bumped whenever a deployment of the server changes (the agent's ETag)
+    version: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[float] = mapped_column(Double)
+    revoked_at: Mapped[float | None] = mapped_column(Double)
+
+
+class EngineSecret(Base):
+    """Secrets the engine makes once and every process shares (the key
+    agent tokens are derived with)."""
+
+    __tablename__ = 'engine_secrets'
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(String(255))
+
+
+class WaitConditionSignal(Base):
+    """One signal to an OS::Heat::WaitConditionHandle (a repeated signal id
+    replaces the earlier one, as in Heat)."""
+
+    __tablename__ = 'wait_condition_signals'
+    __table_args__ = (UniqueConstraint('handle_id', 'signal_id',
+                                       name='uq_wait_condition_signal'),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=True)
+    handle_id: Mapped[str] = mapped_column(String(36), index=True)
+    stack_id: Mapped[str | None] = mapped_column(String(36), index=True)
+    signal_id: Mapped[str] = mapped_column(String(255))
+    status: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(Text, default='')
+    data: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[float] = mapped_column(Double)
