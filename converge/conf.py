@@ -65,6 +65,27 @@ def coordination_url():
         home_dir(), 'locks')
 
 
+def api_url_file():
+    """Where the embedded API's address is kept between commands."""
+    return os.path.join(home_dir(), 'api.url')
+
+
+def api_endpoint():
+    """The URL servers' agents reach converge-api at: [api]
+    public_endpoint, else the address kept in the home, else the one
+    configured to listen on ('' when none is known yet)."""
+    if CONF.api.public_endpoint:
+        return CONF.api.public_endpoint.rstrip('/')
+    try:
+        with open(api_url_file()) as f:
+            return f.read().strip()
+    except OSError:
+        pass
+    if CONF.api.bind_port:
+        return 'http://%s:%d' % (CONF.api.bind_host, CONF.api.bind_port)
+    return ''
+
+
 def transport_url():
     """oslo.messaging's [DEFAULT] transport_url, or the in-process one."""
     return CONF.transport_url or 'inproc://'

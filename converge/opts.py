@@ -166,6 +166,31 @@ SIM_OPTS = [
                     'Default: sqlite in $home/sim.db.'),
 ]
 
+API_OPTS = [
+    cfg.StrOpt('bind_host', default='127.0.0.1',
+               help='Address converge-api listens on.'),
+    cfg.PortOpt('bind_port', default=0,
+                help='Port converge-api listens on. 0: embedded, a free '
+                     'port chosen once and kept in $home/api.url, so '
+                     'agents find it from one command to the next.'),
+    cfg.StrOpt('public_endpoint',
+               help='The URL servers reach converge-api at (what their '
+                    'agents are given). Default: the address it listens '
+                    'on.'),
+    cfg.IntOpt('threads', default=32, min=2,
+               help='Requests converge-api serves at once (a held long '
+                    'poll takes one).'),
+    cfg.FloatOpt('max_poll_wait', default=20.0, min=0.0,
+                 help='Longest an agent\'s long poll is held, in seconds.'),
+]
+
+SOFTWARE_OPTS = [
+    cfg.FloatOpt('deployment_recheck', default=60.0, min=1.0,
+                 help='Seconds after which a deployment waiting for its '
+                      'agent\'s signal looks at its row again by itself '
+                      '(a signal whose wake-up was lost).'),
+]
+
 
 def list_opts():
     return [
@@ -175,6 +200,8 @@ def list_opts():
         ('worker', WORKER_OPTS),
         ('compute', COMPUTE_OPTS),
         ('sim', SIM_OPTS),
+        ('api', API_OPTS),
+        ('software', SOFTWARE_OPTS),
     ]
 
 

@@ -31,6 +31,7 @@ class ConvergeApp(app.App):
         self._engine = None
         self._service = None
         self._context = None
+        self._api = None
         #: the stack a command works on, for the message after Ctrl-C
         self.resume_hint = None
 
@@ -117,6 +118,13 @@ class ConvergeApp(app.App):
             self._engine = context.Engine()
         return self._engine
 
+    def serve_api(self):
+        """Embedded: serve the agents' routes from this process (once)."""
+        if self._api is None:
+            from converge.api import server
+            self._api = server.serve_embedded(self.engine()) or False
+        return self._api or None
+
     def service(self):
         """The service layer: every stack operation a command may use."""
         if self._service is None:
@@ -139,6 +147,8 @@ class ConvergeApp(app.App):
         return sim.SimCompute(conf_mod.sim_url())
 
     def clean_up(self, cmd, result, err):
+        if self._api:
+            self._api.stop()
         if self._engine is not None:
             self._engine.close()
         if err and isinstance(err, exception.ConvergeError):

@@ -73,6 +73,8 @@ def run(app, args, ident, operation):
         # this process is the engine: it runs the traversal's units
         from converge.workers import pool
         pool.start(app.engine())
+        # and serves the agents of its servers while it runs
+        app.serve_api()
     started = operation(svc, ctx)
     stack_id, traversal_id = started['id'], started['traversal_id']
     if not embedded and not getattr(args, 'wait', False):

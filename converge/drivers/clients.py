@@ -1,6 +1,7 @@
 """What plug-ins reach through ``self.clients``."""
 
 from converge.db import api
+from converge.drivers import software
 
 
 class ConfigStore:
@@ -35,6 +36,8 @@ class Clients:
         self._db = db
         self._compute = None
         self.configs = ConfigStore(db)
+        self.deployments = software.DeploymentStore(db)
+        self.agents = software.AgentStore(db)
 
     @property
     def compute(self):

@@ -30,6 +30,7 @@ import time
 import uuid as uuid_mod
 
 from converge import exception
+from converge.agent import bootstrap
 from converge.resources import base
 from converge.resources import none
 from converge.resources import properties as p
@@ -416,7 +417,27 @@ class Server(base.Resource):
             sc = configs.get(ud) if configs is not None else None
             if sc is not None:
                 ud = sc.get('config') or ''
+        agents = self._agents()
+        if agents is not None:
+            # the server's one credential, and where its agent pulls from
+            endpoint, token = agents.register(
+                self.agent_id, self.stack.id,
+                getattr(self.stack, 'project_id', 'converge'), self.name)
+            ud = bootstrap.encode(ud, endpoint, self.agent_id, token)
         return ud
+
+    @property
+    def agent_id(self):
+        """The id of this server's agent credential (stable across a
+        retried create, new for a replacement)."""
+        return none.derived_uuid(self.uuid, 'agent')
+
+    def _agents(self):
+        """The agent credentials store when this server runs software
+        deployments (user_data_format SOFTWARE_CONFIG), else None."""
+        if self.properties.get('user_data_format') != 'SOFTWARE_CONFIG':
+            return None
+        return getattr(self.clients, 'agents', None)
 
     def _extra(self):
         props = self.properties
@@ -558,6 +579,9 @@ class Server(base.Resource):
         if not self._mine(server):
             self._started('create', server)
         self.physical_id = server['id']
+        if self._agents() is not None:
+            # its agent now sees this server's deployments
+            self._agents().bind(self.agent_id, server['id'])
         server = self._look(server, 'create')
         if isinstance(server, base.Wait):
             return server
@@ -673,6 +697,8 @@ class Server(base.Resource):
     def delete(self):
         """Delete the server and wait (base.Wait) until the cloud no longer
         shows it. A server already being deleted is only waited for."""
+        if self._agents() is not None:
+            self._agents().revoke(self.agent_id)
         server = self._get() if self.physical_id else None
         if server is None:
             # also when physical_id is gone: a server booted again under

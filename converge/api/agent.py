@@ -1,0 +1,74 @@
+"""The agents' routes (docs/software.md): a server's agent pulls its
+deployments (long poll, by version) and signals each result."""
+
+import webob
+
+from converge import conf as conf_mod
+from converge.api import wsgi
+from converge.engine import software
+
+
+def add_routes(mapper, controller):
+    mapper.connect('/v1/agent/deployments', handler=controller.deployments,
+                   conditions={'method': ['GET']})
+    mapper.connect('/v1/agent/poll', handler=controller.poll,
+                   conditions={'method': ['POST']})
+    mapper.connect('/v1/agent/deployments/{deployment_id}/signal',
+                   handler=controller.signal,
+                   conditions={'method': ['POST']})
+
+
+def _credential(req):
+    return (req.headers.get('X-Agent-Id', ''),
+            req.headers.get('X-Agent-Token', ''))
+
+
+def _wait(value):
+    try:
+        wait = float(value or 0)
+    except ValueError:
+        raise wsgi.Error(400, 'wait must be a number of seconds')
+    return max(0.0, min(wait, conf_mod.CONF.api.max_poll_wait))
+
+
+class Controller:
+    def __init__(self, engine):
+        self.engine = engine
+
+    def deployments(self, req):
+        agent_id, token = _credential(req)
+        seen = (req.headers.get('If-None-Match') or '').strip('"') or None
+        wait = _wait(req.params.get('wait'))
+        version = software.version(self.engine, agent_id, token)
+        if seen is not None and str(version) == seen and wait > 0:
+            changed = software.poll(self.engine, [{
+                'agent_id': agent_id, 'token': token, 'version': version}],
+                wait=wait)
+            if not changed:
+                return webob.Response(status=304)
+        version, docs = software.deployments(self.engine, agent_id, token)
+        if seen is not None and str(version) == seen:
+            return webob.Response(status=304)
+        resp = webob.Response(json={'version': version,
+                                    'deployments': docs})
+        resp.etag = str(version)
+        return resp
+
+    def poll(self, req):
+        body = wsgi.read_json(req)
+        agents = body.get('agents') if isinstance(body, dict) else None
+        if not isinstance(agents, list) or not all(
+                isinstance(a, dict) and a.get('agent_id') for a in agents):
+            raise wsgi.Error(400, 'poll needs {"agents": [{"agent_id", '
+                                  '"token", "version"}, ...]}')
+        changed = software.poll(self.engine, agents,
+                                wait=_wait(body.get('wait')))
+        return webob.Response(json={'agents': changed})
+
+    def signal(self, req, deployment_id):
+        agent_id, token = _credential(req)
+        payload = wsgi.read_json(req)
+        accepted, reason = software.signal(
+            self.engine, deployment_id, agent_id, token,
+            req.params.get('run', ''), payload)
+        return webob.Response(json={'accepted': accepted, 'reason': reason})

@@ -1,0 +1,50 @@
+"""The WSGI application: routes -> controllers, JSON in and out, Heat's
+error body. Controllers call the engine's service functions only."""
+
+import routes
+import routes.middleware
+import webob.dec
+
+from oslo_log import log as logging
+
+from converge import exception
+from converge.api import agent
+from converge.api.wsgi import Error, error_response
+
+LOG = logging.getLogger(__name__)
+
+
+class App:
+    def __init__(self, engine):
+        self.engine = engine
+        mapper = routes.Mapper()
+        agent.add_routes(mapper, agent.Controller(engine))
+        self._router = routes.middleware.RoutesMiddleware(self._dispatch,
+                                                          mapper)
+
+    @webob.dec.wsgify
+    def __call__(self, req):
+        return self._router
+
+    @webob.dec.wsgify
+    def _dispatch(self, req):
+        match = req.environ['wsgiorg.routing_args'][1]
+        if not match:
+            return error_response(404, 'The resource could not be found: '
+                                  '%s %s' % (req.method, req.path))
+        handler = match.pop('handler')
+        match.pop('controller', None)
+        match.pop('action', None)
+        try:
+            return handler(req, **match)
+        except Error as e:
+            return error_response(e.code, e.message, title=e.title)
+        except exception.NotFound as e:
+            return error_response(404, str(e), type(e).__name__)
+        except exception.ConvergeError as e:
+            code = 403 if type(e).__name__ == 'Forbidden' else 400
+            return error_response(code, str(e), type(e).__name__)
+        except Exception:
+            LOG.exception('%s %s failed', req.method, req.path)
+            return error_response(500, 'The server could not complete the '
+                                  'request (see converge-api\'s log)')

@@ -1,0 +1,70 @@
+"""Serving the WSGI application with cheroot (a threaded HTTP/1.1 server;
+oslo.service's wsgi server is deprecated).
+
+Embedded, the command that runs the engine serves the agents' routes while
+it runs, at one address kept in the home ($home/api.url): chosen free the
+first time, the same port every time after, so a server's agent (which was
+given the address at boot) finds it from one command to the next.
+"""
+
+import errno
+import os
+import threading
+import urllib.parse
+
+import cheroot.wsgi
+from oslo_log import log as logging
+
+from converge import conf as conf_mod
+from converge.api import app as app_mod
+
+LOG = logging.getLogger(__name__)
+
+
+class Served:
+    """The application served on host:port in a background thread."""
+
+    def __init__(self, engine, host, port, threads=None):
+        self.server = cheroot.wsgi.Server(
+            (host, port), app_mod.App(engine),
+            numthreads=threads or conf_mod.CONF.api.threads,
+            server_name='converge-api')
+        self.server.prepare()   # binds now: a busy port fails here
+        self.host, self.port = self.server.bind_addr[:2]
+        self.url = 'http://%s:%d' % (self.host, self.port)
+        self._thread = threading.Thread(target=self.server.serve,
+                                        name='converge-api', daemon=True)
+        self._thread.start()
+
+    def stop(self):
+        self.server.stop()
+        self._thread.join(timeout=10)
+
+
+def serve_embedded(engine):
+    """Serve the agents' routes from this (engine) process at the home's
+    address. Returns the Served, or None when another process of the same
+    home serves that address now (its engine reads the same database)."""
+    path = conf_mod.api_url_file()
+    host, port = conf_mod.CONF.api.bind_host, conf_mod.CONF.api.bind_port
+    try:
+        with open(path) as f:
+            kept = urllib.parse.urlsplit(f.read().strip())
+        if not port and kept.port:
+            host, port = kept.hostname or host, kept.port
+    except OSError:
+        pass
+    try:
+        served = Served(engine, host, port)
+    except OSError as e:
+        if e.errno != errno.EADDRINUSE and 'in use' not in str(e):
+            raise
+        LOG.info('converge-api: %s:%s is served by another process', host,
+                 port)
+        return None
+    if not conf_mod.CONF.api.public_endpoint:
+        tmp = '%s.%d' % (path, os.getpid())
+        with open(tmp, 'w') as f:
+            f.write(served.url + '\n')
+        os.replace(tmp, path)
+    return served

@@ -1,0 +1,38 @@
+"""What every route shares: Heat's JSON error body, reading a JSON body."""
+
+import json
+
+import webob
+import webob.exc
+
+#: bodies larger than this are refused (Heat's max_json_body_size)
+MAX_BODY = 1024 * 1024
+
+
+class Error(Exception):
+    def __init__(self, code, message, title=None):
+        super().__init__(message)
+        self.code, self.message = code, message
+        self.title = title or webob.exc.status_map[code].title
+
+
+def error_response(code, message, kind=None, title=None):
+    """Heat's JSON error body."""
+    title = title or webob.exc.status_map[code].title
+    body = {'code': code, 'title': title, 'explanation': message,
+            'error': {'message': message, 'type': kind or title,
+                      'traceback': None}}
+    return webob.Response(json=body, status=code,
+                          content_type='application/json', charset='utf-8')
+
+
+def read_json(req):
+    if req.content_length and req.content_length > MAX_BODY:
+        raise Error(413, 'Request body is larger than %d bytes' % MAX_BODY)
+    raw = req.body
+    if not raw:
+        return {}
+    try:
+        return json.loads(raw)
+    except ValueError as e:
+        raise Error(400, 'The request body is not valid JSON: %s' % e)

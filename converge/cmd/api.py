@@ -1,0 +1,53 @@
+"""`converge-api --bind HOST:PORT [--config-file converge.conf]`: serve
+converge's HTTP API (the agents' routes) until stopped."""
+
+import argparse
+import signal
+import sys
+import threading
+
+import converge  # noqa: F401  (threading backend before oslo_messaging)
+
+from oslo_log import log as logging
+
+from converge import conf as conf_mod
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog='converge-api',
+                                     description=__doc__.split('\n')[0])
+    parser.add_argument('--bind', metavar='HOST:PORT',
+                        help='address to listen on (default: [api] '
+                             'bind_host and bind_port)')
+    args, rest = parser.parse_known_args(sys.argv[1:] if argv is None
+                                         else argv)
+    conf_mod.setup(rest)
+    CONF = conf_mod.CONF
+    host, port = CONF.api.bind_host, CONF.api.bind_port
+    if args.bind:
+        host, _, port_text = args.bind.rpartition(':')
+        try:
+            port = int(port_text)
+        except ValueError:
+            parser.error('--bind takes HOST:PORT, e.g. 0.0.0.0:8004')
+        host = host or '0.0.0.0'
+    from converge.api import server
+    from converge.engine import context
+    engine = context.Engine()
+    served = server.Served(engine, host, port)
+    log = logging.getLogger(__name__)
+    log.info('converge-api: serving on %s', served.url)
+    sys.stdout.write('converge-api: serving on %s\n' % served.url)
+    sys.stdout.flush()
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    while not stop.wait(1.0):
+        pass
+    served.stop()
+    engine.close()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""Queries for software deployments, agent credentials and engine secrets.
+
+Callers own the transaction. A change to a server's deployments bumps the
+``version`` of that server's agent credential in the same transaction: the
+version is the agent's ETag, so an agent whose server has nothing new costs
+one indexed read.
+"""
+
+import secrets
+import time
+
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+
+from converge.db import models
+from converge.db.models import utcnow
+
+DEPLOYMENTS = models.SoftwareDeployment.__table__
+AGENTS = models.AgentCredential.__table__
+SECRETS = models.EngineSecret.__table__
+
+
+# -- secrets ------------------------------------------------------------------
+
+def secret(db, name):
+    """The engine-wide secret `name`, made on first use. Of two processes
+    making it at once, one insert wins and both read the winner's."""
+    with db.connect() as conn:
+        value = conn.scalar(sa.select(SECRETS.c.value).where(
+            SECRETS.c.name == name))
+        if value is not None:
+            return value
+    try:
+        with db.begin() as conn:
+            conn.execute(SECRETS.insert().values(
+                name=name, value=secrets.token_hex(32)))
+    except sa_exc.IntegrityError:
+        pass  # made elsewhere first
+    with db.connect() as conn:
+        return conn.scalar(sa.select(SECRETS.c.value).where(
+            SECRETS.c.name == name))
+
+
+# -- agent credentials --------------------------------------------------------
+
+def agent_register(conn, agent_id, stack_id, project_id, resource_name):
+    """Make the credential row (once: a retried create keeps it)."""
+    if conn.execute(sa.select(AGENTS.c.agent_id).where(
+            AGENTS.c.agent_id == agent_id)).first() is None:
+        conn.execute(AGENTS.insert().values(
+            agent_id=agent_id, stack_id=stack_id, project_id=project_id,
+            resource_name=resource_name, version=0, created_at=time.time()))
+
+
+def agent_bind(conn, agent_id, server_id):
+    """Bind the credential to the server the cloud made; the agent now
+    sees that server's deployments."""
+    conn.execute(AGENTS.update().where(
+        AGENTS.c.agent_id == agent_id,
+        sa.or_(AGENTS.c.server_id.is_(None),
+               AGENTS.c.server_id != server_id)).values(
+        server_id=server_id, version=AGENTS.c.version + 1))
+
+
+def agent_revoke(conn, agent_id):
+    conn.execute(AGENTS.update().where(
+        AGENTS.c.agent_id == agent_id,
+        AGENTS.c.revoked_at.is_(None)).values(
+        revoked_at=time.time(), version=AGENTS.c.version + 1))
+
+
+def agent_get(conn, agent_id):
+    return conn.execute(sa.select(AGENTS).where(
+        AGENTS.c.agent_id == agent_id)).first()
+
+
+def agents_get(conn, agent_ids):
+    if not agent_ids:
+        return {}
+    return {r.agent_id: r for r in conn.execute(sa.select(AGENTS).where(
+        AGENTS.c.agent_id.in_(list(agent_ids))))}
+
+
+def _bump(conn, server_id):
+    conn.execute(AGENTS.update().where(AGENTS.c.server_id == server_id)
+                 .values(version=AGENTS.c.version + 1))
+
+
+# -- deployments --------------------------------------------------------------
+
+def deployment_get(conn, deployment_id):
+    return conn.execute(sa.select(DEPLOYMENTS).where(
+        DEPLOYMENTS.c.id == deployment_id)).first()
+
+
+def deployment_put(conn, values):
+    """Insert or replace one deployment (by id); the server's agent (and a
+    former server's, if it moved) sees a new version."""
+    old = deployment_get(conn, values['id'])
+    values = dict(values, updated_at=utcnow())
+    if old is None:
+        conn.execute(DEPLOYMENTS.insert().values(created_at=utcnow(),
+                                                 **values))
+    else:
+        conn.execute(DEPLOYMENTS.update().where(
+            DEPLOYMENTS.c.id == values['id']).values(**values))
+        if old.server_id != values['server_id']:
+            _bump(conn, old.server_id)
+    _bump(conn, values['server_id'])
+
+
+def deployment_delete(conn, deployment_id):
+    old = deployment_get(conn, deployment_id)
+    if old is None:
+        return
+    conn.execute(DEPLOYMENTS.delete().where(DEPLOYMENTS.c.id == old.id))
+    _bump(conn, old.server_id)
+
+
+def deployment_result(conn, deployment_id, run, status, reason, outputs):
+    """Record the result of run `run`: only while that run is the one in
+    progress (a duplicate or stale signal changes nothing). True when this
+    call recorded it."""
+    res = conn.execute(DEPLOYMENTS.update().where(
+        DEPLOYMENTS.c.id == deployment_id, DEPLOYMENTS.c.run == run,
+        DEPLOYMENTS.c.status == 'IN_PROGRESS').values(
+        status=status, status_reason=reason, output_values=outputs,
+        updated_at=utcnow()))
+    if res.rowcount != 1:
+        return False
+    server_id = conn.scalar(sa.select(DEPLOYMENTS.c.server_id).where(
+        DEPLOYMENTS.c.id == deployment_id))
+    _bump(conn, server_id)
+    return True
+
+
+def deployments_for_server(conn, server_id):
+    """A server's deployments in Heat's order: by config name, then id."""
+    return conn.execute(sa.select(DEPLOYMENTS).where(
+        DEPLOYMENTS.c.server_id == server_id).order_by(
+        DEPLOYMENTS.c.name, DEPLOYMENTS.c.id)).all()

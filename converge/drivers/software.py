@@ -1,0 +1,93 @@
+"""What the software plug-ins reach through ``self.clients``: the
+deployments servers' agents pull, and the agents' credentials.
+
+These live in the engine's database (the agents reach them through
+converge-api, never directly).
+"""
+
+import threading
+
+from converge import conf as conf_mod
+from converge.db import software as db_software
+from converge.drivers import tokens
+
+
+class Changes:
+    """Tells the long polls of this process that a deployment changed
+    (here), so they answer at once; a change made by another process is
+    seen at their next look."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._gen = 0
+
+    def mark(self):
+        with self._cond:
+            return self._gen
+
+    def notify(self):
+        with self._cond:
+            self._gen += 1
+            self._cond.notify_all()
+
+    def wait(self, mark, timeout):
+        with self._cond:
+            self._cond.wait_for(lambda: self._gen != mark, timeout)
+
+
+CHANGES = Changes()
+
+
+def _row(row):
+    return None if row is None else dict(row._mapping)
+
+
+class DeploymentStore:
+    def __init__(self, db):
+        self._db = db
+
+    def get(self, deployment_id):
+        with self._db.connect() as conn:
+            return _row(db_software.deployment_get(conn, deployment_id))
+
+    def put(self, **values):
+        """Insert or replace a deployment (id, stack_id, project_id,
+        resource_name, server_id, name, config, action, run, status,
+        status_reason, input_values, output_values)."""
+        with self._db.begin() as conn:
+            db_software.deployment_put(conn, values)
+        CHANGES.notify()
+
+    def delete(self, deployment_id):
+        with self._db.begin() as conn:
+            db_software.deployment_delete(conn, deployment_id)
+        CHANGES.notify()
+
+    def for_server(self, server_id):
+        with self._db.connect() as conn:
+            return [_row(r) for r in
+                    db_software.deployments_for_server(conn, server_id)]
+
+
+class AgentStore:
+    """One credential per server (not a user per deployment)."""
+
+    def __init__(self, db):
+        self._db = db
+
+    def register(self, agent_id, stack_id, project_id, resource_name):
+        """The credential for a server about to boot: (endpoint, token)."""
+        with self._db.begin() as conn:
+            db_software.agent_register(conn, agent_id, stack_id, project_id,
+                                       resource_name)
+        return conf_mod.api_endpoint(), tokens.token_for(self._db, agent_id)
+
+    def bind(self, agent_id, server_id):
+        with self._db.begin() as conn:
+            db_software.agent_bind(conn, agent_id, server_id)
+        CHANGES.notify()
+
+    def revoke(self, agent_id):
+        with self._db.begin() as conn:
+            db_software.agent_revoke(conn, agent_id)
+        CHANGES.notify()

@@ -1,0 +1,284 @@
+"""OS::Heat::SoftwareDeployment: a config applied to a server by its agent.
+
+For each lifecycle action in ``actions`` the step builds the derived
+config (the config's inputs filled from ``input_values`` or their
+defaults, undeclared values added, and the ``deploy_*`` inputs), writes the
+deployment row the server's agent pulls (IN_PROGRESS, with the run key),
+and WAITs for the event ``deployment:<id>``: no thread is held while the
+agent works. The agent's signal records the result and sends the unit
+again; the step, run again from the top, finds the result and ends.
+
+Exactly once: a run is keyed by (deployment, action, run), where the run
+key digests what the hook sees. The step never writes a new run for a key
+it has written before, whatever crashed or was delivered twice; the agent
+never runs a key its journal holds. A failed run stays failed (its output
+in the reason) until the inputs change or an operator asks again.
+"""
+
+import hashlib
+import json
+
+from converge import conf as conf_mod
+from converge import exception
+from converge.resources import base
+from converge.resources import none
+from converge.resources import properties as p
+
+ACTIONS = ('CREATE', 'UPDATE', 'DELETE', 'SUSPEND', 'RESUME')
+TRANSPORTS = ('CFN_SIGNAL', 'TEMP_URL_SIGNAL', 'HEAT_SIGNAL', 'NO_SIGNAL',
+              'ZAQAR_SIGNAL')
+#: inputs the engine adds, and those that change between runs of the same
+#: work (they are not part of the run key)
+DERIVED = ('deploy_server_id', 'deploy_action', 'deploy_stack_id',
+           'deploy_resource_name', 'deploy_signal_transport')
+_VOLATILE = ('deploy_action', 'deploy_signal_id', 'deploy_signal_verb')
+RESULT_ATTRS = ('deploy_stdout', 'deploy_stderr', 'deploy_status_code')
+
+
+def event(deployment_id):
+    """The event a deployment's unit waits for (its agent's signal)."""
+    return 'deployment:%s' % deployment_id
+
+
+class SoftwareDeployment(base.Resource):
+    properties_schema = {
+        'config': p.Schema(
+            p.STRING, 'ID of the software configuration resource to '
+            'execute when applying to the server.', update_allowed=True),
+        'server': p.Schema(
+            p.STRING, 'ID of resource to apply configuration to. Normally '
+            'this should be a Nova server ID.', required=True),
+        'input_values': p.Schema(
+            p.MAP, 'Input values to apply to the software configuration on '
+            'this server.', default={}, update_allowed=True),
+        'actions': p.Schema(
+            p.LIST, 'Which lifecycle actions of the deployment resource '
+            'will result in this deployment being triggered.',
+            default=['CREATE', 'UPDATE'], update_allowed=True,
+            schema=p.Schema(p.STRING, allowed_values=ACTIONS)),
+        'name': p.Schema(
+            p.STRING, 'Name of the derived config associated with this '
+            'deployment. This is used to apply a sort order to the list of '
+            'configurations currently deployed to a server.',
+            update_allowed=True),
+        'signal_transport': p.Schema(
+            p.STRING, 'How the server should signal to heat with the '
+            'deployment output values. In converge every transport but '
+            'NO_SIGNAL is the agent\'s signal to converge-api.',
+            default='CFN_SIGNAL', allowed_values=TRANSPORTS),
+    }
+
+    attributes_schema = {
+        'deploy_stdout': 'Captured stdout from the configuration execution.',
+        'deploy_stderr': 'Captured stderr from the configuration execution.',
+        'deploy_status_code': 'Returned status code from the configuration '
+                              'execution.',
+    }
+
+    #: any output the config declares is an attribute too (the config is
+    #: another resource's: its outputs are not known when validating)
+    allow_unknown_attributes = True
+
+    # -- identity -----------------------------------------------------------
+    @property
+    def deployment_id(self):
+        return self.physical_id or none.derived_uuid(self.uuid, 'deployment')
+
+    def _store(self):
+        return self.clients.deployments
+
+    # -- steps ----------------------------------------------------------------
+    def observe(self):
+        if not self.physical_id:
+            return None
+        return self._store().get(self.physical_id)
+
+    def create(self):
+        return self._apply('CREATE')
+
+    def update(self, prior, observed):
+        if self.needs_replace(prior):
+            raise exception.UpdateReplace(self.name)
+        return self._apply('UPDATE')
+
+    def delete(self):
+        if self.physical_id is None:
+            return None
+        if 'DELETE' in self._actions() and self._server_lives():
+            result = self._apply('DELETE')
+            if result is not None:
+                return result
+        self._store().delete(self.deployment_id)
+        return None
+
+    def check(self, observed):
+        if observed is None:
+            raise exception.ResourceFailure('%s does not exist' % self.name)
+        if observed.get('status') == 'FAILED':
+            raise exception.ResourceFailure(observed.get('status_reason')
+                                            or 'deployment failed')
+
+    def needs_replace(self, prior):
+        if prior.get('server') != self.properties.get('server'):
+            return True
+        # an input flagged replace_on_change whose value changed
+        config = self._config()
+        for item in config.get('inputs') or []:
+            if not item.get('replace_on_change'):
+                continue
+            name = item.get('name')
+            before = (prior.get('input_values') or {}).get(name)
+            if before != (self.properties.get('input_values') or {}).get(name):
+                return True
+        return False
+
+    def get_attributes(self, observed):
+        outputs = (observed or {}).get('output_values') or {}
+        attrs = {name: outputs.get(name) for name in RESULT_ATTRS}
+        for item in (self._config().get('outputs') or []):
+            attrs[item['name']] = outputs.get(item['name'])
+        return attrs
+
+    # -- the one step every action runs ---------------------------------------
+    def _apply(self, action):
+        """Make sure run (action, inputs) happened once: write it if it is
+        new, wait while it is in progress, end with its result."""
+        self.physical_id = self.deployment_id
+        store = self._store()
+        derived = self._derived_config(action)
+        digest = _digest(derived)
+        if action not in self._actions():
+            # not an action this deployment runs: keep what the agent sees
+            # current, run nothing
+            self._write(store, action, derived, '', 'COMPLETE',
+                        'not run: %s is not in actions' % action)
+            return None
+        if action == 'UPDATE' and self.data.get('applied') == digest:
+            return None   # nothing the hook sees has changed: no re-run
+        run = hashlib.sha256(('%s:%s' % (action, digest)).encode()
+                             ).hexdigest()
+        found = store.get(self.deployment_id)
+        if found is None or found['run'] != run or \
+                found['action'] != action:
+            no_signal = self.properties.get('signal_transport') == \
+                'NO_SIGNAL'
+            self._write(store, action, derived, run,
+                        'COMPLETE' if no_signal else 'IN_PROGRESS',
+                        'Not waiting for outputs signal' if no_signal
+                        else 'Deploy data available')
+            if no_signal:
+                return self._done(digest, store.get(self.deployment_id))
+            return self._wait()
+        if found['status'] == 'IN_PROGRESS':
+            return self._wait()
+        if found['status'] == 'FAILED':
+            raise exception.ResourceFailure(found['status_reason'])
+        return self._done(digest, found)
+
+    def _done(self, digest, found):
+        self.data['applied'] = digest
+        self.seen = found
+        return None
+
+    def _wait(self):
+        return base.Wait(after=conf_mod.CONF.software.deployment_recheck,
+                         event=event(self.deployment_id),
+                         reason='waiting for the deployment\'s signal')
+
+    def _write(self, store, action, derived, run, status, reason):
+        store.put(id=self.deployment_id, stack_id=self.stack.id,
+                  project_id=getattr(self.stack, 'project_id', 'converge'),
+                  resource_name=self.name,
+                  server_id=str(self.properties['server']),
+                  name=derived['name'], config=derived, action=action,
+                  run=run, status=status, status_reason=reason,
+                  input_values=dict(self.properties.get('input_values')
+                                    or {}),
+                  output_values={})
+
+    # -- the derived config ---------------------------------------------------
+    def _actions(self):
+        return self.properties.get('actions') or []
+
+    def _config(self):
+        """The source config (SoftwareConfig's stored body), or {}."""
+        config_id = self.properties.get('config')
+        if not config_id:
+            return {}
+        found = self.clients.configs.get(config_id)
+        if found is None:
+            raise exception.ResourceFailure(
+                'Software config %s not found' % config_id)
+        return found
+
+    def _derived_config(self, action):
+        source = self._config()
+        values = dict(self.properties.get('input_values') or {})
+        inputs = []
+        declared = set()
+        for item in source.get('inputs') or []:
+            name = item['name']
+            declared.add(name)
+            entry = {k: v for k, v in item.items() if k != 'default'}
+            entry['value'] = values.get(name, item.get('default'))
+            inputs.append(entry)
+        for name in sorted(set(values) - declared):
+            inputs.append({'name': name, 'type': 'String',
+                           'description': 'undeclared input',
+                           'value': values[name]})
+        stack = self.stack
+        endpoint = conf_mod.api_endpoint()
+        derived = {
+            'deploy_server_id': str(self.properties['server']),
+            'deploy_action': action,
+            'deploy_stack_id': '%s/%s' % (stack.name, stack.id),
+            'deploy_resource_name': self.name,
+            'deploy_signal_transport': self.properties.get(
+                'signal_transport'),
+        }
+        if self.properties.get('signal_transport') != 'NO_SIGNAL':
+            derived['deploy_signal_id'] = (
+                '%s/v1/agent/deployments/%s/signal' % (endpoint,
+                                                       self.deployment_id))
+            derived['deploy_signal_verb'] = 'POST'
+        for name, value in derived.items():
+            inputs.append({'name': name, 'type': 'String',
+                           'description': 'converge: %s' % name,
+                           'value': value})
+        body = self.derive_body(source, values)
+        return {
+            'name': (self.properties.get('name') or source.get('name')
+                     or none.physical_resource_name(self)),
+            'group': source.get('group') or 'Heat::Ungrouped',
+            'config': body,
+            'options': source.get('options') or {},
+            'inputs': inputs,
+            'outputs': source.get('outputs') or [],
+        }
+
+    def derive_body(self, source, input_values):
+        """The config body the agent runs (StructuredDeployment fills its
+        get_input references here)."""
+        return source.get('config', '')
+
+    def _server_lives(self):
+        compute = getattr(self.clients, 'compute', None)
+        if compute is None:
+            return True
+        try:
+            server = compute.get_server(self.properties['server'])
+        except exception.CloudNotFound:
+            return False
+        return server is not None and server.get('status') not in (
+            'DELETED', 'SOFT_DELETED')
+
+
+def _digest(derived):
+    """What the hook sees, as one hex digest (not the action, not the
+    signal's own address)."""
+    seen = dict(derived)
+    seen['inputs'] = [{'name': i['name'], 'value': i.get('value')}
+                      for i in derived['inputs']
+                      if i['name'] not in _VOLATILE]
+    return hashlib.sha256(json.dumps(seen, sort_keys=True,
+                                     default=str).encode()).hexdigest()

@@ -1,0 +1,276 @@
+"""OS::Heat::SoftwareDeployment through converge-api's agent routes.
+
+The engine runs in-process; converge-api serves the agents' routes on
+loopback; the test plays the server's agent over real HTTP (the real agent
+is tested in test_agent*.py): it decodes its credential from the server's
+user_data, pulls its deployments, and signals results.
+"""
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from converge import conf
+from converge.agent import bootstrap
+from converge.api import server as api_server
+from converge.engine import stacks
+from converge.engine import views
+from tests import enginetools as et
+
+CONFIG = '''#!/bin/sh
+echo "hello $foo"
+'''
+
+
+@pytest.fixture
+def api(engine):
+    served = api_server.Served(engine, '127.0.0.1', 0, threads=8)
+    conf.CONF.set_override('public_endpoint', served.url, 'api')
+    yield served
+    served.stop()
+    conf.CONF.clear_override('public_endpoint', 'api')
+
+
+def _template(actions=None, foo='bar', transport=None, outputs=None):
+    deployment = {'config': {'get_resource': 'config'},
+                  'server': {'get_resource': 'server'},
+                  'input_values': {'foo': foo}}
+    if actions is not None:
+        deployment['actions'] = actions
+    if transport:
+        deployment['signal_transport'] = transport
+    return et.hot({
+        'config': {'type': 'OS::Heat::SoftwareConfig', 'properties': {
+            'group': 'script', 'config': CONFIG,
+            'inputs': [{'name': 'foo'}, {'name': 'unused', 'default': 'u'}],
+            'outputs': outputs or [{'name': 'result'}]}},
+        'server': {'type': 'OS::Nova::Server', 'properties': {
+            'image': 'cirros', 'flavor': 'm1.tiny',
+            'user_data_format': 'SOFTWARE_CONFIG'}},
+        'deployment': {'type': 'OS::Heat::SoftwareDeployment',
+                       'properties': deployment},
+    }, outputs={
+        'result': {'value': {'get_attr': ['deployment', 'result']}},
+        'stdout': {'value': {'get_attr': ['deployment', 'deploy_stdout']}},
+    })
+
+
+class Agent:
+    """The server's side, by hand: its credential from its user_data."""
+
+    def __init__(self, engine):
+        deadline = time.monotonic() + 30
+        while not engine.clients.compute.list_servers():
+            assert time.monotonic() < deadline, 'the server was not booted'
+            time.sleep(0.02)  # polling the cloud, not synchronising
+        [server] = engine.clients.compute.list_servers()
+        self.settings = bootstrap.decode(server['user_data'])
+        assert self.settings is not None, 'no agent part in user_data'
+        self.version = None
+
+    def _request(self, method, path, body=None, headers=None, creds=None):
+        creds = creds or self.settings
+        req = urllib.request.Request(
+            self.settings['endpoint'] + path, method=method,
+            data=json.dumps(body).encode() if body is not None else None,
+            headers=dict({'X-Agent-Id': creds['agent_id'],
+                          'X-Agent-Token': creds['token'],
+                          'Content-Type': 'application/json'},
+                         **(headers or {})))
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return resp.status, json.loads(resp.read() or b'null')
+        except urllib.error.HTTPError as e:
+            raw = e.read()
+            return e.code, json.loads(raw) if raw else None
+
+    def pull(self, wait=10):
+        """The next version of the deployments (long poll)."""
+        headers = {}
+        if self.version is not None:
+            headers['If-None-Match'] = '"%s"' % self.version
+        code, body = self._request('GET', '/v1/agent/deployments?wait=%s'
+                                   % wait, headers=headers)
+        if code == 304:
+            return None
+        assert code == 200, body
+        self.version = body['version']
+        return body['deployments']
+
+    def next_run(self, wait=20):
+        """Pull until a deployment is IN_PROGRESS; returns it."""
+        for _ in range(20):
+            docs = self.pull(wait=wait) or []
+            running = [d for d in docs if d['status'] == 'IN_PROGRESS']
+            if running:
+                return running[0]
+        raise AssertionError('no deployment to run')
+
+    def signal(self, doc, creds=None, **payload):
+        return self._request(
+            'POST', '/v1/agent/deployments/%s/signal?run=%s'
+            % (doc['id'], doc['run']), body=payload, creds=creds)
+
+
+def _start(engine, tmp_path, doc, name='sw'):
+    b = et.bundle(tmp_path, doc)
+    return stacks.create(engine, name, b, {})
+
+
+def _finish(engine, started):
+    return et.wait(engine, *started).stack
+
+
+def _outputs(engine, stack):
+    return {k: v['value'] for k, v in views.outputs(engine, stack).items()}
+
+
+def _inputs(doc):
+    return {i['name']: i['value'] for i in doc['inputs']}
+
+
+def test_a_deployment_waits_for_its_signal_and_takes_its_outputs(
+        engine, api, tmp_path):
+    started = _start(engine, tmp_path, _template())
+    agent = Agent(engine)
+    doc = agent.next_run()
+    assert doc['group'] == 'script' and doc['config'] == CONFIG
+    assert doc['action'] == 'CREATE'
+    inputs = _inputs(doc)
+    assert inputs['foo'] == 'bar' and inputs['unused'] == 'u'
+    assert inputs['deploy_action'] == 'CREATE'
+    assert inputs['deploy_resource_name'] == 'deployment'
+    assert inputs['deploy_server_id'] == engine.clients.compute.list_servers(
+        )[0]['id']
+    assert inputs['deploy_stack_id'].startswith('sw/')
+    code, body = agent.signal(doc, deploy_stdout='hello bar\n',
+                              deploy_stderr='', deploy_status_code=0,
+                              result='42')
+    assert code == 200 and body['accepted'] is True
+    stack = _finish(engine, started)
+    assert et.status(stack) == 'CREATE_COMPLETE'
+    assert _outputs(engine, stack) == {'result': '42',
+                                       'stdout': 'hello bar\n'}
+
+
+def test_a_duplicate_signal_changes_nothing(engine, api, tmp_path):
+    started = _start(engine, tmp_path, _template())
+    agent = Agent(engine)
+    doc = agent.next_run()
+    assert agent.signal(doc, deploy_status_code=0, result='1')[1][
+        'accepted']
+    code, body = agent.signal(doc, deploy_status_code=0, result='2')
+    assert code == 200 and body['accepted'] is False
+    stack = _finish(engine, started)
+    assert _outputs(engine, stack)['result'] == '1'
+
+
+def test_a_non_zero_exit_fails_the_deployment_with_its_output(
+        engine, api, tmp_path):
+    started = _start(engine, tmp_path, _template())
+    agent = Agent(engine)
+    doc = agent.next_run()
+    agent.signal(doc, deploy_status_code=3, deploy_stdout='',
+                 deploy_stderr='boom: disk full\n')
+    stack = _finish(engine, started)
+    assert et.status(stack) == 'CREATE_FAILED'
+    assert 'non-zero status code: 3' in stack.status_reason
+    assert 'boom: disk full' in stack.status_reason
+
+
+def test_an_error_output_fails_the_deployment(engine, api, tmp_path):
+    started = _start(engine, tmp_path, _template(outputs=[
+        {'name': 'result'}, {'name': 'oops', 'error_output': True}]))
+    agent = Agent(engine)
+    doc = agent.next_run()
+    agent.signal(doc, deploy_status_code=0, oops='the database is down')
+    stack = _finish(engine, started)
+    assert et.status(stack) == 'CREATE_FAILED'
+    assert 'the database is down' in stack.status_reason
+
+
+def test_credentials_of_another_server_forged_or_revoked_are_refused(
+        engine, api, tmp_path):
+    started = _start(engine, tmp_path, _template())
+    agent = Agent(engine)
+    doc = agent.next_run()
+    forged = dict(agent.settings, token='0' * 64)
+    code, _ = agent.signal(doc, creds=forged, deploy_status_code=0)
+    assert code == 403
+    code, _ = agent._request('GET', '/v1/agent/deployments', creds=forged)
+    assert code == 403
+    # a credential of another server (valid, but not this deployment's)
+    other = dict(agent.settings, agent_id='a-server-that-is-not-this-one')
+    from converge.drivers import tokens
+    other['token'] = tokens.token_for(engine.db, other['agent_id'])
+    engine.clients.agents.register(other['agent_id'], None, 'converge', 'x')
+    code, _ = agent.signal(doc, creds=other, deploy_status_code=0)
+    assert code == 403
+    assert agent.signal(doc, deploy_status_code=0)[1]['accepted']
+    stack = _finish(engine, started)
+    assert et.status(stack) == 'CREATE_COMPLETE'
+    # deleting the server revokes its credential
+    et.run(engine, stacks.delete, 'sw')
+    code, _ = agent._request('GET', '/v1/agent/deployments')
+    assert code == 403
+
+
+def test_an_update_that_changes_an_input_runs_update_once(
+        engine, api, tmp_path):
+    started = _start(engine, tmp_path, _template())
+    agent = Agent(engine)
+    create = agent.next_run()
+    agent.signal(create, deploy_status_code=0)
+    assert et.status(_finish(engine, started)) == 'CREATE_COMPLETE'
+
+    b = et.bundle(tmp_path, _template(foo='baz'), 'u.yaml')
+    started = stacks.update(engine, 'sw', b, {})
+    update = agent.next_run()
+    assert update['action'] == 'UPDATE' and _inputs(update)['foo'] == 'baz'
+    assert update['run'] != create['run']
+    agent.signal(update, deploy_status_code=0, result='updated')
+    stack = _finish(engine, started)
+    assert et.status(stack) == 'UPDATE_COMPLETE'
+    assert [d['status'] for d in agent.pull(wait=0)] == ['COMPLETE']
+
+    # the same template again: nothing the config sees changed
+    b = et.bundle(tmp_path, _template(foo='baz'), 'v.yaml')
+    stack = et.run(engine, stacks.update, 'sw', b, {})
+    assert et.status(stack) == 'UPDATE_COMPLETE'
+    docs = agent.pull(wait=0)
+    assert docs is None  # its version did not move: nothing new to run
+
+
+def test_no_signal_completes_at_once(engine, api, tmp_path):
+    stack = et.run(engine, stacks.create, 'sw', et.bundle(
+        tmp_path, _template(transport='NO_SIGNAL')), {})
+    assert et.status(stack) == 'CREATE_COMPLETE'
+    docs = Agent(engine).pull(wait=0)
+    assert [d['status'] for d in docs] == ['COMPLETE']
+
+
+def test_an_idle_agent_is_answered_when_its_server_gets_work(
+        engine, api, tmp_path):
+    """The long poll is held while nothing changes and answers as soon as
+    a deployment for this server appears."""
+    started = _start(engine, tmp_path, _template())
+    agent = Agent(engine)
+    doc = agent.next_run()
+    agent.signal(doc, deploy_status_code=0)
+    _finish(engine, started)
+    agent.pull(wait=0)          # up to date
+    answered = []
+    poller = threading.Thread(target=lambda: answered.append(
+        agent.pull(wait=20)))
+    poller.start()
+    b = et.bundle(tmp_path, _template(foo='new'), 'u.yaml')
+    started = stacks.update(engine, 'sw', b, {})
+    poller.join(timeout=30)
+    assert answered and answered[0] is not None
+    assert [d['status'] for d in answered[0]] == ['IN_PROGRESS']
+    agent.signal(answered[0][0], deploy_status_code=0)
+    assert et.status(_finish(engine, started)) == 'UPDATE_COMPLETE'
