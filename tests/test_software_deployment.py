@@ -274,3 +274,49 @@ def test_an_idle_agent_is_answered_when_its_server_gets_work(
     assert [d['status'] for d in answered[0]] == ['IN_PROGRESS']
     agent.signal(answered[0][0], deploy_status_code=0)
     assert et.status(_finish(engine, started)) == 'UPDATE_COMPLETE'
+
+
+def test_suspend_resume_and_delete_run_their_actions_once_each(
+        engine, api, tmp_path):
+    actions = ['CREATE', 'SUSPEND', 'RESUME', 'DELETE']
+    started = _start(engine, tmp_path, _template(actions=actions))
+    agent = Agent(engine)
+    seen = []
+
+    def serve(started):
+        doc = agent.next_run()
+        seen.append((doc['action'], doc['run']))
+        assert _inputs(doc)['deploy_action'] == doc['action']
+        agent.signal(doc, deploy_status_code=0)
+        return _finish(engine, started)
+
+    assert et.status(serve(started)) == 'CREATE_COMPLETE'
+    assert et.status(serve(stacks.suspend(engine, 'sw'))) == \
+        'SUSPEND_COMPLETE'
+    assert et.status(serve(stacks.resume(engine, 'sw'))) == 'RESUME_COMPLETE'
+    assert et.status(serve(stacks.suspend(engine, 'sw'))) == \
+        'SUSPEND_COMPLETE'
+    assert et.status(serve(stacks.resume(engine, 'sw'))) == 'RESUME_COMPLETE'
+    assert et.status(serve(stacks.delete(engine, 'sw'))) == 'DELETE_COMPLETE'
+    assert [a for a, _ in seen] == ['CREATE', 'SUSPEND', 'RESUME', 'SUSPEND',
+                                    'RESUME', 'DELETE']
+    # each run its own key: the second suspend is not the first again
+    assert len({r for _, r in seen}) == len(seen)
+
+
+def test_suspend_goes_dependents_first_and_resume_the_other_way(
+        engine, tmp_path):
+    doc = et.hot({
+        'a': {'type': 'OS::Heat::TestResource'},
+        'b': {'type': 'OS::Heat::TestResource', 'depends_on': ['a']},
+        'c': {'type': 'OS::Heat::TestResource', 'depends_on': ['b']},
+    })
+    et.run(engine, stacks.create, 'order', et.bundle(tmp_path, doc), {})
+    stack = et.run(engine, stacks.suspend, 'order')
+    assert et.status(stack) == 'SUSPEND_COMPLETE'
+    stack = et.run(engine, stacks.resume, 'order')
+    assert et.status(stack) == 'RESUME_COMPLETE'
+    done = [(e.resource_name, e.action) for e in et.events(engine, stack.id)
+            if e.status == 'COMPLETE' and e.action in ('SUSPEND', 'RESUME')]
+    assert done == [('c', 'SUSPEND'), ('b', 'SUSPEND'), ('a', 'SUSPEND'),
+                    ('a', 'RESUME'), ('b', 'RESUME'), ('c', 'RESUME')]

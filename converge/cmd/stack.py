@@ -171,6 +171,18 @@ class CheckStack(_Action):
     verb = 'stack_check'
 
 
+class SuspendStack(_Action):
+    """Suspend a stack: every resource, dependents first."""
+
+    verb = 'stack_suspend'
+
+
+class ResumeStack(_Action):
+    """Resume a suspended stack."""
+
+    verb = 'stack_resume'
+
+
 class ConvergeStack(_Action):
     """Walk the stack's graph again against reality (finish or heal)."""
 

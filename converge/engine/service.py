@@ -137,6 +137,14 @@ class Service:
         return self._started(*stacks.check(
             self.engine, ident, project_id=request.project_of(ctx)))
 
+    def stack_suspend(self, ctx, ident):
+        return self._started(*stacks.suspend(
+            self.engine, ident, project_id=request.project_of(ctx)))
+
+    def stack_resume(self, ctx, ident):
+        return self._started(*stacks.resume(
+            self.engine, ident, project_id=request.project_of(ctx)))
+
     def stack_converge(self, ctx, ident):
         return self._started(*stacks.converge(
             self.engine, ident, project_id=request.project_of(ctx)))

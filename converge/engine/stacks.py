@@ -148,6 +148,15 @@ def check(engine, ident, project_id=None):
     return _again(engine, ident, 'CHECK', project_id)
 
 
+def suspend(engine, ident, project_id=None):
+    """Suspend every resource, dependents first (Heat's order)."""
+    return _again(engine, ident, 'SUSPEND', project_id)
+
+
+def resume(engine, ident, project_id=None):
+    return _again(engine, ident, 'RESUME', project_id)
+
+
 def converge(engine, ident, project_id=None):
     """Walk the graph again against reality, resuming an unfinished action."""
     with engine.db.read() as s:

@@ -33,6 +33,9 @@ from converge.graph import plan as plan_mod
 
 LOG = logging.getLogger(__name__)
 
+#: actions on the resources as they are: no replacement, nothing cleaned up
+IN_PLACE = ('CHECK', 'SUSPEND', 'RESUME')
+
 IN_PROGRESS_REASON = 'Stack %s started'
 COMPLETE_REASON = 'Stack %s completed successfully'
 
@@ -50,7 +53,7 @@ def start(engine, session, stack, template_id, action, defn, rollback=False,
                 rows_mod.current(rows, template_id, names=requires).items()}
     # rows born in this traversal are what their update nodes act on and
     # cannot have been replaced yet: they need no cleanup node
-    cleanup_rows = [] if action == 'CHECK' else list(rows)
+    cleanup_rows = [] if action in IN_PLACE else list(rows)
     born = [dict(
         uuid=api.new_id(), stack_id=stack.id, name=name,
         type=defn.resources[name].type, action='INIT', status='COMPLETE',
@@ -67,7 +70,7 @@ def start(engine, session, stack, template_id, action, defn, rollback=False,
         requires,
         [plan_mod.Row(r.id, r.name, tuple(r.requires or ()), r.replaces)
          for r in cleanup_rows],
-        selected)
+        selected, reverse=action == 'SUSPEND')
 
     supersede(session, stack, trav_id)
     values = dict(current_traversal=trav_id, action=action,

@@ -80,20 +80,25 @@ class Plan:
         return [k for k, n in self.nodes.items() if not n.dependents]
 
 
-def make(requires, rows, selected):
+def make(requires, rows, selected, reverse=False):
     """Build the plan.
 
     :param requires: desired name -> set of names it requires (the
         template's dependency graph; empty for a delete)
     :param rows: existing resource rows (Row), all versions
     :param selected: name -> row id each update node starts from
+    :param reverse: update nodes in the reverse order, dependents first
+        (a suspend, as Heat orders it)
     """
     plan = Plan()
     for name in requires:
         plan.add(update_key(name), selected.get(name))
     for name, deps in requires.items():
         for dep in deps:
-            plan.edge(update_key(dep), update_key(name))
+            if reverse:
+                plan.edge(update_key(name), update_key(dep))
+            else:
+                plan.edge(update_key(dep), update_key(name))
 
     keys = {row.id: cleanup_key(row.id, row.name) for row in rows}
     for row in rows:

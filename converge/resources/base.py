@@ -118,6 +118,13 @@ class Resource:
 
         Return None when it is gone, or a Wait (as create)."""
 
+    def suspend(self, observed):
+        """Stack suspend (dependents first): pause the real thing, if it
+        can be. Return None when done, or a Wait (as create)."""
+
+    def resume(self, observed):
+        """Stack resume: undo suspend. Return None, or a Wait."""
+
     def check(self, observed):
         """Stack check: raise exception.ResourceFailure when unhealthy."""
         if observed is None:

@@ -722,6 +722,18 @@ class Server(base.Resource):
                 return None
         return self._wait(server, 'delete')
 
+    def suspend(self, observed):
+        """Stop the server (the simulated cloud has no suspend of its
+        own: SHUTOFF stands for SUSPENDED)."""
+        if observed and observed.get('status') != 'SHUTOFF':
+            self.compute.stop_server(observed['id'])
+        return None
+
+    def resume(self, observed):
+        if observed and observed.get('status') == 'SHUTOFF':
+            self.compute.start_server(observed['id'])
+        return None
+
     def check(self, observed):
         if observed == {} and self.physical_id:  # observing failed: retry
             observed = self._get()

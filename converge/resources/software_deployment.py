@@ -9,9 +9,10 @@ agent works. The agent's signal records the result and sends the unit
 again; the step, run again from the top, finds the result and ends.
 
 Exactly once: a run is keyed by (deployment, action, run), where the run
-key digests what the hook sees. The step never writes a new run for a key
-it has written before, whatever crashed or was delivered twice; the agent
-never runs a key its journal holds. A failed run stays failed (its output
+key digests what the hook sees and how many runs of this deployment ended
+before it. The step never writes a new run for a key it has written
+before, whatever crashed or was delivered twice; the agent never runs a
+key its journal holds. A failed run stays failed (its output
 in the reason) until the inputs change or an operator asks again.
 """
 
@@ -111,6 +112,16 @@ class SoftwareDeployment(base.Resource):
         self._store().delete(self.deployment_id)
         return None
 
+    def suspend(self, observed):
+        if 'SUSPEND' in self._actions():
+            return self._apply('SUSPEND')
+        return None
+
+    def resume(self, observed):
+        if 'RESUME' in self._actions():
+            return self._apply('RESUME')
+        return None
+
     def check(self, observed):
         if observed is None:
             raise exception.ResourceFailure('%s does not exist' % self.name)
@@ -155,7 +166,10 @@ class SoftwareDeployment(base.Resource):
             return None
         if action == 'UPDATE' and self.data.get('applied') == digest:
             return None   # nothing the hook sees has changed: no re-run
-        run = hashlib.sha256(('%s:%s' % (action, digest)).encode()
+        # the runs finished before this one count in its key: a suspend
+        # after suspend, resume is a new run, a retry of this one is not
+        runs = self.data.get('runs', 0)
+        run = hashlib.sha256(('%s:%s:%d' % (action, digest, runs)).encode()
                              ).hexdigest()
         found = store.get(self.deployment_id)
         if found is None or found['run'] != run or \
@@ -167,16 +181,17 @@ class SoftwareDeployment(base.Resource):
                         'Not waiting for outputs signal' if no_signal
                         else 'Deploy data available')
             if no_signal:
-                return self._done(digest, store.get(self.deployment_id))
+                return self._done(digest, runs,
+                                  store.get(self.deployment_id))
             return self._wait()
         if found['status'] == 'IN_PROGRESS':
             return self._wait()
         if found['status'] == 'FAILED':
             raise exception.ResourceFailure(found['status_reason'])
-        return self._done(digest, found)
+        return self._done(digest, runs, found)
 
-    def _done(self, digest, found):
-        self.data['applied'] = digest
+    def _done(self, digest, runs, found):
+        self.data.update(applied=digest, runs=runs + 1)
         self.seen = found
         return None
 

@@ -2,6 +2,7 @@
 
 CREATE, UPDATE, REPLACE, DELETE, CHECK, NOTHING = (
     'CREATE', 'UPDATE', 'REPLACE', 'DELETE', 'CHECK', 'NOTHING')
+SUSPEND, RESUME = 'SUSPEND', 'RESUME'
 
 
 def for_update(stack_action, row, plugin, observed):
@@ -11,8 +12,8 @@ def for_update(stack_action, row, plugin, observed):
     :param plugin: the plug-in built with the desired properties
     :param observed: what plugin.observe() saw (None: does not exist)
     """
-    if stack_action == 'CHECK':
-        return CHECK
+    if stack_action in (CHECK, SUSPEND, RESUME):
+        return stack_action
     never_created = row.action == 'INIT' or (
         row.action == 'CREATE' and row.status != 'COMPLETE')
     if never_created or observed is None:

@@ -154,7 +154,8 @@ class Unit:
         self.plugin = self._plugin(row)
         if self.resuming:  # the step looks at the world itself
             return self._act(_RESUMABLE[row.action], None)
-        if row.action == 'INIT' and self.trav.action != 'CHECK':
+        if row.action == 'INIT' and self.trav.action not in (
+                'CHECK', 'SUSPEND', 'RESUME'):
             # never claimed, so never acted on: nothing of it can exist
             # yet (a create is claimed before it reaches the cloud)
             return self._act(decide_mod.CREATE, None)
@@ -168,8 +169,7 @@ class Unit:
         return self._act(decision, seen.state)
 
     def _act(self, decision, observed):
-        action = {decide_mod.CREATE: 'CREATE', decide_mod.UPDATE: 'UPDATE',
-                  decide_mod.CHECK: 'CHECK'}[decision]
+        action = decision  # CREATE, UPDATE, CHECK, SUSPEND or RESUME
         plugin = self.plugin
         if self._timed_out():
             return Outcome(FAILED, action, 'Timed out')
@@ -183,6 +183,10 @@ class Unit:
                 elif decision == decide_mod.UPDATE:
                     result = plugin.update(self.row.properties or {},
                                            observed)
+                elif decision == decide_mod.SUSPEND:
+                    result = plugin.suspend(observed)
+                elif decision == decide_mod.RESUME:
+                    result = plugin.resume(observed)
                 else:
                     result = plugin.check(observed)
                 if isinstance(result, base.Wait):
@@ -532,7 +536,8 @@ class DependencyData:
 
 
 #: a waiting row's action -> the decision that runs its step again
-_RESUMABLE = {'CREATE': decide_mod.CREATE, 'UPDATE': decide_mod.UPDATE}
+_RESUMABLE = {'CREATE': decide_mod.CREATE, 'UPDATE': decide_mod.UPDATE,
+              'SUSPEND': decide_mod.SUSPEND, 'RESUME': decide_mod.RESUME}
 
 #: the plug-in data key counting transient-error retries of one action
 _RETRIES = 'converge:retries'
