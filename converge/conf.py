@@ -70,6 +70,12 @@ def transport_url():
     return CONF.transport_url or 'inproc://'
 
 
+def api_endpoint():
+    """converge-api's base URL as servers reach it ([api]
+    public_endpoint), without a trailing slash; '' when not set."""
+    return (CONF.api.public_endpoint or '').rstrip('/')
+
+
 def is_embedded():
     """In-process messaging (``inproc://``, or oslo's test ``fake://``)."""
     return transport_url().startswith(('inproc:', 'fake:'))

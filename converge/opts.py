@@ -166,6 +166,14 @@ SIM_OPTS = [
                     'Default: sqlite in $home/sim.db.'),
 ]
 
+API_OPTS = [
+    cfg.StrOpt('public_endpoint',
+               help='Base URL of converge-api as servers reach it (e.g. '
+                    'http://192.0.2.10:8004), put in the URLs handed to '
+                    'them: a wait condition handle\'s endpoint and '
+                    'curl_cli. Unset: those URLs are paths only.'),
+]
+
 
 def list_opts():
     return [
@@ -175,6 +183,7 @@ def list_opts():
         ('worker', WORKER_OPTS),
         ('compute', COMPUTE_OPTS),
         ('sim', SIM_OPTS),
+        ('api', API_OPTS),
     ]
 
 

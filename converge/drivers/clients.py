@@ -1,6 +1,7 @@
 """What plug-ins reach through ``self.clients``."""
 
 from converge.db import api
+from converge.drivers import waitconditions
 
 
 class ConfigStore:
@@ -35,6 +36,8 @@ class Clients:
         self._db = db
         self._compute = None
         self.configs = ConfigStore(db)
+        #: OS::Heat::WaitConditionHandle registrations and signals
+        self.waitconditions = waitconditions.WaitConditionStore(db)
 
     @property
     def compute(self):

@@ -1,0 +1,62 @@
+"""Tokens derived from one secret the engine keeps in its database.
+
+A token is the hex HMAC-SHA256 of an identity (an agent id, a wait
+condition handle id) under the secret ``engine_secrets['agent-token-key']``.
+Nothing per token is stored: any engine or API process that reaches the
+database derives the same token for the same identity, so a create repeated
+after a crash hands out the same one, and `verify` needs no lookup but the
+secret.
+
+The secret is made on first use. Several processes may make it at once:
+each inserts its own, one insert wins on the primary key, and the losers
+read the winner's, so every process ends up with the same secret.
+"""
+
+import hashlib
+import hmac
+import secrets
+
+import sqlalchemy as sa
+
+from converge.db import models
+
+KEY_NAME = 'agent-token-key'
+
+_SECRETS = models.EngineSecret.__table__
+
+
+def _secret(db):
+    """The shared secret (bytes), made once for the whole deployment.
+
+    Read each time (one primary-key look-up), not cached: a process must
+    never hold a secret its database no longer has."""
+    query = sa.select(_SECRETS.c.value).where(_SECRETS.c.name == KEY_NAME)
+    with db.connect() as conn:
+        value = conn.scalar(query)
+    if value is None:
+        try:
+            with db.begin() as conn:
+                conn.execute(sa.insert(_SECRETS).values(
+                    name=KEY_NAME, value=secrets.token_hex(32)))
+        except sa.exc.IntegrityError:
+            pass  # another process made it first: its secret is the one
+        with db.connect() as conn:
+            value = conn.scalar(query)
+    return value.encode('ascii')
+
+
+def token_for(db, ident):
+    """The token of `ident` (a string): hex HMAC-SHA256 under the secret."""
+    if not isinstance(ident, str) or not ident:
+        raise ValueError('a token needs a non-empty string identity')
+    return hmac.new(_secret(db), ident.encode('utf-8'),
+                    hashlib.sha256).hexdigest()
+
+
+def verify(db, ident, token):
+    """True when `token` is the token of `ident` (compared in constant
+    time, so a wrong token says nothing of the right one)."""
+    if not isinstance(token, str) or not token or not ident:
+        return False
+    return hmac.compare_digest(token_for(db, ident).encode('ascii'),
+                               token.encode('utf-8', 'replace'))
