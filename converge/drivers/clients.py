@@ -2,6 +2,7 @@
 
 from converge.db import api
 from converge.drivers import software
+from converge.drivers import waitconditions
 
 
 class ConfigStore:
@@ -38,6 +39,8 @@ class Clients:
         self.configs = ConfigStore(db)
         self.deployments = software.DeploymentStore(db)
         self.agents = software.AgentStore(db)
+        #: OS::Heat::WaitConditionHandle registrations and signals
+        self.waitconditions = waitconditions.WaitConditionStore(db)
 
     @property
     def compute(self):

@@ -1,8 +1,15 @@
-"""Tokens the engine hands out (a server's agent credential, a wait
-condition handle's): an HMAC of the thing's id under one engine-wide
-secret, so the same id always gets the same token (a retried create sends
-the server the token it sent the first time) and nothing secret is stored
-per token. Revoking is the owner's business (agent_credentials.revoked_at).
+"""Tokens derived from one secret the engine keeps in its database.
+
+A token is the hex HMAC-SHA256 of an identity (an agent id, a wait
+condition handle id) under the secret ``engine_secrets['agent-token-key']``.
+Nothing per token is stored: any engine or API process that reaches the
+database derives the same token for the same identity, so a create repeated
+after a crash hands out the same one, and `verify` needs no lookup but the
+secret.
+
+The secret is made on first use. Several processes may make it at once:
+each inserts its own, one insert wins on the primary key, and the losers
+read the winner's, so every process ends up with the same secret.
 """
 
 import hashlib
@@ -10,27 +17,29 @@ import hmac
 
 from converge.db import software as db_software
 
-SECRET = 'agent-token-key'
-
-#: the key, per database, once read (it never changes)
-_KEYS = {}
+KEY_NAME = 'agent-token-key'
 
 
-def _key(db):
-    key = _KEYS.get(db.url)
-    if key is None:
-        key = _KEYS[db.url] = db_software.secret(db, SECRET)
-    return key
+def _secret(db):
+    """The shared secret (bytes), made once for the whole deployment.
+
+    Read each time (one primary-key look-up), not cached: a process must
+    never hold a secret its database no longer has."""
+    return db_software.secret(db, KEY_NAME).encode('ascii')
 
 
 def token_for(db, ident):
-    key = _key(db)
-    return hmac.new(key.encode(), str(ident).encode(),
+    """The token of `ident` (a string): hex HMAC-SHA256 under the secret."""
+    if not isinstance(ident, str) or not ident:
+        raise ValueError('a token needs a non-empty string identity')
+    return hmac.new(_secret(db), ident.encode('utf-8'),
                     hashlib.sha256).hexdigest()
 
 
 def verify(db, ident, token):
-    """Whether `token` is the one made for `ident` (constant time)."""
-    if not token or not ident:
+    """True when `token` is the token of `ident` (compared in constant
+    time, so a wrong token says nothing of the right one)."""
+    if not isinstance(token, str) or not token or not ident:
         return False
-    return hmac.compare_digest(token_for(db, ident), str(token))
+    return hmac.compare_digest(token_for(db, ident).encode('ascii'),
+                               token.encode('utf-8', 'replace'))
