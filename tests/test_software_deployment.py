@@ -320,3 +320,65 @@ def test_suspend_goes_dependents_first_and_resume_the_other_way(
             if e.status == 'COMPLETE' and e.action in ('SUSPEND', 'RESUME')]
     assert done == [('c', 'SUSPEND'), ('b', 'SUSPEND'), ('a', 'SUSPEND'),
                     ('a', 'RESUME'), ('b', 'RESUME'), ('c', 'RESUME')]
+
+
+def _component_template():
+    def entry(action):
+        return {'actions': [action], 'tool': 'script',
+                'config': '#!/bin/sh\necho %s >> lifecycle.log\n' % action}
+    return et.hot({
+        'component': {'type': 'OS::Heat::SoftwareComponent', 'properties': {
+            'configs': [entry(a) for a in ('CREATE', 'SUSPEND', 'RESUME',
+                                           'DELETE')]}},
+        'server': {'type': 'OS::Nova::Server', 'properties': {
+            'image': 'cirros', 'flavor': 'm1.tiny',
+            'user_data_format': 'SOFTWARE_CONFIG'}},
+        'deployment': {'type': 'OS::Heat::SoftwareDeployment', 'properties': {
+            'config': {'get_resource': 'component'},
+            'server': {'get_resource': 'server'}}},
+    })
+
+
+def test_a_component_runs_the_config_of_each_action_the_stack_performs(
+        engine, api, tmp_path):
+    started = _start(engine, tmp_path, _component_template())
+    agent = Agent(engine)
+    ran = []
+
+    def serve(started):
+        doc = agent.next_run()
+        assert doc['group'] == 'script'
+        ran.append(doc['config'].split()[2])
+        agent.signal(doc, deploy_status_code=0)
+        return _finish(engine, started)
+
+    assert et.status(serve(started)) == 'CREATE_COMPLETE'
+    assert et.status(serve(stacks.suspend(engine, 'sw'))) == \
+        'SUSPEND_COMPLETE'
+    assert et.status(serve(stacks.resume(engine, 'sw'))) == 'RESUME_COMPLETE'
+    # the component has no UPDATE config: an update runs nothing
+    assert et.status(serve(stacks.delete(engine, 'sw'))) == 'DELETE_COMPLETE'
+    assert ran == ['CREATE', 'SUSPEND', 'RESUME', 'DELETE']
+
+
+def test_a_structured_deployment_fills_its_inputs_in(engine, api, tmp_path):
+    doc = et.hot({
+        'config': {'type': 'OS::Heat::StructuredConfig', 'properties': {
+            'config': {'foo': {'get_input': 'foo'},
+                       'nested': [{'get_input': 'bar'}, 'plain']}}},
+        'server': {'type': 'OS::Nova::Server', 'properties': {
+            'image': 'cirros', 'flavor': 'm1.tiny',
+            'user_data_format': 'SOFTWARE_CONFIG'}},
+        'deployment': {'type': 'OS::Heat::StructuredDeployment',
+                       'properties': {
+                           'signal_transport': 'NO_SIGNAL',
+                           'config': {'get_resource': 'config'},
+                           'server': {'get_resource': 'server'},
+                           'input_values': {'foo': 'fooooo',
+                                            'bar': ['b', 'a']}}},
+    })
+    stack = et.run(engine, stacks.create, 'sw', et.bundle(tmp_path, doc), {})
+    assert et.status(stack) == 'CREATE_COMPLETE'
+    [deployment] = Agent(engine).pull(wait=0)
+    assert deployment['config'] == {'foo': 'fooooo',
+                                    'nested': [['b', 'a'], 'plain']}

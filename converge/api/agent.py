@@ -6,6 +6,7 @@ import webob
 from converge import conf as conf_mod
 from converge.api import wsgi
 from converge.engine import software
+from converge.engine import waitconditions
 
 
 def add_routes(mapper, controller):
@@ -15,6 +16,9 @@ def add_routes(mapper, controller):
                    conditions={'method': ['POST']})
     mapper.connect('/v1/agent/deployments/{deployment_id}/signal',
                    handler=controller.signal,
+                   conditions={'method': ['POST']})
+    mapper.connect('/v1/agent/waitconditions/{handle_id}/signal',
+                   handler=controller.wait_condition_signal,
                    conditions={'method': ['POST']})
 
 
@@ -72,3 +76,10 @@ class Controller:
             self.engine, deployment_id, agent_id, token,
             req.params.get('run', ''), payload)
         return webob.Response(json={'accepted': accepted, 'reason': reason})
+
+    def wait_condition_signal(self, req, handle_id):
+        """curl_cli's request: the handle's token in X-Auth-Token."""
+        stored = waitconditions.signal(
+            self.engine, handle_id, req.headers.get('X-Auth-Token', ''),
+            wsgi.read_json(req))
+        return webob.Response(json=stored)

@@ -42,7 +42,8 @@ class App:
         except exception.NotFound as e:
             return error_response(404, str(e), type(e).__name__)
         except exception.ConvergeError as e:
-            code = 403 if type(e).__name__ == 'Forbidden' else 400
+            # an error may say its HTTP status; any other bad input is 400
+            code = getattr(e, 'http_status', 400)
             return error_response(code, str(e), type(e).__name__)
         except Exception:
             LOG.exception('%s %s failed', req.method, req.path)

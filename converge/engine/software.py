@@ -7,6 +7,8 @@ token); it sees that one server's deployments and may signal only those.
 
 import time
 
+from oslo_log import log as logging
+
 from converge import exception
 from converge.db import software as db_software
 from converge.drivers import software as drivers_software
@@ -14,10 +16,13 @@ from converge.drivers import tokens
 from converge.engine import traversal
 from converge.resources import software_deployment as sd
 
+LOG = logging.getLogger(__name__)
+
 
 class Forbidden(exception.ConvergeError):
-    """The credential is not valid for what it asked (HTTP 403)."""
+    """The credential is not valid for what it asked."""
     exit_code = 4
+    http_status = 403
 
 
 def _check(engine, row, agent_id, token, verified=False):
@@ -121,11 +126,26 @@ def signal(engine, deployment_id, agent_id, token, run, payload):
         if not db_software.deployment_result(conn, deployment_id, run,
                                              status, reason, outputs):
             return False, 'signalled already'
-        stack_id = dep.stack_id
+        stack_id, name = dep.stack_id, dep.resource_name
     drivers_software.CHANGES.notify()
     if stack_id:
-        traversal.wake(engine, stack_id, sd.event(deployment_id))
+        _wake(engine, stack_id, name, sd.event(deployment_id))
     return True, reason
+
+
+def _wake(engine, stack_id, resource_name, event):
+    """Wake the deployment's unit, under its resource's lock: a unit holds
+    that lock from reading the deployment to recording its wait, so the
+    wake comes either before the read (which then sees the result) or
+    after the wait is recorded (and finds it), never in between."""
+    try:
+        with engine.locks.resource(stack_id, resource_name,
+                                   engine.lock_wait):
+            traversal.wake(engine, stack_id, event)
+    except Exception:  # the lock: the unit's own recheck finds the result
+        LOG.warning('Could not wake %s of stack %s at once; it looks '
+                    'again by itself', resource_name, stack_id,
+                    exc_info=True)
 
 
 def result(config, payload):

@@ -22,8 +22,10 @@ import json
 from converge import conf as conf_mod
 from converge import exception
 from converge.resources import base
+from converge.resources import component
 from converge.resources import none
 from converge.resources import properties as p
+from converge.resources import structured
 
 ACTIONS = ('CREATE', 'UPDATE', 'DELETE', 'SUSPEND', 'RESUME')
 TRANSPORTS = ('CFN_SIGNAL', 'TEMP_URL_SIGNAL', 'HEAT_SIGNAL', 'NO_SIGNAL',
@@ -105,7 +107,8 @@ class SoftwareDeployment(base.Resource):
     def delete(self):
         if self.physical_id is None:
             return None
-        if 'DELETE' in self._actions() and self._server_lives():
+        if self._derived_config('DELETE') is not None and \
+                self._server_lives():
             result = self._apply('DELETE')
             if result is not None:
                 return result
@@ -113,14 +116,10 @@ class SoftwareDeployment(base.Resource):
         return None
 
     def suspend(self, observed):
-        if 'SUSPEND' in self._actions():
-            return self._apply('SUSPEND')
-        return None
+        return self._apply('SUSPEND')
 
     def resume(self, observed):
-        if 'RESUME' in self._actions():
-            return self._apply('RESUME')
-        return None
+        return self._apply('RESUME')
 
     def check(self, observed):
         if observed is None:
@@ -157,12 +156,15 @@ class SoftwareDeployment(base.Resource):
         self.physical_id = self.deployment_id
         store = self._store()
         derived = self._derived_config(action)
-        digest = _digest(derived)
-        if action not in self._actions():
-            # not an action this deployment runs: keep what the agent sees
-            # current, run nothing
-            self._write(store, action, derived, '', 'COMPLETE',
-                        'not run: %s is not in actions' % action)
+        digest = _digest(derived or {})
+        if derived is None:
+            # not an action this deployment runs: nothing to run; the
+            # agent is shown the deployment once it exists
+            if store.get(self.deployment_id) is None:
+                self._write(store, action,
+                            self._derived_config(action, runs=False), '',
+                            'COMPLETE', 'not run: nothing to run for %s'
+                            % action)
             return None
         if action == 'UPDATE' and self.data.get('applied') == digest:
             return None   # nothing the hook sees has changed: no re-run
@@ -226,8 +228,20 @@ class SoftwareDeployment(base.Resource):
                 'Software config %s not found' % config_id)
         return found
 
-    def _derived_config(self, action):
+    def _derived_config(self, action, runs=True):
+        """The config the agent runs for `action`, or None when this
+        deployment runs nothing for it (with runs=False: what it shows)."""
         source = self._config()
+        group = source.get('group') or 'Heat::Ungrouped'
+        body = source.get('config', '')
+        if group == component.GROUP:
+            entry = component.config_for(body, action)
+            if entry is None and runs:
+                return None
+            group = (entry or {}).get('tool') or group
+            body = (entry or {}).get('config', '') if entry else body
+        elif runs and action not in self._actions():
+            return None
         values = dict(self.properties.get('input_values') or {})
         inputs = []
         declared = set()
@@ -260,21 +274,22 @@ class SoftwareDeployment(base.Resource):
             inputs.append({'name': name, 'type': 'String',
                            'description': 'converge: %s' % name,
                            'value': value})
-        body = self.derive_body(source, values)
+        body = self.derive_body(body, {i['name']: i.get('value')
+                                       for i in inputs})
         return {
             'name': (self.properties.get('name') or source.get('name')
                      or none.physical_resource_name(self)),
-            'group': source.get('group') or 'Heat::Ungrouped',
+            'group': group,
             'config': body,
             'options': source.get('options') or {},
             'inputs': inputs,
             'outputs': source.get('outputs') or [],
         }
 
-    def derive_body(self, source, input_values):
-        """The config body the agent runs (StructuredDeployment fills its
-        get_input references here)."""
-        return source.get('config', '')
+    def derive_body(self, body, inputs):
+        """The config body the agent runs, given {input name: value}
+        (StructuredDeployment fills its get_input references here)."""
+        return body
 
     def _server_lives(self):
         compute = getattr(self.clients, 'compute', None)
@@ -286,6 +301,32 @@ class SoftwareDeployment(base.Resource):
             return False
         return server is not None and server.get('status') not in (
             'DELETED', 'SOFT_DELETED')
+
+
+class StructuredDeployment(SoftwareDeployment):
+    """A deployment of a StructuredConfig: every ``{get_input: NAME}`` in
+    the config's structure is replaced by the input's value before the
+    agent sees it."""
+
+    properties_schema = dict(
+        SoftwareDeployment.properties_schema,
+        input_key=p.Schema(
+            p.STRING, 'Name of key to use for substituting inputs during '
+            'deployment.', default='get_input'),
+        input_values_validate=p.Schema(
+            p.STRING, 'Perform a check on the input values passed to '
+            'verify that each required input has a corresponding value. '
+            'When the property is set to STRICT and no value is passed, '
+            'an exception is raised.', default='LAX',
+            allowed_values=structured.VALIDATE_MODES))
+
+    def derive_body(self, body, inputs):
+        try:
+            return structured.substitute(
+                body, inputs, self.properties.get('input_key'),
+                self.properties.get('input_values_validate'))
+        except exception.InvalidInput as e:
+            raise exception.ResourceFailure(str(e))
 
 
 def _digest(derived):
