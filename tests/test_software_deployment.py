@@ -382,3 +382,76 @@ def test_a_structured_deployment_fills_its_inputs_in(engine, api, tmp_path):
     [deployment] = Agent(engine).pull(wait=0)
     assert deployment['config'] == {'foo': 'fooooo',
                                     'nested': [['b', 'a'], 'plain']}
+
+
+def _backup_template():
+    return et.hot({
+        'component': {'type': 'OS::Heat::SoftwareComponent', 'properties': {
+            'inputs': [{'name': 'target', 'default': '/backups'}],
+            'outputs': [{'name': 'archive'}],
+            'configs': [
+                {'actions': ['CREATE'], 'tool': 'script',
+                 'config': '#!/bin/sh\necho install\n'},
+                {'actions': ['backup'], 'tool': 'script',
+                 'config': '#!/bin/sh\necho backup to $target\n'}]}},
+        'server': {'type': 'OS::Nova::Server', 'properties': {
+            'image': 'cirros', 'flavor': 'm1.tiny',
+            'user_data_format': 'SOFTWARE_CONFIG'}},
+        'deployment': {'type': 'OS::Heat::SoftwareDeployment', 'properties': {
+            'config': {'get_resource': 'component'},
+            'server': {'get_resource': 'server'}}},
+    })
+
+
+def test_a_day2_action_runs_without_touching_the_stack(
+        engine, api, tmp_path):
+    from converge.engine import request, service
+    svc, ctx = service.Service(engine), request.make()
+    started = _start(engine, tmp_path, _backup_template())
+    agent = Agent(engine)
+    agent.signal(agent.next_run(), deploy_status_code=0)
+    stack = _finish(engine, started)
+    before = (stack.updated_at, stack.template_id, stack.action,
+              stack.status)
+
+    action = svc.deployment_action_run(ctx, 'sw', 'deployment', 'backup',
+                                       {'target': '/mnt/b'})
+    assert action['status'] == 'IN_PROGRESS'
+    doc = agent.next_run()
+    assert doc['action'] == 'backup'
+    assert doc['config'] == '#!/bin/sh\necho backup to $target\n'
+    assert _inputs(doc)['target'] == '/mnt/b'
+    assert _inputs(doc)['deploy_action'] == 'backup'
+    agent.signal(doc, deploy_status_code=0, deploy_stdout='backup to /mnt/b',
+                 archive='/mnt/b/1.tgz')
+    action = svc.deployment_action_show(ctx, action['id'])
+    assert action['status'] == 'COMPLETE'
+    assert action['output_values']['archive'] == '/mnt/b/1.tgz'
+    assert action['output_values']['deploy_stdout'] == 'backup to /mnt/b'
+    [listed] = svc.deployment_action_list(ctx, 'sw')
+    assert listed['id'] == action['id']
+    with engine.db.read() as s:
+        from converge.db import api as db_api
+        stack = db_api.stack_get(s, 'sw')
+    assert (stack.updated_at, stack.template_id, stack.action,
+            stack.status) == before
+    assert [(e.action, e.status) for e in et.events(engine, stack.id)
+            if e.resource_name == 'deployment'][-2:] == [
+        ('BACKUP', 'IN_PROGRESS'), ('BACKUP', 'COMPLETE')]
+    # the same action again runs again (an explicit request)
+    again = svc.deployment_action_run(ctx, 'sw', 'deployment', 'backup')
+    doc2 = agent.next_run()
+    assert doc2['run'] != doc['run']
+    agent.signal(doc2, deploy_status_code=0)
+    assert svc.deployment_action_show(ctx, again['id'])['status'] == \
+        'COMPLETE'
+    # an action the component does not have is refused, naming those it has
+    with pytest.raises(Exception) as e:
+        svc.deployment_action_run(ctx, 'sw', 'deployment', 'restore')
+    assert 'no config for action restore' in str(e.value)
+    assert 'backup' in str(e.value)
+    # another project does not see the stack
+    other = request.make(project_id='other')
+    with pytest.raises(Exception) as e:
+        svc.deployment_action_run(other, 'sw', 'deployment', 'backup')
+    assert 'not found' in str(e.value).lower()

@@ -296,3 +296,27 @@ class WaitConditionSignal(Base):
     reason: Mapped[str] = mapped_column(Text, default='')
     data: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[float] = mapped_column(Double)
+
+
+class DeploymentAction(Base):
+    """An action an operator ran on a deployment outside any stack
+    operation (a day-2 action: backup, patch, ...), and its result."""
+
+    __tablename__ = 'deployment_actions'
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    deployment_id: Mapped[str] = mapped_column(String(36), index=True)
+    stack_id: Mapped[str | None] = mapped_column(String(36), index=True)
+    project_id: Mapped[str] = mapped_column(String(64), default='converge')
+    resource_name: Mapped[str | None] = mapped_column(String(255))
+    server_id: Mapped[str] = mapped_column(String(255))
+    action: Mapped[str] = mapped_column(String(64))
+    input_values: Mapped[dict] = mapped_column(JSON, default=dict)
+    run: Mapped[str] = mapped_column(String(64), index=True)
+    status: Mapped[str] = mapped_column(String(16))
+    status_reason: Mapped[str] = mapped_column(Text, default='')
+    output_values: Mapped[dict] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime,
+                                                          default=utcnow)
+    updated_at: Mapped[datetime.datetime] = mapped_column(DateTime,
+                                                          default=utcnow)

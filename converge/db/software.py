@@ -139,3 +139,40 @@ def deployments_for_server(conn, server_id):
     return conn.execute(sa.select(DEPLOYMENTS).where(
         DEPLOYMENTS.c.server_id == server_id).order_by(
         DEPLOYMENTS.c.name, DEPLOYMENTS.c.id)).all()
+
+
+# -- day-2 actions ----------------------------------------------------------
+
+ACTIONS = models.DeploymentAction.__table__
+
+
+def action_add(conn, values):
+    conn.execute(ACTIONS.insert().values(created_at=utcnow(),
+                                         updated_at=utcnow(), **values))
+
+
+def action_result(conn, run, status, reason, outputs):
+    """The day-2 action of run `run`, if that run was one: record its
+    result; returns its row (None when the run was a stack operation's)."""
+    res = conn.execute(ACTIONS.update().where(
+        ACTIONS.c.run == run, ACTIONS.c.status == 'IN_PROGRESS').values(
+        status=status, status_reason=reason, output_values=outputs,
+        updated_at=utcnow()))
+    if res.rowcount != 1:
+        return None
+    return conn.execute(sa.select(ACTIONS).where(ACTIONS.c.run == run)
+                        ).first()
+
+
+def action_get(conn, action_id, project_id=None):
+    q = sa.select(ACTIONS).where(ACTIONS.c.id == action_id)
+    if project_id is not None:
+        q = q.where(ACTIONS.c.project_id == project_id)
+    return conn.execute(q).first()
+
+
+def actions_list(conn, stack_id, resource_name=None):
+    q = sa.select(ACTIONS).where(ACTIONS.c.stack_id == stack_id)
+    if resource_name:
+        q = q.where(ACTIONS.c.resource_name == resource_name)
+    return conn.execute(q.order_by(ACTIONS.c.created_at, ACTIONS.c.id)).all()

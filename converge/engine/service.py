@@ -22,6 +22,7 @@ from sqlalchemy import exc as sa_exc
 from converge import exception
 from converge.db import api
 from converge.engine import request
+from converge.engine import software
 from converge.engine import stacks
 from converge.engine import views
 from converge.graph import plan as plan_mod
@@ -315,3 +316,21 @@ class Service:
         """Let this process's in-flight units of work end (embedded: the
         CLI process is a worker too) before it exits."""
         self.engine.idle.wait(timeout=self.engine.lock_wait)
+
+    # -- deployments: day-2 actions -------------------------------------------
+    def deployment_action_run(self, ctx, stack, resource, action,
+                              inputs=None):
+        """Run a deployment's action on its server now (a component's
+        day-2 action, or an explicit re-run); the stack is untouched."""
+        return software.run_action(self.engine, request.project_of(ctx),
+                                   stack, resource, action, inputs)
+
+    @_read
+    def deployment_action_show(self, ctx, action_id):
+        return software.action_show(self.engine, request.project_of(ctx),
+                                    action_id)
+
+    @_read
+    def deployment_action_list(self, ctx, stack, resource=None):
+        return software.action_list(self.engine, request.project_of(ctx),
+                                    stack, resource)

@@ -5,15 +5,20 @@ An agent proves who it is with its server's credential (agent id and
 token); it sees that one server's deployments and may signal only those.
 """
 
+import hashlib
 import time
+import uuid
 
 from oslo_log import log as logging
 
 from converge import exception
+from converge.db import api
 from converge.db import software as db_software
 from converge.drivers import software as drivers_software
 from converge.drivers import tokens
 from converge.engine import traversal
+from converge.engine import views
+from converge.resources import component
 from converge.resources import software_deployment as sd
 
 LOG = logging.getLogger(__name__)
@@ -126,6 +131,11 @@ def signal(engine, deployment_id, agent_id, token, run, payload):
         if not db_software.deployment_result(conn, deployment_id, run,
                                              status, reason, outputs):
             return False, 'signalled already'
+        day2 = db_software.action_result(conn, run, status, reason, outputs)
+        if day2 is not None:
+            api.event_add(conn, dep.stack_id, None, dep.resource_name,
+                          'OS::Heat::SoftwareDeployment', dep.id,
+                          day2.action.upper(), status, reason)
         stack_id, name = dep.stack_id, dep.resource_name
     drivers_software.CHANGES.notify()
     if stack_id:
@@ -175,3 +185,120 @@ def result(config, payload):
     if failed is not None:
         return 'FAILED', failed, outputs
     return 'COMPLETE', 'Outputs received', outputs
+
+
+# -- day-2 actions: an operator runs a deployment's action now -------------
+
+DEPLOYMENT_TYPES = ('OS::Heat::SoftwareDeployment',
+                    'OS::Heat::StructuredDeployment')
+
+
+def run_action(engine, project_id, stack_ident, resource_name, action,
+               inputs=None):
+    """Run `action` of a deployment on its server now, outside any stack
+    operation: the entry of its component that serves `action` (a day-2
+    action such as backup), or, for a plain config, the config again
+    (an explicit re-run). The stack's template and state are untouched.
+    Returns the action's record."""
+    with engine.db.read() as s:
+        stack = api.stack_get(s, stack_ident, project_id=project_id)
+    row = views.resources(engine, stack).get(resource_name)
+    if row is None:
+        raise exception.ResourceNotFound(stack.name, resource_name)
+    if row.type not in DEPLOYMENT_TYPES or not row.physical_id:
+        raise exception.InvalidInput(
+            'Resource %s of stack %s is %s, not a software deployment that '
+            'exists: it has no actions to run' % (
+                resource_name, stack.name, row.type))
+    config_id = (row.properties or {}).get('config')
+    source = engine.clients.configs.get(config_id) if config_id else None
+    with engine.db.begin() as conn:
+        dep = db_software.deployment_get(conn, row.physical_id)
+        if dep is None:
+            raise exception.NotFound('Deployment %s of %s not found' % (
+                row.physical_id, resource_name))
+        if dep.status == 'IN_PROGRESS':
+            raise exception.Conflict(
+                'Deployment %s of stack %s is running %s; try again when '
+                'it ends' % (resource_name, stack.name, dep.action))
+        config = dict(dep.config or {})
+        if source and source.get('group') == component.GROUP:
+            entry = component.config_for(source.get('config'), action)
+            if entry is None:
+                served = sorted({a for e in source['config'].get(
+                    'configs', []) for a in e.get('actions', [])})
+                raise exception.InvalidInput(
+                    'Component %s has no config for action %s (it has: %s)'
+                    % (config_id, action, ', '.join(served)))
+            config.update(group=entry.get('tool') or 'script',
+                          config=entry.get('config', ''))
+        given = dict(inputs or {})
+        config['inputs'] = _inputs_for(config.get('inputs') or [], given,
+                                       action)
+        run = hashlib.sha256(('%s:%s' % (action, uuid.uuid4())).encode()
+                             ).hexdigest()
+        values = {c: getattr(dep, c) for c in (
+            'id', 'stack_id', 'project_id', 'resource_name', 'server_id',
+            'name', 'input_values')}
+        db_software.deployment_put(conn, dict(
+            values, config=config, action=action, run=run,
+            status='IN_PROGRESS', status_reason='%s requested' % action,
+            output_values={}))
+        record = dict(id=str(uuid.uuid4()), deployment_id=dep.id,
+                      stack_id=stack.id, project_id=stack.project_id,
+                      resource_name=resource_name, server_id=dep.server_id,
+                      action=action, input_values=given, run=run,
+                      status='IN_PROGRESS', status_reason='',
+                      output_values={})
+        db_software.action_add(conn, record)
+        api.event_add(conn, stack.id, None, resource_name, row.type, dep.id,
+                      action.upper(), 'IN_PROGRESS',
+                      'action %s requested' % action)
+    drivers_software.CHANGES.notify()
+    return action_show(engine, project_id, record['id'])
+
+
+def _inputs_for(inputs, given, action):
+    out, seen = [], set()
+    for item in inputs:
+        item = dict(item)
+        name = item.get('name')
+        seen.add(name)
+        if name in given:
+            item['value'] = given[name]
+        if name == 'deploy_action':
+            item['value'] = action
+        out.append(item)
+    for name in sorted(set(given) - seen):
+        out.append({'name': name, 'type': 'String', 'value': given[name],
+                    'description': 'given with the action'})
+    return out
+
+
+def _action(row):
+    return {'id': row.id, 'stack_id': row.stack_id,
+            'resource_name': row.resource_name,
+            'deployment_id': row.deployment_id, 'server_id': row.server_id,
+            'action': row.action, 'status': row.status,
+            'status_reason': row.status_reason,
+            'input_values': row.input_values or {},
+            'output_values': row.output_values or {},
+            'creation_time': views.iso(row.created_at),
+            'updated_time': views.iso(row.updated_at)}
+
+
+def action_show(engine, project_id, action_id):
+    with engine.db.connect() as conn:
+        row = db_software.action_get(conn, action_id, project_id)
+    if row is None:
+        raise exception.NotFound('Deployment action %s not found'
+                                 % action_id)
+    return _action(row)
+
+
+def action_list(engine, project_id, stack_ident, resource_name=None):
+    with engine.db.read() as s:
+        stack = api.stack_get(s, stack_ident, project_id=project_id)
+    with engine.db.connect() as conn:
+        return [_action(r) for r in db_software.actions_list(
+            conn, stack.id, resource_name)]

@@ -1,4 +1,5 @@
-"""software deployments, agent credentials, wait condition signals
+"""software deployments, day-2 deployment actions, agent credentials,
+wait condition signals
 
 Revision ID: 0003
 Revises: 0002
@@ -57,6 +58,28 @@ def upgrade():
         batch_op.create_index(batch_op.f('ix_software_deployments_server_id'), ['server_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_software_deployments_stack_id'), ['stack_id'], unique=False)
 
+    op.create_table('deployment_actions',
+    sa.Column('id', sa.String(length=36), nullable=False),
+    sa.Column('deployment_id', sa.String(length=36), nullable=False),
+    sa.Column('stack_id', sa.String(length=36), nullable=True),
+    sa.Column('project_id', sa.String(length=64), nullable=False),
+    sa.Column('resource_name', sa.String(length=255), nullable=True),
+    sa.Column('server_id', sa.String(length=255), nullable=False),
+    sa.Column('action', sa.String(length=64), nullable=False),
+    sa.Column('input_values', sa.JSON(), nullable=False),
+    sa.Column('run', sa.String(length=64), nullable=False),
+    sa.Column('status', sa.String(length=16), nullable=False),
+    sa.Column('status_reason', sa.Text(), nullable=False),
+    sa.Column('output_values', sa.JSON(), nullable=False),
+    sa.Column('created_at', sa.DateTime(), nullable=False),
+    sa.Column('updated_at', sa.DateTime(), nullable=False),
+    sa.PrimaryKeyConstraint('id')
+    )
+    with op.batch_alter_table('deployment_actions', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_deployment_actions_deployment_id'), ['deployment_id'], unique=False)
+        batch_op.create_index(batch_op.f('ix_deployment_actions_run'), ['run'], unique=False)
+        batch_op.create_index(batch_op.f('ix_deployment_actions_stack_id'), ['stack_id'], unique=False)
+
     op.create_table('wait_condition_signals',
     sa.Column('id', sa.Integer(), autoincrement=True, nullable=False),
     sa.Column('handle_id', sa.String(length=36), nullable=False),
@@ -86,6 +109,11 @@ def downgrade():
         batch_op.drop_index(batch_op.f('ix_software_deployments_server_id'))
 
     op.drop_table('software_deployments')
+    with op.batch_alter_table('deployment_actions', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_deployment_actions_stack_id'))
+        batch_op.drop_index(batch_op.f('ix_deployment_actions_run'))
+        batch_op.drop_index(batch_op.f('ix_deployment_actions_deployment_id'))
+    op.drop_table('deployment_actions')
     op.drop_table('engine_secrets')
     with op.batch_alter_table('agent_credentials', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_agent_credentials_stack_id'))
