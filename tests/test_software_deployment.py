@@ -62,12 +62,9 @@ def _template(actions=None, foo='bar', transport=None, outputs=None):
 class Agent:
     """The server's side, by hand: its credential from its user_data."""
 
-    def __init__(self, engine):
-        deadline = time.monotonic() + 30
-        while not engine.clients.compute.list_servers():
-            assert time.monotonic() < deadline, 'the server was not booted'
-            time.sleep(0.02)  # polling the cloud, not synchronising
-        [server] = engine.clients.compute.list_servers()
+    def __init__(self, engine, server=None):
+        if server is None:
+            [server] = _servers(engine, 1)
         self.settings = bootstrap.decode(server['user_data'])
         assert self.settings is not None, 'no agent part in user_data'
         self.version = None
@@ -114,6 +111,15 @@ class Agent:
         return self._request(
             'POST', '/v1/agent/deployments/%s/signal?run=%s'
             % (doc['id'], doc['run']), body=payload, creds=creds)
+
+
+def _servers(engine, count):
+    """The cloud's servers, once `count` of them were booted."""
+    deadline = time.monotonic() + 30
+    while len(engine.clients.compute.list_servers()) < count:
+        assert time.monotonic() < deadline, 'the servers were not booted'
+        time.sleep(0.02)  # polling the cloud, not synchronising
+    return engine.clients.compute.list_servers()
 
 
 def _start(engine, tmp_path, doc, name='sw'):
@@ -455,3 +461,49 @@ def test_a_day2_action_runs_without_touching_the_stack(
     with pytest.raises(Exception) as e:
         svc.deployment_action_run(other, 'sw', 'deployment', 'backup')
     assert 'not found' in str(e.value).lower()
+
+
+def test_a_deployment_group_runs_on_every_member_in_batches(
+        engine, api, tmp_path):
+    servers = {'s%d' % i: {'type': 'OS::Nova::Server', 'properties': {
+        'image': 'cirros', 'flavor': 'm1.tiny', 'name': 's%d' % i,
+        'user_data_format': 'SOFTWARE_CONFIG'}} for i in range(3)}
+    doc = et.hot(dict(servers, **{
+        'config': {'type': 'OS::Heat::SoftwareConfig', 'properties': {
+            'group': 'script', 'config': CONFIG,
+            'outputs': [{'name': 'result'}]}},
+        'group': {'type': 'OS::Heat::SoftwareDeploymentGroup',
+                  'update_policy': {'batch_create': {'max_batch_size': 2}},
+                  'properties': {
+                      'config': {'get_resource': 'config'},
+                      'servers': {n: {'get_resource': n} for n in servers},
+                      'input_values': {'foo': 'all'}}},
+    }), outputs={'results': {'value': {'get_attr': ['group', 'result']}},
+                 'codes': {'value': {'get_attr': ['group',
+                                                  'deploy_status_codes']}}})
+    started = _start(engine, tmp_path, doc)
+    agents = {s['name']: Agent(engine, s) for s in _servers(engine, 3)}
+    ran = []
+    deadline = time.monotonic() + 60
+    while len(ran) < 3:
+        assert time.monotonic() < deadline, 'ran only %s' % ran
+        busy = {}
+        for name, agent in sorted(agents.items()):
+            docs = agent.pull(wait=0) or []
+            running = [d for d in docs if d['status'] == 'IN_PROGRESS']
+            if running:
+                busy[name] = running[0]
+        if not busy:
+            time.sleep(0.05)  # polling: the next batch is being written
+            continue
+        assert len(busy) <= 2, 'more members ran than max_batch_size'
+        for name, d in busy.items():
+            assert _inputs(d)['deploy_resource_name'] == name
+            agents[name].signal(d, deploy_status_code=0, result=name + '!')
+            ran.append(name)
+    stack = _finish(engine, started)
+    assert et.status(stack) == 'CREATE_COMPLETE'
+    assert sorted(ran) == ['s0', 's1', 's2']
+    outs = _outputs(engine, stack)
+    assert outs['results'] == {'s0': 's0!', 's1': 's1!', 's2': 's2!'}
+    assert outs['codes'] == {'s0': 0, 's1': 0, 's2': 0}

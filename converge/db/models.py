@@ -236,6 +236,10 @@ class SoftwareDeployment(Base):
     server_id: Mapped[str] = mapped_column(String(255), index=True)
     #: the derived config's name: deployments are ordered by it on a server
     name: Mapped[str] = mapped_column(String(255), default='')
+    #: the member's name in a deployment group (None: a lone deployment)
+    member: Mapped[str | None] = mapped_column(String(255))
+    #: the event its signal wakes (the unit of the resource waiting on it)
+    wake_event: Mapped[str | None] = mapped_column(String(255))
     #: the derived config: group, config, options, inputs, outputs
     config: Mapped[dict] = mapped_column(JSON, default=dict)
     action: Mapped[str] = mapped_column(String(32))

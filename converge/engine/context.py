@@ -74,12 +74,13 @@ class Engine:
     def plugin_class(self, type_name):
         return registry.get(type_name)
 
-    def plugin(self, cls, row, props, stack):
+    def plugin(self, cls, row, props, stack, update_policy=None):
         return cls(row.name, props,
                    stack=base.StackInfo(stack.id, stack.name,
                                         stack.project_id),
                    uuid=row.uuid, physical_id=row.physical_id,
-                   data=row.data, clients=self.clients)
+                   data=row.data, clients=self.clients,
+                   update_policy=update_policy)
 
     # -- this process's units of work ---------------------------------------
     def unit_started(self):

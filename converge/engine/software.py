@@ -137,9 +137,10 @@ def signal(engine, deployment_id, agent_id, token, run, payload):
                           'OS::Heat::SoftwareDeployment', dep.id,
                           day2.action.upper(), status, reason)
         stack_id, name = dep.stack_id, dep.resource_name
+        wake = dep.wake_event or sd.event(deployment_id)
     drivers_software.CHANGES.notify()
     if stack_id:
-        _wake(engine, stack_id, name, sd.event(deployment_id))
+        _wake(engine, stack_id, name, wake)
     return True, reason
 
 
@@ -239,7 +240,7 @@ def run_action(engine, project_id, stack_ident, resource_name, action,
                              ).hexdigest()
         values = {c: getattr(dep, c) for c in (
             'id', 'stack_id', 'project_id', 'resource_name', 'server_id',
-            'name', 'input_values')}
+            'member', 'wake_event', 'name', 'input_values')}
         db_software.deployment_put(conn, dict(
             values, config=config, action=action, run=run,
             status='IN_PROGRESS', status_reason='%s requested' % action,

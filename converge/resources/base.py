@@ -61,7 +61,7 @@ class Resource:
     logical = False
 
     def __init__(self, name, properties, *, stack, uuid, physical_id=None,
-                 data=None, clients=None, metadata=None):
+                 data=None, clients=None, metadata=None, update_policy=None):
         #: the resource name in the template
         self.name = name
         #: resolved, validated desired properties (dict, defaults applied)
@@ -75,6 +75,9 @@ class Resource:
         #: access to drivers: ``clients.compute`` (the simulated cloud), ...
         self.clients = clients
         self.metadata = metadata or {}
+        #: the resource's resolved update_policy (batch_create,
+        #: rolling_update: a group batches its members by it)
+        self.update_policy = update_policy or {}
         #: a step that has just looked at the real thing may leave what it
         #: saw here (as observe() would return it); the engine then does
         #: not observe again before recording

@@ -16,6 +16,7 @@ key its journal holds. A failed run stays failed (its output
 in the reason) until the inputs change or an operator asks again.
 """
 
+import dataclasses
 import hashlib
 import json
 
@@ -36,6 +37,22 @@ DERIVED = ('deploy_server_id', 'deploy_action', 'deploy_stack_id',
            'deploy_resource_name', 'deploy_signal_transport')
 _VOLATILE = ('deploy_action', 'deploy_signal_id', 'deploy_signal_verb')
 RESULT_ATTRS = ('deploy_stdout', 'deploy_stderr', 'deploy_status_code')
+
+
+DONE, RUNNING, PENDING = 'done', 'running', 'pending'
+
+
+@dataclasses.dataclass
+class Target:
+    """One deployment a resource makes: its id, its server, the plug-in
+    data that keeps its runs (``applied``, ``runs``), its member name in a
+    group (None alone) and the event its signal wakes."""
+
+    id: str
+    server: str
+    book: dict
+    member: str | None
+    wake: str
 
 
 def event(deployment_id):
@@ -90,6 +107,11 @@ class SoftwareDeployment(base.Resource):
     def _store(self):
         return self.clients.deployments
 
+    def _targets(self):
+        """The deployments this resource makes: here one."""
+        return [Target(self.deployment_id, str(self.properties['server']),
+                       self.data, None, event(self.deployment_id))]
+
     # -- steps ----------------------------------------------------------------
     def observe(self):
         if not self.physical_id:
@@ -107,12 +129,11 @@ class SoftwareDeployment(base.Resource):
     def delete(self):
         if self.physical_id is None:
             return None
-        if self._derived_config('DELETE') is not None and \
-                self._server_lives():
-            result = self._apply('DELETE')
-            if result is not None:
-                return result
-        self._store().delete(self.deployment_id)
+        running = self._apply('DELETE', only=self._alive)
+        if running is not None:
+            return running
+        for target in self._targets() + self._gone_targets():
+            self._store().delete(target.id)
         return None
 
     def suspend(self, observed):
@@ -131,7 +152,10 @@ class SoftwareDeployment(base.Resource):
     def needs_replace(self, prior):
         if prior.get('server') != self.properties.get('server'):
             return True
-        # an input flagged replace_on_change whose value changed
+        return self._inputs_replace(prior)
+
+    def _inputs_replace(self, prior):
+        """An input flagged replace_on_change whose value changed."""
         config = self._config()
         for item in config.get('inputs') or []:
             if not item.get('replace_on_change'):
@@ -150,68 +174,113 @@ class SoftwareDeployment(base.Resource):
         return attrs
 
     # -- the one step every action runs ---------------------------------------
-    def _apply(self, action):
-        """Make sure run (action, inputs) happened once: write it if it is
-        new, wait while it is in progress, end with its result."""
+    def _apply(self, action, only=None):
+        """Make sure each target's run of `action` happened once; the
+        resource waits while any runs, and fails with the first failure."""
         self.physical_id = self.deployment_id
+        targets = [t for t in self._targets() if only is None or only(t)]
+        limit = self._batch_size(action)
+        running, failed, pending = 0, [], False
+        for target in targets:
+            try:
+                state = self._step(action, target, start=(
+                    limit is None or running < limit))
+            except exception.ResourceFailure as e:
+                failed.append((target, e))
+                continue
+            running += state == RUNNING
+            pending = pending or state == PENDING
+        if failed:
+            target, error = failed[0]
+            where = ' (member %s)' % target.member if target.member else ''
+            raise exception.ResourceFailure('%s%s' % (error, where))
+        if running or pending:
+            return self._wait()
+        return None
+
+    def _batch_size(self, action):
+        """How many targets may run at once (None: all)."""
+        return None
+
+    def _step(self, action, target, start=True):
+        """One target's run of `action`: DONE (it happened, or there is
+        nothing to run), RUNNING, or PENDING (a new run not started: its
+        batch has not come); raises ResourceFailure when it failed."""
         store = self._store()
-        derived = self._derived_config(action)
-        digest = _digest(derived or {})
+        derived = self._derived_config(action, target)
         if derived is None:
             # not an action this deployment runs: nothing to run; the
             # agent is shown the deployment once it exists
-            if store.get(self.deployment_id) is None:
-                self._write(store, action,
-                            self._derived_config(action, runs=False), '',
-                            'COMPLETE', 'not run: nothing to run for %s'
-                            % action)
-            return None
-        if action == 'UPDATE' and self.data.get('applied') == digest:
-            return None   # nothing the hook sees has changed: no re-run
+            if store.get(target.id) is None:
+                self._write(store, target, action,
+                            self._derived_config(action, target, runs=False),
+                            '', 'COMPLETE',
+                            'not run: nothing to run for %s' % action)
+            return DONE
+        digest = _digest(derived)
+        book = target.book
+        if action == 'UPDATE' and book.get('applied') == digest:
+            return DONE   # nothing the hook sees has changed: no re-run
+        found = store.get(target.id)
+        if found is not None and found['run'] == book.get('last') and \
+                found['action'] == action and \
+                found['status'] == 'COMPLETE' and \
+                book.get('applied') == digest:
+            # this action's run ended already (a group's member done in
+            # an earlier batch; the same action asked twice in a row)
+            if target.member is None:
+                self.seen = found
+            return DONE
         # the runs finished before this one count in its key: a suspend
         # after suspend, resume is a new run, a retry of this one is not
-        runs = self.data.get('runs', 0)
+        runs = book.get('runs', 0)
         run = hashlib.sha256(('%s:%s:%d' % (action, digest, runs)).encode()
                              ).hexdigest()
-        found = store.get(self.deployment_id)
         if found is None or found['run'] != run or \
                 found['action'] != action:
+            if not start:
+                return PENDING
             no_signal = self.properties.get('signal_transport') == \
                 'NO_SIGNAL'
-            self._write(store, action, derived, run,
+            self._write(store, target, action, derived, run,
                         'COMPLETE' if no_signal else 'IN_PROGRESS',
                         'Not waiting for outputs signal' if no_signal
                         else 'Deploy data available')
-            if no_signal:
-                return self._done(digest, runs,
-                                  store.get(self.deployment_id))
-            return self._wait()
-        if found['status'] == 'IN_PROGRESS':
-            return self._wait()
-        if found['status'] == 'FAILED':
+            if not no_signal:
+                return RUNNING
+            found = store.get(target.id)
+        elif found['status'] == 'IN_PROGRESS':
+            return RUNNING
+        elif found['status'] == 'FAILED':
             raise exception.ResourceFailure(found['status_reason'])
-        return self._done(digest, runs, found)
-
-    def _done(self, digest, runs, found):
-        self.data.update(applied=digest, runs=runs + 1)
-        self.seen = found
-        return None
+        book.update(applied=digest, runs=runs + 1, last=run)
+        if target.member is None:
+            self.seen = found
+        return DONE
 
     def _wait(self):
         return base.Wait(after=conf_mod.CONF.software.deployment_recheck,
-                         event=event(self.deployment_id),
+                         event=self._targets()[0].wake if self._targets()
+                         else event(self.deployment_id),
                          reason='waiting for the deployment\'s signal')
 
-    def _write(self, store, action, derived, run, status, reason):
-        store.put(id=self.deployment_id, stack_id=self.stack.id,
+    def _write(self, store, target, action, derived, run, status, reason):
+        store.put(id=target.id, stack_id=self.stack.id,
                   project_id=getattr(self.stack, 'project_id', 'converge'),
-                  resource_name=self.name,
-                  server_id=str(self.properties['server']),
+                  resource_name=self.name, member=target.member,
+                  wake_event=target.wake, server_id=target.server,
                   name=derived['name'], config=derived, action=action,
                   run=run, status=status, status_reason=reason,
                   input_values=dict(self.properties.get('input_values')
                                     or {}),
                   output_values={})
+
+    def _gone_targets(self):
+        return []
+
+    def _alive(self, target):
+        """A DELETE config runs only where the server still exists."""
+        return self._server_lives(target.server)
 
     # -- the derived config ---------------------------------------------------
     def _actions(self):
@@ -228,7 +297,7 @@ class SoftwareDeployment(base.Resource):
                 'Software config %s not found' % config_id)
         return found
 
-    def _derived_config(self, action, runs=True):
+    def _derived_config(self, action, target, runs=True):
         """The config the agent runs for `action`, or None when this
         deployment runs nothing for it (with runs=False: what it shows)."""
         source = self._config()
@@ -258,17 +327,17 @@ class SoftwareDeployment(base.Resource):
         stack = self.stack
         endpoint = conf_mod.api_endpoint()
         derived = {
-            'deploy_server_id': str(self.properties['server']),
+            'deploy_server_id': target.server,
             'deploy_action': action,
             'deploy_stack_id': '%s/%s' % (stack.name, stack.id),
-            'deploy_resource_name': self.name,
+            'deploy_resource_name': (target.member if target.member
+                                     is not None else self.name),
             'deploy_signal_transport': self.properties.get(
                 'signal_transport'),
         }
         if self.properties.get('signal_transport') != 'NO_SIGNAL':
             derived['deploy_signal_id'] = (
-                '%s/v1/agent/deployments/%s/signal' % (endpoint,
-                                                       self.deployment_id))
+                '%s/v1/agent/deployments/%s/signal' % (endpoint, target.id))
             derived['deploy_signal_verb'] = 'POST'
         for name, value in derived.items():
             inputs.append({'name': name, 'type': 'String',
@@ -291,12 +360,12 @@ class SoftwareDeployment(base.Resource):
         (StructuredDeployment fills its get_input references here)."""
         return body
 
-    def _server_lives(self):
+    def _server_lives(self, server_id):
         compute = getattr(self.clients, 'compute', None)
         if compute is None:
             return True
         try:
-            server = compute.get_server(self.properties['server'])
+            server = compute.get_server(server_id)
         except exception.CloudNotFound:
             return False
         return server is not None and server.get('status') not in (
@@ -327,6 +396,110 @@ class StructuredDeployment(SoftwareDeployment):
                 self.properties.get('input_values_validate'))
         except exception.InvalidInput as e:
             raise exception.ResourceFailure(str(e))
+
+
+class SoftwareDeploymentGroup(SoftwareDeployment):
+    """One config deployed to many servers (a ``servers`` map of member
+    name to server id): a deployment per member, each run exactly once;
+    the group's attributes are maps by member name. update_policy
+    ``batch_create`` / ``rolling_update`` ``max_batch_size`` bounds how
+    many members run at once."""
+
+    properties_schema = dict(
+        SoftwareDeployment.properties_schema,
+        servers=p.Schema(
+            p.MAP, 'A map of names and server IDs to apply configuration '
+            'to. The name is arbitrary and is used as the Heat resource '
+            'name for the corresponding deployment.', required=True,
+            update_allowed=True))
+    del properties_schema['server']
+
+    attributes_schema = {
+        'deploy_stdouts': 'A map of Nova names and captured stdouts from '
+                          'the configuration execution to each server.',
+        'deploy_stderrs': 'A map of Nova names and captured stderrs from '
+                          'the configuration execution to each server.',
+        'deploy_status_codes': 'A map of Nova names and returned status '
+                               'code from the configuration execution.',
+    }
+
+    @property
+    def deployment_id(self):
+        return self.physical_id or none.derived_uuid(self.uuid,
+                                                     'deployment-group')
+
+    def _member(self, name, server):
+        book = self.data.setdefault('members', {}).setdefault(name, {})
+        return Target(none.derived_uuid(self.uuid, 'member:%s' % name),
+                      str(server), book, name, event(self.deployment_id))
+
+    def _targets(self):
+        servers = self.properties.get('servers') or {}
+        return [self._member(n, servers[n]) for n in sorted(servers)]
+
+    def _gone_targets(self):
+        """Members the servers map no longer has."""
+        servers = self.properties.get('servers') or {}
+        return [self._member(n, '') for n in sorted(
+            self.data.get('members') or {}) if n not in servers]
+
+    def _batch_size(self, action):
+        key = 'batch_create' if action == 'CREATE' else 'rolling_update'
+        size = (self.update_policy.get(key) or {}).get('max_batch_size')
+        try:
+            return max(1, int(size)) if size is not None else None
+        except (TypeError, ValueError):
+            return None
+
+    def observe(self):
+        if not self.physical_id:
+            return None
+        store = self._store()
+        return {'members': {t.member: store.get(t.id)
+                            for t in self._targets()}}
+
+    def update(self, prior, observed):
+        if self.needs_replace(prior):
+            raise exception.UpdateReplace(self.name)
+        for gone in self._gone_targets():   # members removed: their rows go
+            self._store().delete(gone.id)
+            self.data['members'].pop(gone.member, None)
+        return self._apply('UPDATE')
+
+    def needs_replace(self, prior):
+        return self._inputs_replace(prior)
+
+    def check(self, observed):
+        if observed is None:
+            raise exception.ResourceFailure('%s does not exist' % self.name)
+        for name, row in sorted((observed.get('members') or {}).items()):
+            if row is None or row.get('status') == 'FAILED':
+                raise exception.ResourceFailure('member %s: %s' % (
+                    name, (row or {}).get('status_reason') or 'missing'))
+
+    def get_attributes(self, observed):
+        members = (observed or {}).get('members') or {}
+        names = list(RESULT_ATTRS) + [
+            o['name'] for o in self._config().get('outputs') or []]
+        attrs = {}
+        for name in names:
+            attrs[name] = {m: ((row or {}).get('output_values') or {}).get(
+                name) for m, row in members.items()}
+        attrs['deploy_stdouts'] = attrs['deploy_stdout']
+        attrs['deploy_stderrs'] = attrs['deploy_stderr']
+        attrs['deploy_status_codes'] = attrs['deploy_status_code']
+        return attrs
+
+
+class StructuredDeploymentGroup(SoftwareDeploymentGroup,
+                                StructuredDeployment):
+    """A StructuredDeployment to each server of a map."""
+
+    properties_schema = dict(
+        SoftwareDeploymentGroup.properties_schema,
+        input_key=StructuredDeployment.properties_schema['input_key'],
+        input_values_validate=StructuredDeployment.properties_schema[
+            'input_values_validate'])
 
 
 def _digest(derived):

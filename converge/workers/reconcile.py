@@ -496,7 +496,7 @@ class Unit:
     def _plugin(self, row, props=None):
         return self.engine.plugin(self.rdef.plugin, row,
                                   self.props if props is None else props,
-                                  self.stack)
+                                  self.stack, self.rdef.update_policy)
 
     def _waiting(self):
         """A plug-in that talks to the cloud waits outside the gate."""

@@ -43,6 +43,8 @@ def upgrade():
     sa.Column('resource_name', sa.String(length=255), nullable=True),
     sa.Column('server_id', sa.String(length=255), nullable=False),
     sa.Column('name', sa.String(length=255), nullable=False),
+    sa.Column('member', sa.String(length=255), nullable=True),
+    sa.Column('wake_event', sa.String(length=255), nullable=True),
     sa.Column('config', sa.JSON(), nullable=False),
     sa.Column('action', sa.String(length=32), nullable=False),
     sa.Column('run', sa.String(length=64), nullable=False),
