@@ -69,6 +69,11 @@ servers = sa.Table(
     # a delete under way: the server reads NotFound from this time on
     sa.Column('delete_started', sa.Double),
     sa.Column('gone_at', sa.Double),
+    # its user_data has a bootstrap part: the sim's agent host runs an
+    # agent for it (converge/agent/simhost.py)
+    sa.Column('agent', sa.Boolean, index=True),
+    # times it was rebooted: the host restarts its agent when this moves
+    sa.Column('reboots', sa.Integer),
 )
 
 api_log = sa.Table(
