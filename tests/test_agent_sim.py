@@ -52,7 +52,8 @@ def home(tmp_path):
     path = tmp_path / 'home'
     path.mkdir()
     yield path
-    agents.shutdown(str(path / 'sim-disks'))
+    agents.shutdown('sqlite:///%s' % (path / 'sim.db'),
+                    str(path / 'sim-disks'))
     store.forget()
 
 
@@ -133,7 +134,7 @@ def test_reboot_interrupts_the_hook_and_shutdown_stops(home, stub):
     [sig] = stub.signals_of(dep['id'])
     assert sig['payload']['deploy_status_code'] == -1
     assert sig['payload']['deploy_stderr'] == journal.INTERRUPTED
-    assert not alive(hook)   # the reboot killed it
+    wait_until(lambda: not alive(hook), what='the reboot to kill the hook')
     assert (disk / 'ran').read_text() == 'ran\n'
     # after the reboot the agent carries on
     dep2 = stub.deploy(creds['agent_id'], '#!/bin/sh\necho after\n')

@@ -13,6 +13,7 @@ owns the agent can cut them off (a reboot of a simulated server).
 """
 
 import ctypes
+import errno
 import json
 import logging
 import os
@@ -20,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
 from importlib import metadata
 
 LOG = logging.getLogger(__name__)
@@ -29,6 +31,11 @@ GROUP = 'converge.agent.hooks'
 #: a request of at most 1 MiB)
 MAX_OUTPUT = 900 * 1024
 _TRIMMED = '[... trimmed: only the last %d bytes are kept ...]\n'
+# A process forked while another thread has a script open for writing
+# holds that descriptor until it execs, and exec of the script then fails
+# with "Text file busy": scripts are written, and processes started, one
+# at a time.
+_FORK_LOCK = threading.Lock()
 
 
 def trim(text):
@@ -65,10 +72,21 @@ class ProcessRunner:
         with self._lock:
             if self._dead:
                 raise Stopped()
-            proc = subprocess.Popen(
-                argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                start_new_session=True, preexec_fn=_die_with_parent)
+            for attempt in range(5):
+                try:
+                    with _FORK_LOCK:
+                        proc = subprocess.Popen(
+                            argv, env=env, cwd=cwd,
+                            stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True,
+                            preexec_fn=_die_with_parent)
+                    break
+                except OSError as e:
+                    # another process (not ours) forked with it open
+                    if e.errno != errno.ETXTBSY or attempt == 4:
+                        raise
+                    time.sleep(0.05 * 2 ** attempt)
             self._running.add(proc)
         try:
             out, err = proc.communicate()
@@ -134,9 +152,10 @@ def script(deployment, disk, runner):
     os.makedirs(work, exist_ok=True)
     os.makedirs(outdir, exist_ok=True)
     path = os.path.join(work, dep_id)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o700)
-    with os.fdopen(fd, 'w') as f:
-        f.write(deployment.get('config') or '')
+    with _FORK_LOCK:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o700)
+        with os.fdopen(fd, 'w') as f:
+            f.write(deployment.get('config') or '')
     os.chmod(path, 0o700)
     outputs_path = os.path.join(outdir, dep_id)
     declared = [o['name'] for o in deployment.get('outputs') or ()

@@ -13,9 +13,10 @@ second (one indexed query, user_data read once per server) and:
   reboot cut off is reported interrupted.
 
 It holds an exclusive flock on ``<disks>/agent-host.lock`` for its life
-(so at most one runs per disks directory; `converge.drivers.sim.agents`
-starts and stops it) and exits when its sim database or disks directory
-is removed.
+(at most one runs per disks directory) and the lease of the sim's
+database (at most one per cloud); `converge.drivers.sim.agents` starts
+and stops it. It exits when its lease is taken or it is asked to stop
+there, and when its sim database or disks directory is removed.
 """
 
 import fcntl
@@ -23,11 +24,13 @@ import logging
 import os
 import signal
 import threading
+import time
 
 import sqlalchemy as sa
 
 from converge.agent import bootstrap
 from converge.agent import runner
+from converge.drivers.sim import agents as sim_agents
 from converge.drivers.sim import api as sim_api
 from converge.drivers.sim import store
 
@@ -78,11 +81,35 @@ class SimHost:
         self._seen = {}      # server id -> (reboots, agent or None)
         self._creds = {}     # server id -> bootstrap settings (or None)
         self._stop = threading.Event()
+        self.owner = sim_agents.owner_name(self.disks)
+        self._renewed = None
 
     def stop(self):
         self._stop.set()
 
+    def _lease(self):
+        now = time.time()
+        if self._renewed is not None and \
+                now - self._renewed < sim_agents.LEASE / 3:
+            return True
+        try:
+            held = sim_agents.take_lease(self.url, self.owner, now)
+        except Exception:
+            LOG.exception('cannot renew the lease of the sim database')
+            # the lease lasts a while yet: keep serving until it runs out
+            return self._renewed is not None and \
+                now - self._renewed < sim_agents.LEASE * 2 / 3
+        if held:
+            self._renewed = now
+        return held
+
     def run(self):
+        """Serve until stopped; False when another host holds the lease
+        of this cloud."""
+        if not self._lease():
+            LOG.info('another agent host serves %s: exiting', self.url)
+            self.host.stop()
+            return False
         LOG.info('agent host for %s started (pid %d), disks %s',
                  self.url, os.getpid(), self.disks)
         try:
@@ -91,6 +118,10 @@ class SimHost:
                     LOG.info('sim database or disks directory removed: '
                              'exiting')
                     break
+                if not self._lease():
+                    LOG.info('asked to stop, or the lease of the sim '
+                             'database was taken: exiting')
+                    break
                 try:
                     self.scan()
                 except Exception:
@@ -98,7 +129,12 @@ class SimHost:
                 self._stop.wait(self.scan_interval)
         finally:
             self.host.stop(kill_hooks=True)
+            try:
+                sim_agents.release_lease(self.url, self.owner)
+            except Exception:
+                LOG.exception('cannot release the lease (it expires)')
             LOG.info('agent host stopped')
+        return True
 
     def _still_there(self):
         if not os.path.isdir(self.disks):

@@ -7,24 +7,37 @@ started, detached, the first time such a server is created (or looked
 at, or rebooted, while no host runs) and keeps running after the command
 that started it; `shutdown` stops it (until the next of those calls).
 
-Whether a host runs is told by its flock on ``<disks>/agent-host.lock``,
-not by the pid file, which only says whom to signal.
+Whether a host runs here is told by its flock on
+``<disks>/agent-host.lock``, not by the pid file, which only says whom to
+signal. Across machines (a sim database shared by several hosts, or homes
+with different disks directories) the host also holds a lease in the
+sim's database (``sim_agent_host``), renewed every few seconds: at most
+one host runs per sim database, and a shutdown from anywhere reaches it.
 """
 
 import fcntl
 import os
+import socket
 import signal
 import subprocess
 import sys
 import threading
 import time
 
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+
 from converge.agent import bootstrap
+from converge.drivers.sim import store
 
 LOCK_FILE = 'agent-host.lock'   # as converge.agent.simhost
 PID_FILE = 'agent-host.pid'
 LOG_FILE = 'agent-host.log'
 SIM_URL_ENV = 'CONVERGE_SIM_CONNECTION'
+
+#: seconds a host's lease lasts unless renewed (it renews every third)
+LEASE = 15.0
+_LEASE_NAME = 'host'
 
 _LOCK = threading.Lock()
 _SPAWNED = {}   # disks dir -> the Popen this process started
@@ -64,8 +77,75 @@ def running(disks):
     return False
 
 
+def owner_name(disks):
+    return '%s:%d:%s' % (socket.gethostname(), os.getpid(),
+                         os.path.abspath(disks))
+
+
+def _place(owner):
+    """(machine, disks) of a lease owner: a host in the same place as a
+    new one that holds the flock there is dead."""
+    machine, _pid, disks = owner.split(':', 2)
+    return machine, disks
+
+
+def lease(url, now):
+    """The row of the live lease, or None."""
+    with store.read(store.get_engine(url)) as conn:
+        row = conn.execute(sa.select(store.agent_host).where(
+            store.agent_host.c.name == _LEASE_NAME)).first()
+    return row if row is not None and row.expires > now else None
+
+
+def take_lease(url, owner, now):
+    """Take or renew the lease for `owner`: True when held, False when
+    another live host holds it or asked this one to stop."""
+    table = store.agent_host
+    try:
+        with store.write(store.get_engine(url)) as conn:
+            row = conn.execute(sa.select(table).where(
+                table.c.name == _LEASE_NAME)).first()
+            if row is None:
+                conn.execute(table.insert().values(
+                    name=_LEASE_NAME, owner=owner, expires=now + LEASE,
+                    stop=False))
+                return True
+            if row.owner == owner:
+                if row.stop:
+                    return False
+            elif row.expires > now and _place(row.owner) != _place(owner):
+                return False
+            conn.execute(table.update().where(
+                table.c.name == _LEASE_NAME).values(
+                owner=owner, expires=now + LEASE, stop=False))
+            return True
+    except sa_exc.IntegrityError:
+        return False   # another host inserted it first
+
+
+def release_lease(url, owner):
+    with store.write(store.get_engine(url)) as conn:
+        conn.execute(store.agent_host.delete().where(
+            store.agent_host.c.owner == owner))
+
+
+def _ask_to_stop(url):
+    """Ask the lease holder, wherever it runs, to exit; its owner or
+    None."""
+    table = store.agent_host
+    with store.write(store.get_engine(url)) as conn:
+        row = conn.execute(sa.select(table).where(
+            table.c.name == _LEASE_NAME)).first()
+        if row is None or row.expires <= time.time():
+            return None
+        conn.execute(table.update().where(
+            table.c.name == _LEASE_NAME).values(stop=True))
+        return row.owner
+
+
 def ensure_running(url, disks):
-    """Start the host of `disks` unless one runs (or is starting)."""
+    """Start the host of `disks` unless one runs (or is starting) here,
+    or another holds the sim's lease."""
     disks = os.path.abspath(disks)
     with _LOCK:
         proc = _SPAWNED.get(disks)
@@ -73,6 +153,10 @@ def ensure_running(url, disks):
             return   # ours, starting or running
         if running(disks):
             return
+        held = lease(url, time.time())
+        if held is not None and _place(held.owner) != (
+                socket.gethostname(), disks):
+            return   # a host elsewhere serves this cloud
         os.makedirs(disks, exist_ok=True)
         env = dict(os.environ)
         env[SIM_URL_ENV] = str(url)
@@ -84,12 +168,27 @@ def ensure_running(url, disks):
                 cwd=disks)
 
 
-def shutdown(disks, timeout=20.0):
-    """Stop the host of `disks` (SIGTERM, then SIGKILL after `timeout`);
-    True when one was running."""
+def shutdown(url, disks, timeout=20.0):
+    """Stop the host of `disks` (SIGTERM, then SIGKILL after `timeout`)
+    and whichever host holds the lease of the sim at `url`; True when
+    one was running."""
     disks = os.path.abspath(disks)
     with _LOCK:
         proc = _SPAWNED.pop(disks, None)
+    stopped = _stop_local(disks, proc, timeout)
+    holder = _ask_to_stop(url)
+    if holder is not None:
+        stopped = True
+        deadline = time.monotonic() + LEASE + timeout
+        while lease(url, time.time()) is not None:
+            if time.monotonic() > deadline:
+                raise RuntimeError('the sim agent host %s does not stop'
+                                   % holder)
+            time.sleep(0.05)
+    return stopped
+
+
+def _stop_local(disks, proc, timeout):
     stopped = False
     deadline = time.monotonic() + timeout
     while running(disks) or (proc is not None and proc.poll() is None):

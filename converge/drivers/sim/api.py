@@ -291,7 +291,7 @@ class SimCompute:
     def shutdown_agents(self):
         """Stop the agent host; True when one was running."""
         self._host_checked = None
-        return agents.shutdown(self.disks_dir)
+        return agents.shutdown(self.url, self.disks_dir)
 
     def agents_running(self):
         return agents.running(self.disks_dir)

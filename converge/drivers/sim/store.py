@@ -109,6 +109,17 @@ addresses = sa.Table(
     sa.Column('addr', sa.String(64), nullable=False, index=True),
 )
 
+# the one agent host of this cloud (converge/agent/simhost.py): a lease
+# its holder renews, so hosts on other machines (or for other disks
+# directories) sharing this database stand aside; `stop` asks it to exit
+agent_host = sa.Table(
+    'sim_agent_host', metadata,
+    sa.Column('name', sa.String(32), primary_key=True),
+    sa.Column('owner', sa.String(512), nullable=False),
+    sa.Column('expires', sa.Double, nullable=False),
+    sa.Column('stop', sa.Boolean),
+)
+
 counters = sa.Table(
     'sim_counters', metadata,
     sa.Column('name', sa.String(64), primary_key=True),
