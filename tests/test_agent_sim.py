@@ -202,3 +202,31 @@ def test_reboot_of_an_old_database(home):
     assert again['status'] == 'ACTIVE'
     assert [e['detail']['reboots'] for e in cloud.api_log(op='reboot')] \
         == [1, 2]
+
+
+def test_one_host_per_cloud_whatever_the_disks_dir(home, stub, tmp_path):
+    """Two homes (disks directories) sharing one sim database: one host
+    serves the cloud; a shutdown from the other reaches it."""
+    import subprocess
+    import sys
+    cloud = cloud_of(home)
+    server, creds = boot(cloud, stub)
+    dep = stub.deploy(creds['agent_id'], '#!/bin/sh\necho one\n')
+    stub.wait_for(lambda: stub.signals_of(dep['id']), timeout=60,
+                  what='the first host to serve')
+    pid = host_pid(home)
+    other_disks = tmp_path / 'other-disks'
+    other = sim.SimCompute(cloud.url, disks_dir=str(other_disks))
+    other.ensure_agents()
+    assert not other.agents_running()
+    # a host started by hand for the other directory stands aside
+    proc = subprocess.run(
+        [sys.executable, '-m', 'converge.agent.cli', '--sim-connection',
+         cloud.url, '--disks', str(other_disks)], timeout=60)
+    assert proc.returncode == 0
+    assert 'another agent host serves' in (
+        other_disks / agents.LOG_FILE).read_text()
+    assert alive(pid)
+    assert other.shutdown_agents()
+    wait_until(lambda: not alive(pid), what='the first host to stop')
+    assert not cloud.agents_running()
