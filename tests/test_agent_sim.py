@@ -4,6 +4,7 @@ really runs scripts on the server's disk; delete, reboot and shutdown act
 on it. Against a stub converge-api served over real HTTP."""
 
 import os
+import signal
 import time
 
 import pytest
@@ -52,9 +53,14 @@ def home(tmp_path):
     path = tmp_path / 'home'
     path.mkdir()
     yield path
-    agents.shutdown('sqlite:///%s' % (path / 'sim.db'),
-                    str(path / 'sim-disks'))
-    store.forget()
+    disks = str(path / 'sim-disks')
+    pid = agents._pid(disks)
+    try:
+        agents.shutdown('sqlite:///%s' % (path / 'sim.db'), disks)
+    finally:
+        store.forget()
+        if pid is not None and alive(pid):   # never leave one behind
+            os.kill(pid, signal.SIGKILL)
 
 
 def cloud_of(home):
@@ -179,6 +185,13 @@ def test_cli_show_reboot_shutdown(home, stub, cli):
     assert 'Stopped the agent host' in out
     assert not alive(pid)
     assert 'No agent host' in cli.run('sim', 'shutdown').stdout
+    # a command that needs the host starts it, and it outlives the command
+    later = stub.deploy(creds['agent_id'], '#!/bin/sh\necho later\n',
+                        name='zz')
+    cli.run('sim', 'server', 'reboot', server['id'])
+    stub.wait_for(lambda: stub.signals_of(later['id']), timeout=60,
+                  what='the host the CLI started')
+    assert alive(host_pid(home))
     bad = cli.run('sim', 'server', 'reboot', 'nope', check=False)
     assert bad.returncode != 0 and 'nope' in bad.stderr
 

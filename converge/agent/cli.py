@@ -19,7 +19,7 @@ import logging
 import os
 import signal
 import sys
-import threading
+import time
 
 from converge.agent import bootstrap
 
@@ -126,16 +126,19 @@ def _standalone(parser, args):
              args.debug)
     host = runner.Host(batch=False, wait=args.poll_wait,
                        backoff_max=args.max_backoff)
-    done = threading.Event()
+    # a plain flag: an Event set from a signal handler can deadlock on
+    # the lock the interrupted main thread holds in Event.wait
+    done = []
     for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_a: done.set())
+        signal.signal(signum, lambda *_a: done.append(True))
     try:
         agent = host.start(creds, os.path.abspath(args.disk))
     except ValueError as e:
         parser.error(str(e))
     LOG.info('agent %s started: endpoint %s, disk %s', agent.agent_id,
              agent.endpoint_url, agent.disk)
-    while not done.wait(1.0):
+    while not done:
+        time.sleep(0.2)
         if agent.stopped:
             LOG.error('agent %s stopped: %s', agent.agent_id,
                       agent.stop_reason)

@@ -48,14 +48,23 @@ def trim(text):
         'utf-8', 'replace')
 
 
+def _load_prctl():
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):   # not Linux
+        return None
+
+
+# looked up here, not in the forked child (no dlopen between fork and exec)
+_PRCTL = _load_prctl()
+_PR_SET_PDEATHSIG = 1
+
+
 def _die_with_parent():
     # Linux: the hook is killed when the thread that started it dies (the
     # agent killed, the server powered off) instead of running on unseen
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
-    except Exception:
-        pass
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
 
 
 class ProcessRunner:

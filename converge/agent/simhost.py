@@ -23,7 +23,6 @@ import fcntl
 import logging
 import os
 import signal
-import threading
 import time
 
 import sqlalchemy as sa
@@ -60,6 +59,9 @@ def take_lock(disks):
     except OSError:
         os.close(fd)
         return None
+    # the holder's pid, should the pid file be lost
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, b'%d\n' % os.getpid(), 0)
     return fd
 
 
@@ -80,12 +82,14 @@ class SimHost:
             self._db_file = os.path.abspath(parsed.database)
         self._seen = {}      # server id -> (reboots, agent or None)
         self._creds = {}     # server id -> bootstrap settings (or None)
-        self._stop = threading.Event()
+        # a plain flag: set from a signal handler, where taking a lock
+        # the interrupted main thread may hold (an Event's) deadlocks
+        self.stopping = False
         self.owner = sim_agents.owner_name(self.disks)
         self._renewed = None
 
     def stop(self):
-        self._stop.set()
+        self.stopping = True
 
     def _lease(self):
         now = time.time()
@@ -113,7 +117,7 @@ class SimHost:
         LOG.info('agent host for %s started (pid %d), disks %s',
                  self.url, os.getpid(), self.disks)
         try:
-            while not self._stop.is_set():
+            while not self.stopping:
                 if not self._still_there():
                     LOG.info('sim database or disks directory removed: '
                              'exiting')
@@ -126,7 +130,7 @@ class SimHost:
                     self.scan()
                 except Exception:
                     LOG.exception('scan of the sim database failed')
-                self._stop.wait(self.scan_interval)
+                time.sleep(self.scan_interval)
         finally:
             self.host.stop(kill_hooks=True)
             try:

@@ -176,6 +176,12 @@ def shutdown(url, disks, timeout=20.0):
     with _LOCK:
         proc = _SPAWNED.pop(disks, None)
     stopped = _stop_local(disks, proc, timeout)
+    held = lease(url, time.time())
+    if held is not None and _place(held.owner) == (socket.gethostname(),
+                                                   disks):
+        # the host of this directory, stopped above (killed, if it did
+        # not stop): its lease is free
+        release_lease(url, held.owner)
     holder = _ask_to_stop(url)
     if holder is not None:
         stopped = True
@@ -217,8 +223,12 @@ def _stop_local(disks, proc, timeout):
 
 
 def _pid(disks):
-    try:
-        with open(os.path.join(disks, PID_FILE)) as f:
-            return int(f.read().strip())
-    except (OSError, ValueError):
-        return None
+    """The host's pid: its pid file, else what it wrote in its lock file
+    (which only the lock's holder writes)."""
+    for name in (PID_FILE, LOCK_FILE):
+        try:
+            with open(os.path.join(disks, name)) as f:
+                return int(f.read().strip())
+        except (OSError, ValueError):
+            continue
+    return None
