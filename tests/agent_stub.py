@@ -4,6 +4,7 @@ list per agent and a record of every signal."""
 
 import http.server
 import json
+import socket
 import threading
 import time
 import urllib.parse
@@ -23,18 +24,33 @@ class StubAPI:
         self.gets = {}            # agent_id -> 200 answers to GET
         self.fail_signals = 0     # the next N signals answer 503
         self.held = 0             # requests being held right now
-        self.server = _Server(('127.0.0.1', 0), _handler(self))
-        self.server.daemon_threads = True
+        self.conns = set()        # sockets of the requests being served
+        self._serve(0)
         self.url = 'http://127.0.0.1:%d' % self.server.server_address[1]
+
+    def _serve(self, port):
+        self.server = _Server(('127.0.0.1', port), _handler(self))
         self._thread = threading.Thread(target=self.server.serve_forever,
                                         daemon=True)
         self._thread.start()
 
     def close(self):
+        """Stop answering, as a converge-api gone between two commands:
+        the held requests are cut, new connections refused."""
         self.server.shutdown()
         self.server.server_close()
         with self.cond:
+            conns = list(self.conns)
             self.cond.notify_all()
+        for conn in conns:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def reopen(self):
+        """Answer again at the same address, with the same state."""
+        self._serve(self.server.server_address[1])
 
     # -- set-up, as the engine would ------------------------------------
 
@@ -190,6 +206,19 @@ def _handler(stub):
 
         def log_message(self, *args):
             pass
+
+        def setup(self):
+            super().setup()
+            with stub.cond:
+                stub.conns.add(self.connection)
+
+        def finish(self):
+            with stub.cond:
+                stub.conns.discard(self.connection)
+            try:
+                super().finish()
+            except OSError:
+                pass
 
         def _body(self):
             length = int(self.headers.get('Content-Length') or 0)

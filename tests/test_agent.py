@@ -353,3 +353,31 @@ def test_host_serves_fifty_servers_with_one_held_poll(stub, host, tmp_path):
     late = stub.deploy(creds[7]['agent_id'], '#!/bin/sh\necho late\n')
     stub.wait_for(lambda: stub.signals_of(late['id']), what='late signal')
     assert stub.polls - polls <= 3
+
+
+def test_endpoint_away_between_commands(stub, host, tmp_path):
+    """converge-api goes away (an embedded command ended) while a hook
+    runs, and comes back at the same address: the result arrives once,
+    nothing runs twice, and the agent pulls again."""
+    creds = stub.add_agent()
+    gate = tmp_path / 'gate'
+    count = tmp_path / 'count'
+    h = host(batch=True)
+    agent = h.start(creds, str(tmp_path / 'disk'))
+    dep = stub.deploy(creds['agent_id'], '#!/bin/sh\necho x >> %s\n'
+                      'while [ ! -e %s ]; do sleep 0.02; done\n'
+                      % (count, gate))
+    wait_until(count.exists, what='the hook to start')
+    stub.close()
+    gate.write_text('')
+    jour = journal.Journal(agent.disk)
+    wait_until(lambda: jour.get(dep['id'], 'CREATE', dep['run'])['state']
+               == 'done', what='the hook to finish')
+    assert not stub.signals
+    stub.reopen()
+    stub.wait_for(lambda: stub.signals_of(dep['id']), what='the signal')
+    later = stub.deploy(creds['agent_id'], '#!/bin/sh\necho y >> %s\n'
+                        % count)
+    stub.wait_for(lambda: stub.signals_of(later['id']), what='a new one')
+    assert count.read_text() == 'x\ny\n'
+    assert [s['accepted'] for s in stub.signals] == [True, True]
