@@ -148,7 +148,7 @@ def test_reboot_interrupts_the_hook_and_shutdown_stops(home, stub):
 
     pid = host_pid(home)
     assert cloud.shutdown_agents()
-    assert not alive(pid)
+    wait_until(lambda: not alive(pid), what='the host to exit')
     assert not cloud.agents_running()
     assert not cloud.shutdown_agents()   # nothing left to stop
     # stays stopped: nothing runs
@@ -183,7 +183,7 @@ def test_cli_show_reboot_shutdown(home, stub, cli):
     pid = host_pid(home)
     out = cli.run('sim', 'shutdown').stdout
     assert 'Stopped the agent host' in out
-    assert not alive(pid)
+    wait_until(lambda: not alive(pid), what='the host to exit')
     assert 'No agent host' in cli.run('sim', 'shutdown').stdout
     # a command that needs the host starts it, and it outlives the command
     later = stub.deploy(creds['agent_id'], '#!/bin/sh\necho later\n',
