@@ -164,6 +164,13 @@ SIM_OPTS = [
     cfg.StrOpt('connection', secret=True,
                help='Database URL of the simulated cloud\'s own store. '
                     'Default: sqlite in $home/sim.db.'),
+    cfg.StrOpt('disks_dir',
+               help='Directory of the sim servers\' disks: a server whose '
+                    'user_data has a converge agent part runs its agent '
+                    'with the directory <disks_dir>/<server id> (journal, '
+                    'scripts). One agent host process per directory runs '
+                    'them all (its log: agent-host.log there). Default: '
+                    '$home/sim-disks.'),
 ]
 
 API_OPTS = [

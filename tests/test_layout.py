@@ -17,6 +17,8 @@ FORBIDDEN = {
     'drivers': {'engine', 'workers', 'cmd', 'bench'},
     'workers': {'cmd', 'bench'},
     'cmd': {'db', 'bench'},
+    # it runs on the servers (docs/software.md)
+    'agent': {'engine', 'db', 'workers', 'cmd', 'bench', 'resources'},
 }
 
 

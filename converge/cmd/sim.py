@@ -1,5 +1,6 @@
-"""`converge sim server list|show|delete|stop|start`, `sim fault set|clear`,
-`sim log`: look at and tamper with the simulated cloud.
+"""`converge sim server list|show|delete|stop|start|reboot`, `sim fault
+set|clear`, `sim log`, `sim shutdown`: look at and tamper with the
+simulated cloud.
 
 The commands act as the cloud's operator: injected faults do not apply to
 them and their reads are not logged (see ``SimCompute.admin``), so using
@@ -107,7 +108,11 @@ class ShowServer(show.ShowOne):
         return parser
 
     def take_action(self, args):
-        server = find_server(_sim(self.app).list_servers(), args.server)
+        sim = _sim(self.app)
+        server = find_server(sim.list_servers(), args.server)
+        disk = sim.disk(server)
+        if disk is not None:
+            server['disk'] = disk   # its agent's directory
         cols = sorted(server)
         return cols, [_Json(server[c]) if isinstance(server[c], (dict, list))
                       else server[c] for c in cols]
@@ -136,7 +141,7 @@ class _ServerAction(command.Command):
             except exception.ConvergeError as e:
                 failures.append(e)
                 LOG.error('Failed to %s server %s: %s',
-                               self.verb, ref, e)
+                          self.verb, ref, e)
         if failures:
             if len(args.servers) == 1:
                 raise failures[0]
@@ -172,6 +177,32 @@ class StartServer(_ServerAction):
 
     def act(self, sim, server_id):
         sim.start_server(server_id)
+
+
+class RebootServer(_ServerAction):
+    """Reboot server(s): ACTIVE again; the agent of a server that runs
+    one restarts and reads its journal again (a hook the reboot cut off
+    is reported interrupted)."""
+
+    verb = 'reboot'
+
+    def act(self, sim, server_id):
+        sim.reboot_server(server_id)
+
+
+class Shutdown(command.Command):
+    """Stop the sim's agent host (the agents of every server). It starts
+    again when a server with an agent is created, rebooted or read by
+    the engine."""
+
+    def take_action(self, args):
+        sim = _sim(self.app)
+        if sim.shutdown_agents():
+            self.app.stdout.write('Stopped the agent host of %s\n'
+                                  % sim.disks_dir)
+        else:
+            self.app.stdout.write('No agent host was running for %s\n'
+                                  % sim.disks_dir)
 
 
 def _fault_row(fault):

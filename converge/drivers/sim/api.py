@@ -30,12 +30,13 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from converge import exception
+from converge.drivers.sim import agents
 from converge.drivers.sim import store
 
 LOG = logging.getLogger(__name__)
 
 OPS = ('create', 'get', 'find', 'list', 'delete', 'rebuild', 'resize',
-       'confirm_resize', 'update', 'stop', 'start')
+       'confirm_resize', 'update', 'stop', 'start', 'reboot')
 READ_OPS = ('get', 'find', 'list')
 #: ops whose latency is how long the server stays in a transitional
 #: status; the call itself returns at once
@@ -47,7 +48,11 @@ ALLOWED_FROM = {
     'confirm_resize': ('VERIFY_RESIZE',),
     'stop': ('ACTIVE', 'SHUTOFF', 'ERROR'),
     'start': ('ACTIVE', 'SHUTOFF', 'ERROR'),
+    'reboot': ('ACTIVE', 'SHUTOFF', 'ERROR'),
 }
+#: seconds between two looks, per SimCompute, for the agent host while
+#: servers with agents are read
+AGENT_HOST_CHECK = 5.0
 HOSTS = 4
 _CREATE_ATTEMPTS = 5
 #: a dropped connection to the sim's database: tries, and the first pause
@@ -227,12 +232,18 @@ class _Failed(Exception):
 
 
 class SimCompute:
-    """The simulated compute cloud at database `url`."""
+    """The simulated compute cloud at database `url`.
 
-    def __init__(self, url):
+    A server whose user_data has a bootstrap part runs an agent, with its
+    disk in `disks_dir` (default: [sim] disks_dir, else <home>/sim-disks);
+    see `converge.drivers.sim.agents`."""
+
+    def __init__(self, url, disks_dir=None):
         self.url = url
         self._engine = store.get_engine(url)
         self._admin = False
+        self._disks_dir = disks_dir
+        self._host_checked = None
 
     def __repr__(self):
         return 'SimCompute(%r%s)' % (self.url,
@@ -246,10 +257,44 @@ class SimCompute:
         operator's delete is immediate), reads are not logged, and
         changes are logged with ``admin: true``."""
         other = SimCompute.__new__(SimCompute)
-        other.url = self.url
-        other._engine = self._engine
+        other.__dict__.update(self.__dict__)
         other._admin = True
         return other
+
+    # -- agents -----------------------------------------------------------
+
+    @property
+    def disks_dir(self):
+        if self._disks_dir is None:
+            self._disks_dir = agents.default_disks_dir()
+        return self._disks_dir
+
+    def disk(self, server):
+        """The directory of a server (a dict) that runs an agent, or
+        None."""
+        if not agents.has_agent(server.get('user_data')):
+            return None
+        return agents.disk_of(self.disks_dir, server['id'])
+
+    def ensure_agents(self):
+        """Start the agent host unless it runs."""
+        agents.ensure_running(self.url, self.disks_dir)
+        self._host_checked = time.monotonic()
+
+    def _agents_needed(self):
+        # reading a server with an agent: make sure the host runs (it may
+        # have been shut down), at most every AGENT_HOST_CHECK seconds
+        last = self._host_checked
+        if last is None or time.monotonic() - last > AGENT_HOST_CHECK:
+            self.ensure_agents()
+
+    def shutdown_agents(self):
+        """Stop the agent host; True when one was running."""
+        self._host_checked = None
+        return agents.shutdown(self.url, self.disks_dir)
+
+    def agents_running(self):
+        return agents.running(self.disks_dir)
 
     # -- plumbing ---------------------------------------------------------
 
@@ -504,6 +549,7 @@ class SimCompute:
         instead (adopted); one being deleted does not count."""
         networks = _normalise_networks(networks)
         key = str(idempotency_key) if idempotency_key else None
+        with_agent = agents.has_agent(user_data) or None
 
         def adopt(conn, row, latency, now):
             self._log(conn, 'create', True, server_id=row.id,
@@ -553,7 +599,8 @@ class SimCompute:
                 live_key=key, resource=resource,
                 host='sim-host-%d' % (ident.int % HOSTS + 1),
                 created=stamp, updated=stamp, deleted=False,
-                delete_started=None, gone_at=None,
+                delete_started=None, gone_at=None, agent=with_agent,
+                reboots=None,
                 **self._task('spawning', 'BUILD', latency, now,
                              status='ACTIVE'))
             seq = conn.execute(_SERVER_ADD, values).inserted_primary_key[0]
@@ -577,10 +624,13 @@ class SimCompute:
         # without a key it would make a second server
         for attempt in range(_CREATE_ATTEMPTS):
             try:
-                return self._call('create', fn, idempotency_key=key,
-                                  resource=resource,
-                                  repeatable=key is not None,
-                                  faults=attempt == 0)
+                server = self._call('create', fn, idempotency_key=key,
+                                    resource=resource,
+                                    repeatable=key is not None,
+                                    faults=attempt == 0)
+                if with_agent:
+                    self.ensure_agents()
+                return server
             except sa_exc.IntegrityError:
                 if key is None:
                     raise
@@ -589,6 +639,8 @@ class SimCompute:
             server = self._call('create', adopt_raced, idempotency_key=key,
                                 resource=resource, faults=False)
             if server is not None:
+                if with_agent:
+                    self.ensure_agents()
                 return server
         raise exception.CloudError(
             'Could not create server %s: idempotency key %s kept '
@@ -614,8 +666,11 @@ class SimCompute:
             self._log(conn, 'get', True, server_id=row.id,
                       idempotency_key=row.idempotency_key,
                       resource=row.resource, latency=latency or None)
-            return _server(row, now)
-        return self._call('get', fn, server_id=str(server_id))
+            return _server(row, now), row.agent
+        server, with_agent = self._call('get', fn, server_id=str(server_id))
+        if with_agent:
+            self._agents_needed()
+        return server
 
     def list_servers(self):
         def fn(conn, latency, now):
@@ -702,6 +757,17 @@ class SimCompute:
                 return {}, {'noop': True}
             return {'status': 'SHUTOFF'}, {'old_status': status}
         return self._change('stop', server_id, values)
+
+    def reboot_server(self, server_id):
+        """Reboot: the server stays ACTIVE (a stopped one starts) and its
+        agent is restarted, its memory lost and its journal read again."""
+        def values(row, status, latency, now):
+            return {'status': 'ACTIVE', 'reboots': (row.reboots or 0) + 1}, \
+                {'old_status': status, 'reboots': (row.reboots or 0) + 1}
+        server = self._change('reboot', server_id, values, repeatable=False)
+        if agents.has_agent(server.get('user_data')):
+            self.ensure_agents()
+        return server
 
     def start_server(self, server_id):
         def values(row, status, latency, now):

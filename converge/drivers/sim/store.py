@@ -69,6 +69,11 @@ servers = sa.Table(
     # a delete under way: the server reads NotFound from this time on
     sa.Column('delete_started', sa.Double),
     sa.Column('gone_at', sa.Double),
+    # its user_data has a bootstrap part: the sim's agent host runs an
+    # agent for it (converge/agent/simhost.py)
+    sa.Column('agent', sa.Boolean, index=True),
+    # times it was rebooted: the host restarts its agent when this moves
+    sa.Column('reboots', sa.Integer),
 )
 
 api_log = sa.Table(
@@ -102,6 +107,17 @@ addresses = sa.Table(
     sa.Column('seq', sa.Integer, nullable=False),   # the server's
     sa.Column('net', sa.String(255), nullable=False),
     sa.Column('addr', sa.String(64), nullable=False, index=True),
+)
+
+# the one agent host of this cloud (converge/agent/simhost.py): a lease
+# its holder renews, so hosts on other machines (or for other disks
+# directories) sharing this database stand aside; `stop` asks it to exit
+agent_host = sa.Table(
+    'sim_agent_host', metadata,
+    sa.Column('name', sa.String(32), primary_key=True),
+    sa.Column('owner', sa.String(512), nullable=False),
+    sa.Column('expires', sa.Double, nullable=False),
+    sa.Column('stop', sa.Boolean),
 )
 
 counters = sa.Table(

@@ -1,0 +1,169 @@
+"""converge-api's agent routes, as the agent calls them (docs/software.md).
+
+Plain HTTP with the standard library: the agent runs on servers where
+little may be installed. Errors are sorted for the caller: `Unavailable`
+(no connection, a timeout, 5xx, 429: try again later), `Refused` (403,
+404: the credential was revoked or the server or deployment is gone) and
+`Rejected` (any other answer that trying again will not change).
+"""
+
+import http.client
+import json
+import logging
+import socket
+import threading
+import urllib.parse
+
+LOG = logging.getLogger(__name__)
+
+#: seconds a request may take beyond the long poll's own wait
+SLACK = 30.0
+
+
+class Unavailable(Exception):
+    """The endpoint did not answer usefully; worth trying again."""
+
+
+class Refused(Exception):
+    """403 or 404: this server's credential, or the thing asked about,
+    is no more."""
+
+    def __init__(self, code, message):
+        super().__init__('%d: %s' % (code, message))
+        self.code = code
+
+
+class Rejected(Exception):
+    """Another 4xx: asking again the same way will not help."""
+
+    def __init__(self, code, message):
+        super().__init__('%d: %s' % (code, message))
+        self.code = code
+
+
+class Endpoint:
+    """One converge-api endpoint. `abort()` breaks the request in flight
+    (from another thread): it raises Unavailable at once."""
+
+    def __init__(self, url):
+        parsed = urllib.parse.urlsplit(url)
+        if parsed.scheme not in ('http', 'https') or not parsed.hostname:
+            raise ValueError('Not an http(s) endpoint URL: %r' % (url,))
+        self.url = url.rstrip('/')
+        self._parsed = parsed
+        self._lock = threading.Lock()
+        self._conns = set()
+
+    def _connection(self, timeout):
+        cls = (http.client.HTTPSConnection if self._parsed.scheme == 'https'
+               else http.client.HTTPConnection)
+        return cls(self._parsed.hostname, self._parsed.port, timeout=timeout)
+
+    def abort(self):
+        with self._lock:
+            conns = list(self._conns)
+        for conn in conns:
+            sock = conn.sock
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def request(self, method, path, body=None, headers=None, timeout=SLACK,
+                cancelled=None):
+        """(status, headers, parsed JSON or None) of one request.
+        `cancelled()`, asked once connected, true: give up at once (an
+        `abort` before the socket existed)."""
+        prefix = self._parsed.path.rstrip('/')
+        data = None if body is None else json.dumps(body).encode('utf-8')
+        hdrs = {'Accept': 'application/json'}
+        if data is not None:
+            hdrs['Content-Type'] = 'application/json'
+        hdrs.update(headers or {})
+        conn = self._connection(timeout)
+        with self._lock:
+            self._conns.add(conn)
+        try:
+            conn.connect()
+            if cancelled is not None and cancelled():
+                raise OSError('cancelled')
+            conn.request(method, prefix + path, body=data, headers=hdrs)
+            resp = conn.getresponse()
+            raw = resp.read()
+            status, rhead = resp.status, resp.headers
+        except (OSError, http.client.HTTPException) as e:
+            raise Unavailable('%s %s%s: %s' % (method, self.url, path,
+                                               e or type(e).__name__))
+        finally:
+            with self._lock:
+                self._conns.discard(conn)
+            conn.close()
+        parsed = None
+        if raw:
+            try:
+                parsed = json.loads(raw.decode('utf-8'))
+            except ValueError:
+                parsed = None
+        if status >= 500 or status in (408, 409, 429):
+            raise Unavailable('%s %s%s: HTTP %d' % (method, self.url, path,
+                                                    status))
+        if status in (403, 404):
+            raise Refused(status, _message(parsed, raw))
+        if status >= 400:
+            raise Rejected(status, _message(parsed, raw))
+        return status, rhead, parsed
+
+
+def _message(parsed, raw):
+    if isinstance(parsed, dict):
+        for key in ('message', 'error', 'reason'):
+            if isinstance(parsed.get(key), (str, int)):
+                return str(parsed[key])
+    return raw[:200].decode('utf-8', 'replace') if raw else ''
+
+
+def _auth(creds):
+    return {'X-Agent-Id': creds['agent_id'], 'X-Agent-Token': creds['token']}
+
+
+def deployments(endpoint, creds, version=None, wait=0):
+    """GET /v1/agent/deployments: (version, deployments), or None when
+    nothing changed since `version` within `wait` seconds (304)."""
+    headers = _auth(creds)
+    if version is not None:
+        headers['If-None-Match'] = '"%s"' % version
+    path = '/v1/agent/deployments'
+    if wait:
+        path += '?wait=%d' % wait
+    status, _h, body = endpoint.request('GET', path, headers=headers,
+                                        timeout=wait + SLACK)
+    if status == 304:
+        return None
+    if not isinstance(body, dict) or 'deployments' not in body:
+        raise Unavailable('GET %s%s: not a deployment list' % (
+            endpoint.url, path))
+    return body.get('version'), body['deployments']
+
+
+def poll(endpoint, agents, wait=0, cancelled=None):
+    """POST /v1/agent/poll for many agents [{agent_id, token, version}]:
+    the entries of the changed or refused ones."""
+    _s, _h, body = endpoint.request(
+        'POST', '/v1/agent/poll', body={'agents': agents, 'wait': wait},
+        timeout=wait + SLACK, cancelled=cancelled)
+    if not isinstance(body, dict) or not isinstance(body.get('agents'),
+                                                    list):
+        raise Unavailable('POST %s/v1/agent/poll: not a poll answer'
+                          % endpoint.url)
+    return body['agents']
+
+
+def signal(endpoint, creds, dep_id, run, payload):
+    """POST the result of run `run` of deployment `dep_id`: the answer
+    ({"accepted": bool, "reason"?})."""
+    path = '/v1/agent/deployments/%s/signal?run=%s' % (
+        urllib.parse.quote(dep_id, safe=''), urllib.parse.quote(run, safe=''))
+    _s, _h, body = endpoint.request('POST', path, body=payload,
+                                    headers=_auth(creds))
+    return body if isinstance(body, dict) else {'accepted': True}

@@ -1,0 +1,253 @@
+"""Hooks: what runs a deployment's config on the server.
+
+A hook is found by entry point (group ``converge.agent.hooks``, name =
+the config's ``group``); ``Heat::Ungrouped`` is the script hook, as in
+Heat. A hook is a callable ``hook(deployment, disk, runner)`` returning
+Heat's signal payload: ``deploy_stdout``, ``deploy_stderr``,
+``deploy_status_code`` and every declared output it found, by name. A
+failure (non-zero exit, an error_output with a value) is still just a
+result: the engine decides FAILED from it.
+
+``runner`` starts the hook's processes (`ProcessRunner`), so that whoever
+owns the agent can cut them off (a reboot of a simulated server).
+"""
+
+import ctypes
+import errno
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from importlib import metadata
+
+LOG = logging.getLogger(__name__)
+
+GROUP = 'converge.agent.hooks'
+#: stdout and stderr are each trimmed to this many bytes (Heat's API takes
+#: a request of at most 1 MiB)
+MAX_OUTPUT = 900 * 1024
+_TRIMMED = '[... trimmed: only the last %d bytes are kept ...]\n'
+# A process forked while another thread has a script open for writing
+# holds that descriptor until it execs, and exec of the script then fails
+# with "Text file busy": scripts are written, and processes started, one
+# at a time.
+_FORK_LOCK = threading.Lock()
+
+
+def trim(text):
+    data = text.encode('utf-8', 'replace') if isinstance(text, str) \
+        else bytes(text or b'')
+    if len(data) <= MAX_OUTPUT:
+        return data.decode('utf-8', 'replace')
+    head = (_TRIMMED % MAX_OUTPUT).encode()
+    return (head + data[-(MAX_OUTPUT - len(head)):]).decode(
+        'utf-8', 'replace')
+
+
+def _load_prctl():
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):   # not Linux
+        return None
+
+
+# looked up here, not in the forked child (no dlopen between fork and exec)
+_PRCTL = _load_prctl()
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent():
+    # Linux: the hook is killed when the thread that started it dies (the
+    # agent killed, the server powered off) instead of running on unseen
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
+
+
+class ProcessRunner:
+    """Runs the hooks' processes of one server; `kill_all` cuts off the
+    ones still running."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._running = set()
+        self._dead = False
+
+    def run(self, argv, env, cwd):
+        """(exit code, stdout, stderr) of argv, run to its end."""
+        with self._lock:
+            if self._dead:
+                raise Stopped()
+            for attempt in range(5):
+                try:
+                    with _FORK_LOCK:
+                        proc = subprocess.Popen(
+                            argv, env=env, cwd=cwd,
+                            stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True,
+                            preexec_fn=_die_with_parent)
+                    break
+                except OSError as e:
+                    # another process (not ours) forked with it open
+                    if e.errno != errno.ETXTBSY or attempt == 4:
+                        raise
+                    time.sleep(0.05 * 2 ** attempt)
+            self._running.add(proc)
+        try:
+            out, err = proc.communicate()
+        finally:
+            with self._lock:
+                self._running.discard(proc)
+        if self._dead:
+            raise Stopped()
+        return proc.returncode, out, err
+
+    def kill_all(self):
+        with self._lock:
+            self._dead = True
+            running = list(self._running)
+        for proc in running:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+class Stopped(Exception):
+    """The hook was cut off by its server stopping: no result."""
+
+
+def _env(deployment):
+    """Heat's script contract: every input an environment variable, lists
+    and maps JSON-encoded."""
+    env = dict(os.environ)
+    for item in deployment.get('inputs') or ():
+        name = item.get('name')
+        if not name:
+            continue
+        value = item.get('value')
+        if isinstance(value, (list, dict)):
+            value = json.dumps(value)
+        elif isinstance(value, bool):
+            value = 'true' if value else 'false'
+        elif value is None:
+            value = ''
+        env[str(name)] = str(value)
+    return env
+
+
+def _result(code, out, err, outputs=None):
+    result = {'deploy_stdout': trim(out), 'deploy_stderr': trim(err),
+              'deploy_status_code': code}
+    result.update(outputs or {})
+    return result
+
+
+def _missing(tool, what):
+    return _result(1, '', '%s is not installed on this server (%r not '
+                   'found on PATH): cannot apply a %s config'
+                   % (what, tool, what.split()[0].lower()))
+
+
+def script(deployment, disk, runner):
+    """Heat's script hook: the config is the program."""
+    dep_id = deployment['id']
+    work = os.path.join(disk, 'heat-config-script')
+    outdir = os.path.join(disk, 'heat-config-script-outputs')
+    os.makedirs(work, exist_ok=True)
+    os.makedirs(outdir, exist_ok=True)
+    path = os.path.join(work, dep_id)
+    with _FORK_LOCK:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o700)
+        with os.fdopen(fd, 'w') as f:
+            f.write(deployment.get('config') or '')
+    os.chmod(path, 0o700)
+    outputs_path = os.path.join(outdir, dep_id)
+    declared = [o['name'] for o in deployment.get('outputs') or ()
+                if o.get('name')]
+    for name in declared:   # a previous action's values must not leak
+        try:
+            os.unlink('%s.%s' % (outputs_path, name))
+        except FileNotFoundError:
+            pass
+    env = _env(deployment)
+    env['heat_outputs_path'] = outputs_path
+    try:
+        code, out, err = runner.run([path], env, disk)
+    except OSError as e:   # no interpreter, bad #! line, not executable
+        return _result(1, '', 'Cannot run the script %s: %s' % (path, e))
+    found = {}
+    for name in declared:
+        try:
+            with open('%s.%s' % (outputs_path, name), 'rb') as f:
+                found[name] = f.read().decode('utf-8', 'replace')
+        except FileNotFoundError:
+            pass
+    return _result(code, out, err, found)
+
+
+def ansible(deployment, disk, runner):
+    """The config is an Ansible playbook, the inputs its extra vars."""
+    tool = shutil.which('ansible-playbook')
+    if tool is None:
+        return _missing('ansible-playbook', 'Ansible')
+    work = os.path.join(disk, 'heat-config-ansible')
+    os.makedirs(work, exist_ok=True)
+    playbook = os.path.join(work, '%s_playbook.yaml' % deployment['id'])
+    variables = os.path.join(work, '%s_variables.json' % deployment['id'])
+    with open(playbook, 'w') as f:
+        f.write(deployment.get('config') or '')
+    with open(variables, 'w') as f:
+        json.dump({i['name']: i.get('value')
+                   for i in deployment.get('inputs') or ()
+                   if i.get('name')}, f)
+    code, out, err = runner.run(
+        [tool, '-i', 'localhost,', '--connection=local', playbook,
+         '--extra-vars', '@' + variables], dict(os.environ), disk)
+    return _result(code, out, err)
+
+
+def puppet(deployment, disk, runner):
+    """The config is a Puppet manifest (puppet apply); the inputs are
+    facts (FACTER_<name>)."""
+    tool = shutil.which('puppet')
+    if tool is None:
+        return _missing('puppet', 'Puppet')
+    work = os.path.join(disk, 'heat-config-puppet')
+    os.makedirs(work, exist_ok=True)
+    manifest = os.path.join(work, '%s.pp' % deployment['id'])
+    with open(manifest, 'w') as f:
+        f.write(deployment.get('config') or '')
+    env = dict(os.environ)
+    facts = _env({'inputs': deployment.get('inputs')})
+    env.update({'FACTER_' + k: v for k, v in facts.items()
+                if k not in os.environ})
+    code, out, err = runner.run(
+        [tool, 'apply', '--detailed-exitcodes', manifest], env, disk)
+    if code == 2:   # --detailed-exitcodes: 2 means "applied changes"
+        code = 0
+    return _result(code, out, err)
+
+
+def find(group):
+    """The hook for a config group, or None."""
+    name = 'script' if group in (None, '', 'Heat::Ungrouped') else group
+    for ep in metadata.entry_points(group=GROUP):
+        if ep.name == name:
+            return ep.load()
+    return None
+
+
+def run(deployment, disk, runner):
+    """Run `deployment` with its hook; a group without a hook is a failed
+    result naming it."""
+    group = deployment.get('group')
+    hook = find(group)
+    if hook is None:
+        return _result(1, '', 'No hook for config group %r on this server '
+                       '(entry points of %s)' % (group, GROUP))
+    return hook(deployment, disk, runner)
