@@ -171,6 +171,11 @@ SIM_OPTS = [
                     'scripts). One agent host process per directory runs '
                     'them all (its log: agent-host.log there). Default: '
                     '$home/sim-disks.'),
+    cfg.BoolOpt('boot_agents', default=True,
+                help='Servers whose user_data has a converge agent part '
+                     'run their agent (the sim\'s agent host). False: '
+                     'none runs, and their deployments wait, as on a '
+                     'server whose agent never started.'),
 ]
 
 API_OPTS = [

@@ -30,8 +30,11 @@ echo "hello $foo"
 def api(engine):
     served = api_server.Served(engine, '127.0.0.1', 0, threads=8)
     conf.CONF.set_override('public_endpoint', served.url, 'api')
+    # the test plays the servers' agents: no real one competes
+    conf.CONF.set_override('boot_agents', False, 'sim')
     yield served
     served.stop()
+    conf.CONF.clear_override('boot_agents', 'sim')
     conf.CONF.clear_override('public_endpoint', 'api')
 
 

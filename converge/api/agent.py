@@ -36,8 +36,10 @@ def _wait(value):
 
 
 class Controller:
-    def __init__(self, engine):
+    def __init__(self, engine, stopping):
         self.engine = engine
+        #: set when the service stops: held polls answer at once
+        self.stopping = stopping
 
     def deployments(self, req):
         agent_id, token = _credential(req)
@@ -47,7 +49,7 @@ class Controller:
         if seen is not None and str(version) == seen and wait > 0:
             changed = software.poll(self.engine, [{
                 'agent_id': agent_id, 'token': token, 'version': version}],
-                wait=wait)
+                wait=wait, stopping=self.stopping)
             if not changed:
                 return webob.Response(status=304)
         version, docs = software.deployments(self.engine, agent_id, token)
@@ -66,7 +68,8 @@ class Controller:
             raise wsgi.Error(400, 'poll needs {"agents": [{"agent_id", '
                                   '"token", "version"}, ...]}')
         changed = software.poll(self.engine, agents,
-                                wait=_wait(body.get('wait')))
+                                wait=_wait(body.get('wait')),
+                                stopping=self.stopping)
         return webob.Response(json={'agents': changed})
 
     def signal(self, req, deployment_id):

@@ -1,6 +1,8 @@
 """The WSGI application: routes -> controllers, JSON in and out, Heat's
 error body. Controllers call the engine's service functions only."""
 
+import threading
+
 import routes
 import routes.middleware
 import webob.dec
@@ -17,8 +19,10 @@ LOG = logging.getLogger(__name__)
 class App:
     def __init__(self, engine):
         self.engine = engine
+        #: set when the service stops (held long polls then answer)
+        self.stopping = threading.Event()
         mapper = routes.Mapper()
-        agent.add_routes(mapper, agent.Controller(engine))
+        agent.add_routes(mapper, agent.Controller(engine, self.stopping))
         self._router = routes.middleware.RoutesMiddleware(self._dispatch,
                                                           mapper)
 

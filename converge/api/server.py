@@ -9,6 +9,7 @@ given the address at boot) finds it from one command to the next.
 
 import errno
 import os
+import socket
 import threading
 import urllib.parse
 
@@ -17,6 +18,7 @@ from oslo_log import log as logging
 
 from converge import conf as conf_mod
 from converge.api import app as app_mod
+from converge.drivers import software as drivers_software
 
 LOG = logging.getLogger(__name__)
 
@@ -25,8 +27,9 @@ class Served:
     """The application served on host:port in a background thread."""
 
     def __init__(self, engine, host, port, threads=None):
+        self.app = app_mod.App(engine)
         self.server = cheroot.wsgi.Server(
-            (host, port), app_mod.App(engine),
+            (host, port), self.app,
             numthreads=threads or conf_mod.CONF.api.threads,
             server_name='converge-api')
         self.server.prepare()   # binds now: a busy port fails here
@@ -37,6 +40,9 @@ class Served:
         self._thread.start()
 
     def stop(self):
+        # held long polls answer first, so stopping waits for no one
+        self.app.stopping.set()
+        drivers_software.CHANGES.notify()
         self.server.stop()
         self._thread.join(timeout=10)
 
@@ -54,13 +60,19 @@ def serve_embedded(engine):
             host, port = kept.hostname or host, kept.port
     except OSError:
         pass
+    if not port:
+        # chosen here, not by binding port 0: a socket bound to port 0
+        # has no SO_REUSEADDR, and the connections it leaves in TIME_WAIT
+        # would keep the next command from binding the same port
+        port = _free_port(host)
     try:
         served = Served(engine, host, port)
     except OSError as e:
         if e.errno != errno.EADDRINUSE and 'in use' not in str(e):
             raise
-        LOG.info('converge-api: %s:%s is served by another process', host,
-                 port)
+        LOG.warning('converge-api: %s:%s is in use (another command of '
+                    'this home serves the agents, or another program '
+                    'took the port: then set [api] bind_port)', host, port)
         return None
     if not conf_mod.CONF.api.public_endpoint:
         tmp = '%s.%d' % (path, os.getpid())
@@ -68,3 +80,9 @@ def serve_embedded(engine):
             f.write(served.url + '\n')
         os.replace(tmp, path)
     return served
+
+
+def _free_port(host):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]

@@ -61,11 +61,13 @@ def version(engine, agent_id, token):
                       agent_id, token).version
 
 
-def poll(engine, agents, wait=0.0, interval=0.5):
+def poll(engine, agents, wait=0.0, interval=0.5, stopping=None):
     """Many agents' deployments at once (an agent host): entries
     {agent_id, token, version}. Returns, as soon as one changed (or at
     the end of `wait`), the changed ones {agent_id, version, deployments}
-    and the refused ones {agent_id, error: 403, message}."""
+    and the refused ones {agent_id, error: 403, message}. A held poll
+    ends early (answering nothing new) once `stopping` is set: the
+    service is going away, and the agent asks the next one."""
     deadline = time.monotonic() + max(0.0, wait)
     known = {a['agent_id']: a for a in agents}
     # a token is checked once per request, not on every look
@@ -99,7 +101,8 @@ def poll(engine, agents, wait=0.0, interval=0.5):
                                     'deployments': [_document(r)
                                                     for r in docs]})
         left = deadline - time.monotonic()
-        if changed or left <= 0:
+        if changed or left <= 0 or (stopping is not None and
+                                    stopping.is_set()):
             return changed
         # woken at once by a change this process makes; another
         # process's change is seen at the next look

@@ -277,7 +277,10 @@ class SimCompute:
         return agents.disk_of(self.disks_dir, server['id'])
 
     def ensure_agents(self):
-        """Start the agent host unless it runs."""
+        """Start the agent host unless it runs ([sim] boot_agents)."""
+        from converge import conf
+        if not conf.CONF.sim.boot_agents:
+            return
         agents.ensure_running(self.url, self.disks_dir)
         self._host_checked = time.monotonic()
 
