@@ -423,8 +423,8 @@ def test_a_day2_action_runs_without_touching_the_stack(
     before = (stack.updated_at, stack.template_id, stack.action,
               stack.status)
 
-    action = svc.deployment_action_run(ctx, 'sw', 'deployment', 'backup',
-                                       {'target': '/mnt/b'})
+    [action] = svc.deployment_action_run(ctx, 'sw', 'deployment', 'backup',
+                                         {'target': '/mnt/b'})
     assert action['status'] == 'IN_PROGRESS'
     doc = agent.next_run()
     assert doc['action'] == 'backup'
@@ -448,7 +448,7 @@ def test_a_day2_action_runs_without_touching_the_stack(
             if e.resource_name == 'deployment'][-2:] == [
         ('BACKUP', 'IN_PROGRESS'), ('BACKUP', 'COMPLETE')]
     # the same action again runs again (an explicit request)
-    again = svc.deployment_action_run(ctx, 'sw', 'deployment', 'backup')
+    [again] = svc.deployment_action_run(ctx, 'sw', 'deployment', 'backup')
     doc2 = agent.next_run()
     assert doc2['run'] != doc['run']
     agent.signal(doc2, deploy_status_code=0)

@@ -133,8 +133,8 @@ def test_a_component_lifecycle_leaves_four_lines_in_order(home, write):
     cli.run('stack', 'resume', 'app', '--wait', timeout=240)
     # a day-2 action: the stack is not touched
     before = cli.json('stack', 'show', 'app')
-    done = cli.json('deployment', 'action', 'run', 'app', 'deployment',
-                    'backup', '--input', 'target=/mnt/b', timeout=240)
+    [done] = cli.json('deployment', 'action', 'run', 'app', 'deployment',
+                      'backup', '--input', 'target=/mnt/b', timeout=240)
     assert done['status'] == 'COMPLETE', done
     assert done['output_values']['archive'] == '/mnt/b/app.tgz'
     after = cli.json('stack', 'show', 'app')
@@ -182,3 +182,92 @@ def test_an_update_that_changes_nothing_runs_nothing(home, write):
     with open(os.path.join(disk, 'runs.log')) as f:
         assert f.read().split('\n')[:-1] == ['CREATE first',
                                              'UPDATE second']
+
+
+# corpus templates: (path, parameters, the files the corpus left out,
+# what their outputs must show)
+WP = os.path.join('wordpress', 'WordPress_software-config_1-instance.yaml')
+PLACEHOLDER = '''#!/bin/sh
+echo "installing for $deploy_resource_name" > installed.txt
+'''
+CORPUS_CASES = {
+    'deploy-sequence': ('example-deploy-sequence.yaml', [], {}),
+    'structured': ('example-structured-template.yaml',
+                   ['key_name=demo-key', 'flavor=m1.small'], {}),
+    'wordpress': (WP, ['flavor=m1.small'],
+                  {'wordpress/wp_install.sh': PLACEHOLDER,
+                   'wordpress/db_install.sh': PLACEHOLDER}),
+}
+
+
+@pytest.mark.skipif(not os.path.isdir(EXAMPLES), reason='corpus not here')
+@pytest.mark.parametrize('case', sorted(CORPUS_CASES))
+def test_corpus_software_templates_converge(home, tmp_path, case):
+    cli = home
+    path, params, files = CORPUS_CASES[case]
+    work = tmp_path / 'example'
+    shutil.copytree(EXAMPLES, work)
+    for name, text in files.items():
+        (work / name).write_text(text)
+    (work / 'env.yaml').write_text(ENV)
+    args = ['stack', 'create', case, '-t', str(work / path), '-e',
+            str(work / 'env.yaml'), '--wait']
+    for p in params:
+        args += ['--parameter', p]
+    cli.run(*args, timeout=240)
+    shown = cli.json('stack', 'show', case)
+    assert shown['stack_status'] == 'CREATE_COMPLETE'
+    out = cli.json('stack', 'output', 'show', case, '--all')
+    if case == 'deploy-sequence':
+        # b ran with a's stdout as input; c after b
+        assert 'deployment_a is running on' in out['deployment_a_stdout']
+        assert out['deployment_b_stdout'].startswith(
+            'Previous: ' + out['deployment_a_stdout'].rstrip('\n'))
+        assert 'Previous: deployment_b' in out['deployment_c_stdout']
+    elif case == 'structured':
+        assert out['server_ip'].startswith('10.')
+    elif case == 'wordpress':
+        disk = cli.json('sim', 'server', 'show', cli.json(
+            'sim', 'server', 'list')[0]['ID'])['disk']
+        with open(os.path.join(disk, 'installed.txt')) as f:
+            assert f.read().startswith('installing for')
+
+
+def test_a_backup_on_a_five_member_group_returns_each_members_output(
+        home, write):
+    cli = home
+    servers = {'node%d' % i: {
+        'type': 'OS::Nova::Server', 'properties': {
+            'image': 'cirros', 'flavor': 'm1.tiny', 'name': 'node%d' % i,
+            'user_data_format': 'SOFTWARE_CONFIG'}} for i in range(5)}
+    resources = dict(servers, **{
+        'app': {'type': 'OS::Heat::SoftwareComponent', 'properties': {
+            'outputs': [{'name': 'archive'}],
+            'configs': [
+                {'actions': ['CREATE'], 'tool': 'script',
+                 'config': '#!/bin/sh\necho installed > app.txt\n'},
+                {'actions': ['backup'], 'tool': 'script',
+                 'config': '#!/bin/sh\nset -e\ncp app.txt backup.txt\n'
+                           'echo -n "$(pwd)/backup.txt" > '
+                           '"$heat_outputs_path.archive"\n'}]}},
+        'group': {'type': 'OS::Heat::SoftwareDeploymentGroup',
+                  'properties': {
+                      'config': {'get_resource': 'app'},
+                      'servers': {n: {'get_resource': n}
+                                  for n in servers}}}})
+    cli.run('stack', 'create', 'grp', '-t', write('grp.yaml', json.dumps({
+        'heat_template_version': '2016-10-14', 'resources': resources})),
+        '--wait', timeout=240)
+    before = cli.json('stack', 'show', 'grp')
+    done = cli.json('deployment', 'action', 'run', 'grp', 'group', 'backup',
+                    '--batch-size', '2', timeout=240)
+    assert sorted(a['member'] for a in done) == sorted(servers)
+    assert {a['status'] for a in done} == {'COMPLETE'}
+    for action in done:
+        archive = action['output_values']['archive']
+        assert archive.endswith('backup.txt')
+        with open(archive) as f:
+            assert f.read() == 'installed\n'
+    after = cli.json('stack', 'show', 'grp')
+    assert after['updated_time'] == before['updated_time']
+    assert after['stack_status'] == 'CREATE_COMPLETE'

@@ -11,7 +11,8 @@ from cliff import show
 from converge import conf as conf_mod
 from converge import exception
 
-COLUMNS = ('id', 'resource_name', 'action', 'status', 'status_reason',
+COLUMNS = ('id', 'resource_name', 'member', 'action', 'status',
+           'status_reason',
            'input_values', 'output_values', 'server_id', 'deployment_id',
            'creation_time', 'updated_time')
 #: seconds between two looks at an action being run
@@ -33,15 +34,15 @@ def _inputs(pairs):
     return values
 
 
-class RunAction(show.ShowOne):
-    """Run a deployment's action on its server now (the stack's template
-    and state are untouched)."""
+class RunAction(lister.Lister):
+    """Run a deployment's action on its server now (on every member of a
+    deployment group); the stack's template and state are untouched."""
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('stack', metavar='<stack>')
         parser.add_argument('resource', metavar='<resource>',
-                            help='The deployment resource')
+                            help='The deployment (or deployment group)')
         parser.add_argument('action', metavar='<action>',
                             help='A day-2 action its component declares '
                                  '(e.g. backup), or a lifecycle action to '
@@ -49,6 +50,13 @@ class RunAction(show.ShowOne):
         parser.add_argument('--input', metavar='<key=value>',
                             action='append', default=[],
                             help='An input value for this run (repeat)')
+        parser.add_argument('--member', metavar='<name>', action='append',
+                            help='A group member to run it on (repeat; '
+                                 'default: every member)')
+        parser.add_argument('--batch-size', metavar='<n>', type=int,
+                            help='A group: run on at most this many '
+                                 'members at once, a batch after the '
+                                 'other (implies --wait)')
         parser.add_argument('--wait', action='store_true',
                             help='Wait until the action ends (embedded: '
                                  'always)')
@@ -61,20 +69,49 @@ class RunAction(show.ShowOne):
         svc, ctx = self.app.service(), self.app.context()
         embedded = conf_mod.is_embedded()
         if embedded:
-            # the server's agent signals the result to this process
+            # the servers' agents signal the results to this process
             self.app.serve_api()
-        action = svc.deployment_action_run(ctx, args.stack, args.resource,
-                                           args.action, _inputs(args.input))
-        if embedded or args.wait:
-            action = self._wait(svc, ctx, action, args.timeout)
-        if action['status'] == 'FAILED':
+        if args.batch_size is not None and args.batch_size < 1:
+            raise exception.InvalidInput('--batch-size must be at least 1')
+        inputs = _inputs(args.input)
+        deadline = (time.monotonic() + args.timeout * 60 if args.timeout
+                    else None)
+        if args.batch_size:
+            done = self._batches(svc, ctx, args, inputs, args.member,
+                                 deadline)
+        else:
+            done = svc.deployment_action_run(ctx, args.stack, args.resource,
+                                             args.action, inputs,
+                                             members=args.member)
+            if embedded or args.wait:
+                done = [self._wait(svc, ctx, a, deadline, args.timeout)
+                        for a in done]
+        if any(a['status'] == 'FAILED' for a in done):
             self.app.exit_code = 1
-        return _row(action)
+        return COLUMNS, [[a.get(c) for c in COLUMNS] for a in done]
 
-    def _wait(self, svc, ctx, action, timeout):
-        deadline = time.monotonic() + timeout * 60 if timeout else None
-        sys.stderr.write('%s on %s: waiting for its server (%s)\n' % (
-            action['action'], action['resource_name'], action['server_id']))
+    def _batches(self, svc, ctx, args, inputs, members, deadline):
+        """Run on `members` (None: all, learnt from the first batch) at
+        most batch_size at a time, each batch waited for."""
+        done = []
+        pending = list(members or svc.deployment_action_members(
+            ctx, args.stack, args.resource)) or [None]
+        while pending:
+            batch, pending = (pending[:args.batch_size],
+                              pending[args.batch_size:])
+            batch = None if batch == [None] else batch
+            started = svc.deployment_action_run(
+                ctx, args.stack, args.resource, args.action, inputs,
+                members=batch)
+            done += [self._wait(svc, ctx, a, deadline, args.timeout)
+                     for a in started]
+        return done
+
+    def _wait(self, svc, ctx, action, deadline, timeout):
+        if action['status'] == 'IN_PROGRESS':
+            sys.stderr.write('%s on %s: waiting for its server (%s)\n' % (
+                action['action'], action['member'] or
+                action['resource_name'], action['server_id']))
         while action['status'] == 'IN_PROGRESS':
             if deadline is not None and time.monotonic() > deadline:
                 raise exception.ConvergeError(
@@ -98,8 +135,8 @@ class ListAction(lister.Lister):
     def take_action(self, args):
         actions = self.app.service().deployment_action_list(
             self.app.context(), args.stack, args.resource)
-        cols = ('id', 'resource_name', 'action', 'status', 'status_reason',
-                'updated_time')
+        cols = ('id', 'resource_name', 'member', 'action', 'status',
+                'status_reason', 'updated_time')
         return cols, [[a.get(c) for c in cols] for a in actions]
 
 

@@ -313,6 +313,8 @@ class DeploymentAction(Base):
     stack_id: Mapped[str | None] = mapped_column(String(36), index=True)
     project_id: Mapped[str] = mapped_column(String(64), default='converge')
     resource_name: Mapped[str | None] = mapped_column(String(255))
+    #: the member of a deployment group it ran on (None: a lone one)
+    member: Mapped[str | None] = mapped_column(String(255))
     server_id: Mapped[str] = mapped_column(String(255))
     action: Mapped[str] = mapped_column(String(64))
     input_values: Mapped[dict] = mapped_column(JSON, default=dict)

@@ -134,6 +134,14 @@ def deployment_result(conn, deployment_id, run, status, reason, outputs):
     return True
 
 
+def deployments_of(conn, stack_id, resource_name):
+    """The deployments one resource made (a group's members), by member."""
+    return conn.execute(sa.select(DEPLOYMENTS).where(
+        DEPLOYMENTS.c.stack_id == stack_id,
+        DEPLOYMENTS.c.resource_name == resource_name).order_by(
+        DEPLOYMENTS.c.member, DEPLOYMENTS.c.id)).all()
+
+
 def deployments_for_server(conn, server_id):
     """A server's deployments in Heat's order: by config name, then id."""
     return conn.execute(sa.select(DEPLOYMENTS).where(

@@ -319,11 +319,19 @@ class Service:
 
     # -- deployments: day-2 actions -------------------------------------------
     def deployment_action_run(self, ctx, stack, resource, action,
-                              inputs=None):
-        """Run a deployment's action on its server now (a component's
-        day-2 action, or an explicit re-run); the stack is untouched."""
+                              inputs=None, members=None):
+        """Run a deployment's action on its server(s) now (a component's
+        day-2 action, or an explicit re-run); the stack is untouched.
+        Returns one record per deployment (a group: per member)."""
         return software.run_action(self.engine, request.project_of(ctx),
-                                   stack, resource, action, inputs)
+                                   stack, resource, action, inputs, members)
+
+    @_read
+    def deployment_action_members(self, ctx, stack, resource):
+        """The member names of a deployment group ([] for a lone
+        deployment)."""
+        return software.members(self.engine, request.project_of(ctx),
+                                stack, resource)
 
     @_read
     def deployment_action_show(self, ctx, action_id):

@@ -138,7 +138,9 @@ def signal(engine, deployment_id, agent_id, token, run, payload):
         if day2 is not None:
             api.event_add(conn, dep.stack_id, None, dep.resource_name,
                           'OS::Heat::SoftwareDeployment', dep.id,
-                          day2.action.upper(), status, reason)
+                          day2.action.upper(), status, reason + (
+                              ' (member %s)' % dep.member
+                              if dep.member else ''))
         stack_id, name = dep.stack_id, dep.resource_name
         wake = dep.wake_event or sd.event(deployment_id)
     drivers_software.CHANGES.notify()
@@ -195,71 +197,108 @@ def result(config, payload):
 
 DEPLOYMENT_TYPES = ('OS::Heat::SoftwareDeployment',
                     'OS::Heat::StructuredDeployment')
+GROUP_TYPES = ('OS::Heat::SoftwareDeploymentGroup',
+               'OS::Heat::SoftwareDeployments',
+               'OS::Heat::StructuredDeploymentGroup',
+               'OS::Heat::StructuredDeployments')
 
 
 def run_action(engine, project_id, stack_ident, resource_name, action,
-               inputs=None):
+               inputs=None, members=None):
     """Run `action` of a deployment on its server now, outside any stack
     operation: the entry of its component that serves `action` (a day-2
     action such as backup), or, for a plain config, the config again
-    (an explicit re-run). The stack's template and state are untouched.
-    Returns the action's record."""
+    (an explicit re-run). For a deployment group, on each member (or the
+    `members` named). The stack's template and state are untouched.
+    Returns the actions' records, one per deployment."""
     with engine.db.read() as s:
         stack = api.stack_get(s, stack_ident, project_id=project_id)
     row = views.resources(engine, stack).get(resource_name)
     if row is None:
         raise exception.ResourceNotFound(stack.name, resource_name)
-    if row.type not in DEPLOYMENT_TYPES or not row.physical_id:
+    if row.type not in DEPLOYMENT_TYPES + GROUP_TYPES or not row.physical_id:
         raise exception.InvalidInput(
             'Resource %s of stack %s is %s, not a software deployment that '
             'exists: it has no actions to run' % (
                 resource_name, stack.name, row.type))
     config_id = (row.properties or {}).get('config')
     source = engine.clients.configs.get(config_id) if config_id else None
+    entry = None
+    if source and source.get('group') == component.GROUP:
+        entry = component.config_for(source.get('config'), action)
+        if entry is None:
+            served = sorted({a for e in source['config'].get(
+                'configs', []) for a in e.get('actions', [])})
+            raise exception.InvalidInput(
+                'Component %s has no config for action %s (it has: %s)'
+                % (config_id, action, ', '.join(served)))
+    given = dict(inputs or {})
+    ids = []
     with engine.db.begin() as conn:
-        dep = db_software.deployment_get(conn, row.physical_id)
-        if dep is None:
-            raise exception.NotFound('Deployment %s of %s not found' % (
-                row.physical_id, resource_name))
-        if dep.status == 'IN_PROGRESS':
+        if row.type in GROUP_TYPES:
+            deps = db_software.deployments_of(conn, stack.id, resource_name)
+            if members:
+                unknown = sorted(set(members) - {d.member for d in deps})
+                if unknown:
+                    raise exception.InvalidInput(
+                        'Deployment group %s has no member %s' % (
+                            resource_name, ', '.join(unknown)))
+                deps = [d for d in deps if d.member in members]
+        else:
+            dep = db_software.deployment_get(conn, row.physical_id)
+            deps = [dep] if dep is not None else []
+        if not deps:
+            raise exception.NotFound('No deployment of %s found' %
+                                     resource_name)
+        busy = [d.member or resource_name for d in deps
+                if d.status == 'IN_PROGRESS']
+        if busy:
             raise exception.Conflict(
                 'Deployment %s of stack %s is running %s; try again when '
-                'it ends' % (resource_name, stack.name, dep.action))
-        config = dict(dep.config or {})
-        if source and source.get('group') == component.GROUP:
-            entry = component.config_for(source.get('config'), action)
-            if entry is None:
-                served = sorted({a for e in source['config'].get(
-                    'configs', []) for a in e.get('actions', [])})
-                raise exception.InvalidInput(
-                    'Component %s has no config for action %s (it has: %s)'
-                    % (config_id, action, ', '.join(served)))
-            config.update(group=entry.get('tool') or 'script',
-                          config=entry.get('config', ''))
-        given = dict(inputs or {})
-        config['inputs'] = _inputs_for(config.get('inputs') or [], given,
-                                       action)
-        run = hashlib.sha256(('%s:%s' % (action, uuid.uuid4())).encode()
-                             ).hexdigest()
-        values = {c: getattr(dep, c) for c in (
-            'id', 'stack_id', 'project_id', 'resource_name', 'server_id',
-            'member', 'wake_event', 'name', 'input_values')}
-        db_software.deployment_put(conn, dict(
-            values, config=config, action=action, run=run,
-            status='IN_PROGRESS', status_reason='%s requested' % action,
-            output_values={}))
-        record = dict(id=str(uuid.uuid4()), deployment_id=dep.id,
-                      stack_id=stack.id, project_id=stack.project_id,
-                      resource_name=resource_name, server_id=dep.server_id,
-                      action=action, input_values=given, run=run,
-                      status='IN_PROGRESS', status_reason='',
-                      output_values={})
-        db_software.action_add(conn, record)
-        api.event_add(conn, stack.id, None, resource_name, row.type, dep.id,
-                      action.upper(), 'IN_PROGRESS',
-                      'action %s requested' % action)
+                'it ends' % (', '.join(busy), stack.name, deps[0].action))
+        for dep in deps:
+            ids.append(_start_action(conn, stack, row.type, dep, action,
+                                     entry, given))
     drivers_software.CHANGES.notify()
-    return action_show(engine, project_id, record['id'])
+    return [action_show(engine, project_id, i) for i in ids]
+
+
+def members(engine, project_id, stack_ident, resource_name):
+    with engine.db.read() as s:
+        stack = api.stack_get(s, stack_ident, project_id=project_id)
+    with engine.db.connect() as conn:
+        return [d.member for d in db_software.deployments_of(
+            conn, stack.id, resource_name) if d.member is not None]
+
+
+def _start_action(conn, stack, rtype, dep, action, entry, given):
+    config = dict(dep.config or {})
+    if entry is not None:
+        config.update(group=entry.get('tool') or 'script',
+                      config=entry.get('config', ''))
+    config['inputs'] = _inputs_for(config.get('inputs') or [], given,
+                                   action)
+    run = hashlib.sha256(('%s:%s' % (action, uuid.uuid4())).encode()
+                         ).hexdigest()
+    values = {c: getattr(dep, c) for c in (
+        'id', 'stack_id', 'project_id', 'resource_name', 'server_id',
+        'member', 'wake_event', 'name', 'input_values')}
+    db_software.deployment_put(conn, dict(
+        values, config=config, action=action, run=run,
+        status='IN_PROGRESS', status_reason='%s requested' % action,
+        output_values={}))
+    record = dict(id=str(uuid.uuid4()), deployment_id=dep.id,
+                  stack_id=stack.id, project_id=stack.project_id,
+                  resource_name=dep.resource_name, member=dep.member,
+                  server_id=dep.server_id, action=action,
+                  input_values=given, run=run, status='IN_PROGRESS',
+                  status_reason='', output_values={})
+    db_software.action_add(conn, record)
+    api.event_add(conn, stack.id, None, dep.resource_name, rtype, dep.id,
+                  action.upper(), 'IN_PROGRESS', 'action %s requested%s' % (
+                      action, ' on member %s' % dep.member
+                      if dep.member else ''))
+    return record['id']
 
 
 def _inputs_for(inputs, given, action):
@@ -281,7 +320,7 @@ def _inputs_for(inputs, given, action):
 
 def _action(row):
     return {'id': row.id, 'stack_id': row.stack_id,
-            'resource_name': row.resource_name,
+            'resource_name': row.resource_name, 'member': row.member,
             'deployment_id': row.deployment_id, 'server_id': row.server_id,
             'action': row.action, 'status': row.status,
             'status_reason': row.status_reason,

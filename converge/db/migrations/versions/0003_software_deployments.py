@@ -66,6 +66,7 @@ def upgrade():
     sa.Column('stack_id', sa.String(length=36), nullable=True),
     sa.Column('project_id', sa.String(length=64), nullable=False),
     sa.Column('resource_name', sa.String(length=255), nullable=True),
+    sa.Column('member', sa.String(length=255), nullable=True),
     sa.Column('server_id', sa.String(length=255), nullable=False),
     sa.Column('action', sa.String(length=64), nullable=False),
     sa.Column('input_values', sa.JSON(), nullable=False),
