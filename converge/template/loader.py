@@ -553,8 +553,8 @@ def load_bundle(template_path, environment_paths=(), max_size=None,
     _walk_get_file(tmpl, [], found)
     base_dir = os.path.dirname(os.path.abspath(template_path))
     for name, path in found:
-        if name in files:
-            continue
+        if name in files or name in (extra_files or {}):
+            continue   # given by the caller: not read from the disk
         real, err = _resolve_file(name, base_dir)
         if err is None and not os.path.isfile(real):
             err = 'get_file %s: file not found (%s)' % (name, real)
