@@ -46,9 +46,20 @@ class CLI:
         return json.loads(proc.stdout)
 
 
+def stop_agents(home):
+    """Stop the sim's agent host of an embedded home, if one was started
+    (a test leaves no process behind)."""
+    disks = os.path.join(home, 'sim-disks')
+    if os.path.exists(os.path.join(disks, 'agent-host.pid')):
+        from converge.drivers.sim import agents
+        agents.shutdown('sqlite:///%s' % os.path.join(home, 'sim.db'),
+                        disks)
+
+
 @pytest.fixture
 def cli(tmp_path):
-    return CLI(str(tmp_path / 'home'))
+    yield CLI(str(tmp_path / 'home'))
+    stop_agents(str(tmp_path / 'home'))
 
 
 @pytest.fixture
@@ -73,6 +84,7 @@ def engine(tmp_path):
     pool.start(eng)
     yield eng
     eng.close()
+    stop_agents(str(tmp_path / 'home'))
     from converge.db import session
     session.forget()
 

@@ -10,7 +10,6 @@ import shutil
 
 import pytest
 
-from converge.drivers.sim import agents
 
 CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), 'shared', 'corpus', 'hot')
@@ -36,10 +35,7 @@ ENV = '''resource_registry:
 
 @pytest.fixture
 def home(cli):
-    yield cli
-    disks = os.path.join(cli.home, 'sim-disks')
-    agents.shutdown('sqlite:///%s' % os.path.join(cli.home, 'sim.db'),
-                    disks)
+    return cli   # the cli fixture stops the home's agent host
 
 
 @pytest.mark.skipif(not os.path.isdir(EXAMPLES), reason='corpus not here')
