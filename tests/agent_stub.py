@@ -4,6 +4,7 @@ list per agent and a record of every signal."""
 
 import http.server
 import json
+import os
 import socket
 import threading
 import time
@@ -265,3 +266,16 @@ def _handler(stub):
                     body))
             self._answer(404, {'message': 'no route'})
     return Handler
+
+
+def alive(pid):
+    """Whether process `pid` runs (a zombie is dead too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            return f.read().split(')')[-1].split()[0] != 'Z'
+    except OSError:
+        return False

@@ -46,6 +46,15 @@ class CLI:
         return json.loads(proc.stdout)
 
 
+@pytest.fixture
+def stub():
+    """A stand-in converge-api on loopback (tests/agent_stub.py)."""
+    from tests import agent_stub
+    api = agent_stub.StubAPI()
+    yield api
+    api.close()
+
+
 def stop_agents(home):
     """Stop the sim's agent host of an embedded home, if one was started
     (a test leaves no process behind)."""

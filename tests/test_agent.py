@@ -33,25 +33,6 @@ def wait_until(predicate, timeout=30, what='condition'):
         time.sleep(0.02)
 
 
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:   # a zombie is dead too
-        with open('/proc/%d/stat' % pid) as f:
-            return f.read().split(')')[-1].split()[0] != 'Z'
-    except OSError:
-        return False
-
-
-@pytest.fixture
-def stub():
-    api = agent_stub.StubAPI()
-    yield api
-    api.close()
-
-
 @pytest.fixture
 def host():
     made = []
@@ -274,7 +255,7 @@ def test_kill_during_hook_is_reported_interrupted(stub, agents, tmp_path):
     proc.kill()
     proc.wait(10)
     # the hook died with its agent (as with the server's power)
-    wait_until(lambda: not alive(hook_pid), what='the hook to die')
+    wait_until(lambda: not agent_stub.alive(hook_pid), what='the hook to die')
     assert not stub.signals_of(dep['id'])
     agents.start(creds, disk)
     stub.wait_for(lambda: stub.signals_of(dep['id']),

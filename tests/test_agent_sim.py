@@ -28,25 +28,6 @@ def wait_until(predicate, timeout=30, what='condition'):
         time.sleep(0.02)
 
 
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open('/proc/%d/stat' % pid) as f:
-            return f.read().split(')')[-1].split()[0] != 'Z'
-    except OSError:
-        return False
-
-
-@pytest.fixture
-def stub():
-    api = agent_stub.StubAPI()
-    yield api
-    api.close()
-
-
 @pytest.fixture
 def home(tmp_path):
     """A converge home whose sim's agent host is shut down at the end."""
@@ -59,7 +40,8 @@ def home(tmp_path):
         agents.shutdown('sqlite:///%s' % (path / 'sim.db'), disks)
     finally:
         store.forget()
-        if pid is not None and alive(pid):   # never leave one behind
+        # never leave one behind
+        if pid is not None and agent_stub.alive(pid):
             os.kill(pid, signal.SIGKILL)
 
 
@@ -140,7 +122,8 @@ def test_reboot_interrupts_the_hook_and_shutdown_stops(home, stub):
     [sig] = stub.signals_of(dep['id'])
     assert sig['payload']['deploy_status_code'] == -1
     assert sig['payload']['deploy_stderr'] == journal.INTERRUPTED
-    wait_until(lambda: not alive(hook), what='the reboot to kill the hook')
+    wait_until(lambda: not agent_stub.alive(hook),
+               what='the reboot to kill the hook')
     assert (disk / 'ran').read_text() == 'ran\n'
     # after the reboot the agent carries on
     dep2 = stub.deploy(creds['agent_id'], '#!/bin/sh\necho after\n')
@@ -148,7 +131,7 @@ def test_reboot_interrupts_the_hook_and_shutdown_stops(home, stub):
 
     pid = host_pid(home)
     assert cloud.shutdown_agents()
-    wait_until(lambda: not alive(pid), what='the host to exit')
+    wait_until(lambda: not agent_stub.alive(pid), what='the host to exit')
     assert not cloud.agents_running()
     assert not cloud.shutdown_agents()   # nothing left to stop
     # stays stopped: nothing runs
@@ -183,7 +166,7 @@ def test_cli_show_reboot_shutdown(home, stub, cli):
     pid = host_pid(home)
     out = cli.run('sim', 'shutdown').stdout
     assert 'Stopped the agent host' in out
-    wait_until(lambda: not alive(pid), what='the host to exit')
+    wait_until(lambda: not agent_stub.alive(pid), what='the host to exit')
     assert 'No agent host' in cli.run('sim', 'shutdown').stdout
     # a command that needs the host starts it, and it outlives the command
     later = stub.deploy(creds['agent_id'], '#!/bin/sh\necho later\n',
@@ -191,7 +174,7 @@ def test_cli_show_reboot_shutdown(home, stub, cli):
     cli.run('sim', 'server', 'reboot', server['id'])
     stub.wait_for(lambda: stub.signals_of(later['id']), timeout=60,
                   what='the host the CLI started')
-    assert alive(host_pid(home))
+    assert agent_stub.alive(host_pid(home))
     bad = cli.run('sim', 'server', 'reboot', 'nope', check=False)
     assert bad.returncode != 0 and 'nope' in bad.stderr
 
@@ -239,7 +222,8 @@ def test_one_host_per_cloud_whatever_the_disks_dir(home, stub, tmp_path):
     assert proc.returncode == 0
     assert 'another agent host serves' in (
         other_disks / agents.LOG_FILE).read_text()
-    assert alive(pid)
+    assert agent_stub.alive(pid)
     assert other.shutdown_agents()
-    wait_until(lambda: not alive(pid), what='the first host to stop')
+    wait_until(lambda: not agent_stub.alive(pid),
+               what='the first host to stop')
     assert not cloud.agents_running()

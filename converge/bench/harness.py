@@ -86,6 +86,8 @@ class Embedded(_Harness):
         if self.recorder:
             self.recorder.remove()
         if self.engine:
+            # the simulated servers' agents stop with the run
+            self.engine.clients.compute.shutdown_agents()
             self.engine.close()
         session.forget()
 

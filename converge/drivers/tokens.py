@@ -28,18 +28,31 @@ def _secret(db):
     return db_software.secret(db, KEY_NAME).encode('ascii')
 
 
-def token_for(db, ident):
-    """The token of `ident` (a string): hex HMAC-SHA256 under the secret."""
+def _mac(key, ident):
     if not isinstance(ident, str) or not ident:
         raise ValueError('a token needs a non-empty string identity')
-    return hmac.new(_secret(db), ident.encode('utf-8'),
-                    hashlib.sha256).hexdigest()
+    return hmac.new(key, ident.encode('utf-8'), hashlib.sha256).hexdigest()
+
+
+def _matches(key, ident, token):
+    if not isinstance(token, str) or not token or not ident:
+        return False
+    return hmac.compare_digest(_mac(key, ident).encode('ascii'),
+                               token.encode('utf-8', 'replace'))
+
+
+def token_for(db, ident):
+    """The token of `ident` (a string): hex HMAC-SHA256 under the secret."""
+    return _mac(_secret(db), ident)
 
 
 def verify(db, ident, token):
     """True when `token` is the token of `ident` (compared in constant
     time, so a wrong token says nothing of the right one)."""
-    if not isinstance(token, str) or not token or not ident:
-        return False
-    return hmac.compare_digest(token_for(db, ident).encode('ascii'),
-                               token.encode('utf-8', 'replace'))
+    return _matches(_secret(db), ident, token)
+
+
+def verifier(db):
+    """verify(ident, token) for many at once: the secret read once."""
+    key = _secret(db)
+    return lambda ident, token: _matches(key, ident, token)

@@ -74,9 +74,11 @@ def poll(engine, agents, wait=0.0, interval=0.5, stopping=None):
     refused, valid = [], {}
     with engine.db.connect() as conn:
         rows = db_software.agents_get(conn, list(known))
+    verify = tokens.verifier(engine.db)
     for agent_id, entry in known.items():
         try:
-            _check(engine, rows.get(agent_id), agent_id, entry.get('token'))
+            _check(engine, rows.get(agent_id), agent_id, entry.get('token'),
+                   verify(agent_id, entry.get('token')))
             valid[agent_id] = entry
         except Forbidden as e:
             refused.append({'agent_id': agent_id, 'error': 403,

@@ -259,9 +259,9 @@ class SoftwareDeployment(base.Resource):
         return DONE
 
     def _wait(self):
+        # every target's signal wakes this resource's event
         return base.Wait(after=conf_mod.CONF.software.deployment_recheck,
-                         event=self._targets()[0].wake if self._targets()
-                         else event(self.deployment_id),
+                         event=event(self.deployment_id),
                          reason='waiting for the deployment\'s signal')
 
     def _write(self, store, target, action, derived, run, status, reason):
