@@ -293,6 +293,32 @@ def test_wide_run(tmp_path, capsys):
     assert row['peak_rss_mb'] > 0
     printed = capsys.readouterr().out
     assert 'wide' in printed and 'sql/cr' in printed
+    assert row['script_runs'] is None and row['exactly_once'] is None
+
+
+def test_tripleo_run_really_deploys(tmp_path):
+    """The tripleo scenario's deployments are scripts the servers' agents
+    run: each once, counted from the servers' disks."""
+    out = tmp_path / 'rows.json'
+    rc = cli.main(['--scenario', 'tripleo', '--nodes', '2', '--json',
+                   str(out), '--home', str(tmp_path / 'home')])
+    assert rc == 0
+    row = json.loads(out.read_text())[0]
+    assert row['status'] == 'ok'
+    runs = 2 * len(scenarios.PER_NODE_DEPLOYMENTS)
+    assert row['script_runs'] == runs
+    assert row['exactly_once'] == 'yes'
+    # each deployment: at least its signal; polls are shared
+    assert row['agent_requests']['signal'] == runs
+    assert row['agent_requests_per_deployment'] >= 1
+    assert row['agent_rss_mb'] > 0
+    # what the scripts wrote: their inputs, on their own server's disk
+    disks = tmp_path / 'home' / 'sim-disks'
+    written = sorted(p.name for p in disks.glob('*/inputs-*'))
+    assert len(written) == runs
+    one = next(disks.glob('*/inputs-Controller0NetworkDeployment'))
+    text = one.read_text()
+    assert 'node_name=controller-0' in text and 'deploy_action=CREATE' in text
 
 
 @pytest.mark.distributed

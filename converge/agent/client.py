@@ -7,6 +7,7 @@ little may be installed. Errors are sorted for the caller: `Unavailable`
 `Rejected` (any other answer that trying again will not change).
 """
 
+import collections
 import http.client
 import json
 import logging
@@ -18,6 +19,21 @@ LOG = logging.getLogger(__name__)
 
 #: seconds a request may take beyond the long poll's own wait
 SLACK = 30.0
+
+#: requests this process made, by route kind (poll, deployments, signal,
+#: waitcondition): the agent host reports them when it stops
+#: (converge-bench's agent requests per deployment)
+REQUESTS = collections.Counter()
+_COUNT_LOCK = threading.Lock()
+
+
+def _count(path):
+    kind = ('poll' if path.endswith('/poll') else
+            'signal' if '/deployments/' in path else
+            'waitcondition' if '/waitconditions/' in path else
+            'deployments')
+    with _COUNT_LOCK:
+        REQUESTS[kind] += 1
 
 
 class Unavailable(Exception):
@@ -81,6 +97,7 @@ class Endpoint:
         if data is not None:
             hdrs['Content-Type'] = 'application/json'
         hdrs.update(headers or {})
+        _count(path)
         conn = self._connection(timeout)
         with self._lock:
             self._conns.add(conn)

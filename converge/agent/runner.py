@@ -26,6 +26,11 @@ LOG = logging.getLogger(__name__)
 
 #: seconds a poll is held by converge-api when nothing changes
 POLL_WAIT = 30
+#: least seconds between the starts of two polls of one endpoint: while
+#: deployments change many times a second (a thousand servers being
+#: deployed) the poller asks a few times a second for all the changes
+#: since, not once per change (each ask carries every agent's credential)
+POLL_SPACING = 0.25
 BACKOFF_FIRST = 0.2
 BACKOFF_MAX = 3.0
 
@@ -277,11 +282,13 @@ class Poller:
     held at a time, `POST /v1/agent/poll` (batch) or, for a single agent,
     `GET /v1/agent/deployments` with If-None-Match."""
 
-    def __init__(self, url, batch=True, wait=POLL_WAIT, backoff_max=None):
+    def __init__(self, url, batch=True, wait=POLL_WAIT, backoff_max=None,
+                 spacing=POLL_SPACING):
         self.url = url
         self.endpoint = client.Endpoint(url)
         self.batch = batch
         self.wait = wait
+        self.spacing = spacing
         self._agents = {}
         self._cond = threading.Condition()
         self._changed = False
@@ -318,14 +325,20 @@ class Poller:
 
     def _loop(self):
         down = False
+        started = None
         while True:
             with self._cond:
                 while not self._stopped and not self._agents:
                     self._cond.wait()
+                if started is not None:
+                    self._cond.wait_for(
+                        lambda: self._stopped, started + self.spacing -
+                        time.monotonic())
                 if self._stopped:
                     return
                 self._changed = False
                 agents = [a for a in self._agents.values() if not a.stopped]
+            started = time.monotonic()
             try:
                 self.requests += 1
                 self._once(agents)

@@ -20,14 +20,17 @@ there, and when its sim database or disks directory is removed.
 """
 
 import fcntl
+import json
 import logging
 import os
+import resource
 import signal
 import time
 
 import sqlalchemy as sa
 
 from converge.agent import bootstrap
+from converge.agent import client
 from converge.agent import runner
 from converge.drivers.sim import agents as sim_agents
 from converge.drivers.sim import api as sim_api
@@ -38,6 +41,8 @@ LOG = logging.getLogger(__name__)
 LOCK_FILE = 'agent-host.lock'
 PID_FILE = 'agent-host.pid'
 LOG_FILE = 'agent-host.log'
+#: written when the host stops: its requests by kind and its peak RSS
+STATS_FILE = 'agent-host.stats.json'
 SCAN_INTERVAL = 0.25
 
 _C = store.servers.c
@@ -133,12 +138,26 @@ class SimHost:
                 time.sleep(self.scan_interval)
         finally:
             self.host.stop(kill_hooks=True)
+            self._write_stats()
             try:
                 sim_agents.release_lease(self.url, self.owner)
             except Exception:
                 LOG.exception('cannot release the lease (it expires)')
             LOG.info('agent host stopped')
         return True
+
+    def _write_stats(self):
+        stats = {'pid': os.getpid(), 'requests': dict(client.REQUESTS),
+                 'servers': len(self._creds),
+                 'peak_rss_mb': resource.getrusage(
+                     resource.RUSAGE_SELF).ru_maxrss / 1024.0}
+        path = os.path.join(self.disks, STATS_FILE)
+        try:
+            with open(path + '.tmp', 'w') as f:
+                json.dump(stats, f)
+            os.replace(path + '.tmp', path)
+        except OSError:
+            LOG.exception('cannot write %s', path)
 
     def _still_there(self):
         if not os.path.isdir(self.disks):

@@ -34,6 +34,7 @@ COLUMNS = [
     ('engine', 'engine', '%s'),
     ('n', 'n', '%d'),
     ('create_s', 'create_s', '%.2f'),
+    ('create_cpu_s', 'cpu_s', '%.2f'),
     ('resources_per_s', 'res/s', '%.1f'),
     ('bound_s', 'bound_s', '%.2f'),
     ('wall_over_bound', 'wall/bound', '%.2f'),
@@ -46,6 +47,11 @@ COLUMNS = [
     ('worker_threads', 'wthr', '%d'),
     ('threads', 'thr_peak', '%s'),
     ('delete_s', 'delete_s', '%.2f'),
+    ('script_runs', 'runs', '%d'),
+    ('runs_per_s', 'runs/s', '%.0f'),
+    ('agent_requests_per_deployment', 'areq/dep', '%.2f'),
+    ('agent_rss_mb', 'agent_mb', '%.0f'),
+    ('exactly_once', 'once', '%s'),
     ('x_heat', 'x_heat', '%.1f'),
     ('status', 'status', '%s'),
 ]
@@ -185,9 +191,11 @@ def run_one(h, scenario, stack_name):
     try:
         before = h.snapshot()
         start = time.perf_counter()
+        cpu = time.process_time()
         stack_id, trav = stacks.create(engine, stack_name, bundle, {})
         create = h.wait(stack_id, trav)
         create_s = time.perf_counter() - start
+        cpu = time.process_time() - cpu
         after = h.snapshot()
     finally:
         scenario.finish(engine)
@@ -195,11 +203,16 @@ def run_one(h, scenario, stack_name):
                label=label(scenario), engine=engine_label(h), mode=h.mode,
                workers=h.processes(), n=scenario.n, nodes=scenario.nodes,
                create_s=create_s,
+               # embedded: the engine's CPU seconds (this process)
+               create_cpu_s=cpu if h.mode == 'embedded' else None,
                resources_per_s=measure.ratio(scenario.n, create_s),
                chain=scenario.chain, bound_s=bound,
                wall_over_bound=measure.ratio(create_s, bound))
     row.update(measure.figures(measure.window(before, after, trav)))
     row.update(measure.threads(after))
+    from converge.bench import software
+    row.update(software.figures(engine, scenario.deployments, create_s)
+               if scenario.deployments else software.NONE)
 
     start = time.perf_counter()
     stack_id, dtrav = stacks.delete(engine, stack_id)

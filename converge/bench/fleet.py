@@ -40,6 +40,12 @@ def missing(*services, wait=0):
     return out
 
 
+def free_port(host='127.0.0.1'):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
 def _admin(db):
     if db == 'postgresql':
         import psycopg2
@@ -93,6 +99,7 @@ class Deployment:
                 for key, value in values.items():
                     f.write('%s = %s\n' % (key, value))
         self.workers = []
+        self.apis = []
         self.manage('db', 'sync')
 
     def manage(self, *args):
@@ -111,6 +118,28 @@ class Deployment:
             stderr=subprocess.DEVNULL, env=env)
         self.workers.append((proc, log))
         return proc, log
+
+    def start_api(self, host, port, timeout=30):
+        """Start converge-api on host:port; return once it serves."""
+        log = os.path.join(str(self.dir), 'api.log')
+        proc = subprocess.Popen(
+            [os.path.join(BIN, 'converge-api'), '--bind',
+             '%s:%d' % (host, port), '--config-file', self.conf,
+             '--log-file', log],
+            start_new_session=True, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, env=dict(os.environ, **self.env)
+            if self.env else None)
+        self.apis.append((proc, log))
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if proc.poll() is not None:
+                break
+            try:
+                socket.create_connection((host, port), timeout=1).close()
+                return proc
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError('converge-api did not start (see %s)' % log)
 
     def engine_id(self, index, timeout=30):
         """The engine id a worker logged when it started."""
@@ -133,7 +162,7 @@ class Deployment:
         proc.wait()
 
     def close(self):
-        for proc, _ in self.workers:
+        for proc, _ in self.workers + self.apis:
             if proc.poll() is None:
                 try:
                     os.killpg(proc.pid, signal.SIGTERM)

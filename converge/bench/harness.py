@@ -58,6 +58,7 @@ class _Harness:
 
 class Embedded(_Harness):
     mode = 'embedded'
+    api = None
 
     def __init__(self, home, options=None):
         self.home = home
@@ -72,6 +73,10 @@ class Embedded(_Harness):
         self.engine = context.Engine()
         from converge.workers import pool
         pool.start(self.engine)
+        # the agents' routes, served from the engine's process as the CLI
+        # serves them (the tripleo scenario's servers run agents)
+        from converge.api import server
+        self.api = server.serve_embedded(self.engine)
         # the bench's thread stores stacks and waits: not check_resource's
         self.recorder = measure.Recorder(self.engine, 'exclude').install()
 
@@ -88,6 +93,8 @@ class Embedded(_Harness):
         if self.engine:
             # the simulated servers' agents stop with the run
             self.engine.clients.compute.shutdown_agents()
+            if self.api:
+                self.api.stop()
             self.engine.close()
         session.forget()
 
@@ -115,9 +122,18 @@ class Distributed(_Harness):
         os.makedirs(self.stats, exist_ok=True)
         # each worker's engine loads the probe (probe.listener) as one of
         # its listeners: the workers import nothing of the bench themselves
-        options = {'DEFAULT': dict(self.options, listeners=probe.LISTENER)}
+        options = {'DEFAULT': dict(self.options, listeners=probe.LISTENER),
+                   'sim': {'disks_dir': os.path.join(self.workdir,
+                                                     'disks')}}
+        port = fleet.free_port()
+        options['api'] = {'public_endpoint': 'http://127.0.0.1:%d' % port}
         self.deployment = fleet.Deployment(self.workdir, self.db, options,
                                            env={probe.ENV: self.stats})
+        # the agents' endpoint: converge-api, a process of its own
+        try:
+            self.deployment.start_api('127.0.0.1', port, timeout=PATIENCE)
+        except RuntimeError as e:
+            raise BenchError(str(e))
         for _ in range(self.n_workers):
             self.deployment.start_worker()
         # serving (a message cast before its queue exists is lost), and
@@ -175,6 +191,8 @@ class Distributed(_Harness):
         from converge.db import session
         if self.recorder:
             self.recorder.remove()
+        if self.engine:
+            self.engine.clients.compute.shutdown_agents()
         session.forget()
         if self.deployment:
             self.deployment.close()

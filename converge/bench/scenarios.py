@@ -54,6 +54,7 @@ class Written:
     chain: int          # resources on the longest dependency chain
     path: str
     shape: str = None   # the latency scenario's: deep or wide
+    deployments: int = 0   # script runs the create should make (tripleo)
 
     @property
     def bound_s(self):
@@ -76,9 +77,11 @@ class Written:
 def write(name, n, directory, latency=DEFAULT_LATENCY, shape=DEFAULT_SHAPE):
     """Generate a scenario and write its template into `directory`."""
     sc = make(name, n, latency=latency, shape=shape)
+    deployments = sum(1 for r in sc.doc['resources'].values()
+                      if r['type'] == 'OS::Heat::SoftwareDeployment')
     return Written(sc.name, sc.n, sc.nodes, sc.latency,
                    measure.longest_chain(sc.deps), sc.write(directory),
-                   sc.shape)
+                   sc.shape, deployments)
 
 
 def layer_sizes(n, layers=LAYERS):
@@ -147,18 +150,29 @@ def hot(deps, resource_type='OS::Heat::None', base_props=None):
 # -- tripleo ---------------------------------------------------------------
 #
 # A TripleO overcloud flattened into one stack (converge has no nested
-# stacks yet): per node a server with its user data, per-node values and
-# configs, and the deployments TripleO applies to every node, then the five
-# deployment steps, each a barrier across all nodes (step k starts on any
-# node only when step k-1 finished on every node, as TripleO's
-# <Role>Deployment_Step<k> groups do). SoftwareDeployment does not exist
-# yet: deployments are OS::Heat::None stand-ins that reference their server
-# and config, so the graph has the real shape.
+# stacks yet): per node a server booted with the agent
+# (user_data_format SOFTWARE_CONFIG), its per-node values, and the nine
+# deployments TripleO applies to every node: real OS::Heat::SoftwareDeployments
+# of script configs, run by the simulated servers' agents, each writing its
+# inputs to a file on the server's disk and counting its runs there
+# (RUNS_LOG). Then the five deployment steps, each a barrier across all
+# nodes (step k starts on any node only when step k-1 finished on every
+# node, as TripleO's <Role>Deployment_Step<k> groups do), kept as
+# OS::Heat::None: ordering, not scripts.
 
 STEPS = 5
 PER_NODE_DEPLOYMENTS = ('Network', 'Hieradata', 'Hosts', 'AllNodes',
                         'Update', 'SshKnownHosts', 'PreNetwork', 'NodeTLS',
                         'PostDeploy')
+#: on each server's disk: one line per script run, "<deployment> <action>"
+RUNS_LOG = 'runs.log'
+#: the script of every deployment: its inputs to a file of its own, and one
+#: line in RUNS_LOG (the bench counts them: every deployment ran once)
+SCRIPT = """#!/bin/sh
+env | grep -E '^(deploy_|node_|role_)' | sort > "inputs-$deploy_resource_name"
+echo "$deploy_resource_name $deploy_action" >> %s
+echo "$deploy_resource_name done" > "$heat_outputs_path.result"
+""" % RUNS_LOG
 
 
 def role_sizes(nodes):
@@ -169,6 +183,25 @@ def role_sizes(nodes):
     storage = rest // 5
     return [('Controller', controllers), ('Compute', rest - storage),
             ('CephStorage', storage)]
+
+
+def _script(data=None):
+    """A script config's body: SCRIPT, and when the config carries data
+    (the node's network or hieradata, the list of all nodes: a
+    str_replace) a file of that data on the server, as a hook would
+    write it."""
+    if data is None:
+        return SCRIPT
+    return {'str_replace': {
+        'template': SCRIPT + "cat > \"data-$deploy_resource_name\" <<'EOF'"
+                             "\n$data\nEOF\n",
+        'params': {'$data': data}}}
+
+
+def _config(body):
+    return {'group': 'script', 'config': body,
+            'inputs': [{'name': 'node_name'}, {'name': 'role_name'}],
+            'outputs': [{'name': 'result'}]}
 
 
 def tripleo_doc(nodes):
@@ -182,15 +215,12 @@ def tripleo_doc(nodes):
             r['depends_on'] = depends_on
         res[name] = r
 
-    def none(name, **props):
-        add(name, 'OS::Heat::None', props)
-
     names = []  # per node: its resource-name prefix
     for role, count in role_sizes(nodes):
         if not count:
             continue
         add(role + 'Config', 'OS::Heat::SoftwareConfig',
-            {'group': 'script', 'config': '#!/bin/sh\necho %s\n' % role})
+            _config(_script('role: %s' % role)))
         for i in range(count):
             node = '%s%d' % (role, i)
             names.append(node)
@@ -215,27 +245,21 @@ def tripleo_doc(nodes):
                               'port': {'get_attr': [node + 'Port',
                                                     'value']}}})
             add(node + 'NetworkConfig', 'OS::Heat::SoftwareConfig',
-                {'group': 'os-apply-config',
-                 'config': {'str_replace': {
-                     'template': 'ip: $ip',
-                     'params': {'$ip': {'get_attr': [node + 'Port',
-                                                     'value']}}}}})
+                _config(_script({'get_attr': [node + 'Port', 'value']})))
             add(node + 'HieradataValues', 'OS::Heat::Value',
                 {'value': {'str_replace': {
                     'template': 'role: %s\npassword: $p\n' % role,
                     'params': {'$p': {'get_attr': [node + 'Password',
                                                    'value']}}}}})
             add(node + 'HieradataConfig', 'OS::Heat::SoftwareConfig',
-                {'group': 'hiera',
-                 'config': {'get_attr': [node + 'HieradataValues',
-                                         'value']}})
+                _config(_script({'get_attr': [node + 'HieradataValues',
+                                              'value']})))
     # what every node's deployments share: the lists of all nodes
     add('AllNodesHosts', 'OS::Heat::Value',
         {'value': {'list_join': ['\n', [
             {'get_attr': [n + 'Hostname', 'value']} for n in names]]}})
     add('AllNodesConfig', 'OS::Heat::SoftwareConfig',
-        {'group': 'hiera',
-         'config': {'get_attr': ['AllNodesHosts', 'value']}})
+        _config(_script({'get_attr': ['AllNodesHosts', 'value']})))
     for node in names:
         server = {'get_resource': node}
         for d in PER_NODE_DEPLOYMENTS:
@@ -244,8 +268,12 @@ def tripleo_doc(nodes):
                       'Hosts': 'AllNodesConfig',
                       'AllNodes': 'AllNodesConfig'}.get(
                           d, node.rstrip('0123456789') + 'Config')
-            none(node + d + 'Deployment', server=server,
-                 config={'get_resource': config})
+            add(node + d + 'Deployment', 'OS::Heat::SoftwareDeployment',
+                {'server': server, 'config': {'get_resource': config},
+                 'input_values': {
+                     'node_name': {'get_attr': [node + 'Hostname',
+                                                'value']},
+                     'role_name': node.rstrip('0123456789')}})
     for k in range(1, STEPS + 1):
         for node in names:
             before = (['Step%dComplete' % (k - 1)] if k > 1 else

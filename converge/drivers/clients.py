@@ -1,15 +1,33 @@
 """What plug-ins reach through ``self.clients``."""
 
+import copy
+import functools
+
+import sqlalchemy as sa
+
 from converge.db import api
+from converge.db import models
 from converge.drivers import software
 from converge.drivers import waitconditions
 
 
+_CONFIGS = models.SoftwareConfig.__table__
+_CONFIG_GET = sa.select(_CONFIGS.c.id, _CONFIGS.c.name, _CONFIGS.c.group,
+                        _CONFIGS.c.config).where(
+    _CONFIGS.c.id == sa.bindparam('id'))
+#: configs kept in memory per process: a thousand servers' deployments
+#: read the same few configs thousands of times
+CACHED_CONFIGS = 4096
+
+
 class ConfigStore:
-    """Software configs in the engine database (immutable rows)."""
+    """Software configs in the engine database (immutable rows: one read
+    from the database is good until the config is deleted, and a config
+    id is never reused)."""
 
     def __init__(self, db):
         self._db = db
+        self._read = functools.lru_cache(CACHED_CONFIGS)(self._load)
 
     def create(self, id, name, group, config, options=None, inputs=None,
                outputs=None):
@@ -18,17 +36,25 @@ class ConfigStore:
         with self._db.write() as s:
             api.software_config_create(s, id, name, group, body)
 
+    def _load(self, id):
+        with self._db.connect() as conn:
+            row = conn.execute(_CONFIG_GET, {'id': id}).first()
+        if row is None:
+            raise KeyError(id)   # not cached: it may be created later
+        return dict(id=row.id, name=row.name, group=row.group,
+                    **(row.config or {}))
+
     def get(self, id):
-        with self._db.read() as s:
-            row = api.software_config_get(s, id)
-            if row is None:
-                return None
-            return dict(id=row.id, name=row.name, group=row.group,
-                        **row.config)
+        try:
+            # a copy: the caller may change what it gets
+            return copy.deepcopy(self._read(id))
+        except KeyError:
+            return None
 
     def delete(self, id):
         with self._db.write() as s:
             api.software_config_delete(s, id)
+        self._read.cache_clear()
 
 
 class Clients:

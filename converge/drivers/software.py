@@ -31,8 +31,9 @@ class Changes:
             self._cond.notify_all()
 
     def wait(self, mark, timeout):
+        """True when a change came within `timeout`."""
         with self._cond:
-            self._cond.wait_for(lambda: self._gen != mark, timeout)
+            return self._cond.wait_for(lambda: self._gen != mark, timeout)
 
 
 CHANGES = Changes()

@@ -23,9 +23,15 @@ KEY_NAME = 'agent-token-key'
 def _secret(db):
     """The shared secret (bytes), made once for the whole deployment.
 
-    Read each time (one primary-key look-up), not cached: a process must
-    never hold a secret its database no longer has."""
-    return db_software.secret(db, KEY_NAME).encode('ascii')
+    Kept on the Database object once read: a secret is never changed in
+    place, and a database made anew (tests, `session.forget`) is a new
+    Database object, so no process holds a secret its database no longer
+    has. (Reading it on every signal cost a query per signal.)"""
+    key = getattr(db, '_agent_token_key', None)
+    if key is None:
+        key = db_software.secret(db, KEY_NAME).encode('ascii')
+        db._agent_token_key = key
+    return key
 
 
 def _mac(key, ident):

@@ -61,6 +61,12 @@ def version(engine, agent_id, token):
                       agent_id, token).version
 
 
+#: seconds a held poll woken by a change waits for the changes that come
+#: with it (a deployment's siblings, created a moment apart) before it
+#: looks: one answer for the burst, not one per change
+COALESCE = 0.05
+
+
 def poll(engine, agents, wait=0.0, interval=0.5, stopping=None):
     """Many agents' deployments at once (an agent host): entries
     {agent_id, token, version}. Returns, as soon as one changed (or at
@@ -108,7 +114,9 @@ def poll(engine, agents, wait=0.0, interval=0.5, stopping=None):
             return changed
         # woken at once by a change this process makes; another
         # process's change is seen at the next look
-        drivers_software.CHANGES.wait(mark, min(interval, left))
+        if drivers_software.CHANGES.wait(mark, min(interval, left)) and \
+                stopping is not None:
+            stopping.wait(min(COALESCE, max(0.0, left)))
 
 
 def signal(engine, deployment_id, agent_id, token, run, payload):
