@@ -244,6 +244,9 @@ def test_an_update_that_changes_an_input_runs_update_once(
     agent.signal(update, deploy_status_code=0, result='updated')
     stack = _finish(engine, started)
     assert et.status(stack) == 'UPDATE_COMPLETE'
+    # the signal came from the agent itself: its version does not move
+    assert agent.pull(wait=0) is None
+    agent.version = None
     assert [d['status'] for d in agent.pull(wait=0)] == ['COMPLETE']
 
     # the same template again: nothing the config sees changed
