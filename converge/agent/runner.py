@@ -113,6 +113,11 @@ class ServerAgent:
         self._backoff = Backoff(backoff_max)
         # results the API may not have yet (a restart re-reads them)
         self._unacked = self.journal.unfinished()
+        # run -> the version of the list it was run or answered in: a
+        # list of another version that shows it IN_PROGRESS asks again
+        self._answered = {(e['id'], e['action'], e['run']): None
+                          for e in self._unacked}
+        self._list_version = None
         for entry in self._unacked:
             LOG.info('agent %s: deployment %s %s run %s: %s, signalling '
                      'again', self.agent_id, entry['id'], entry['action'],
@@ -128,7 +133,7 @@ class ServerAgent:
         with self._lock:
             if self.stopped:
                 return
-            self.version = version
+            self.version = self._list_version = version
             self._deployments = sorted(
                 (d for d in deployments or () if isinstance(d, dict)),
                 key=lambda d: (str(d.get('name') or ''), str(d.get('id'))))
@@ -205,7 +210,7 @@ class ServerAgent:
                 return True
             self._unacked.pop(0)
         with self._lock:
-            todo = list(self._deployments)
+            todo, listed = list(self._deployments), self._list_version
         for dep in todo:
             if self.stopped:
                 return False
@@ -213,13 +218,17 @@ class ServerAgent:
                 continue
             try:
                 ident = (dep['id'], dep['action'], dep['run'])
-                if self.journal.get(*ident) is not None:
-                    continue
+                entry = self.journal.get(*ident)
             except (KeyError, ValueError) as e:
                 LOG.error('agent %s: cannot run deployment %r: %s',
                           self.agent_id, dep.get('id'), e)
                 continue
+            if entry is not None:
+                if not self._answer_again(ident, entry, listed):
+                    return True
+                continue
             entry = self.journal.started(*ident, name=dep.get('name'))
+            self._answered[ident] = listed
             LOG.info('agent %s: running deployment %s (%s) %s run %s',
                      self.agent_id, dep['id'], dep.get('name'),
                      dep['action'], dep['run'])
@@ -243,6 +252,25 @@ class ServerAgent:
                 self._unacked.append(entry)
                 return True
         return False
+
+    def _answer_again(self, ident, entry, listed):
+        """A run the journal has, listed IN_PROGRESS again: the engine
+        wrote the deployment anew with a run key it had used before (a
+        step resumed after the row was taken over by an operator's
+        action). The hook never runs twice; its journalled result is
+        signalled once more (once per list version), so that nobody
+        waits for a signal that would never come. False: the endpoint
+        is unavailable, try again later."""
+        if not entry.get('acked') or entry.get('state') != 'done' or \
+                self._answered.get(ident, ()) == listed:
+            return True   # being signalled, or answered in this list
+        LOG.info('agent %s: deployment %s %s run %s asked for again: '
+                 'signalling its journalled result, not running it',
+                 self.agent_id, *ident)
+        if not self._send(entry):
+            return False
+        self._answered[ident] = listed
+        return True
 
     def _send(self, entry):
         """Signal one journalled result; True once it needs no more

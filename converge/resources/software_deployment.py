@@ -236,6 +236,18 @@ class SoftwareDeployment(base.Resource):
         runs = book.get('runs', 0)
         run = hashlib.sha256(('%s:%s:%d' % (action, digest, runs)).encode()
                              ).hexdigest()
+        if found is not None and found['run'] != run and \
+                found['action'] == action and \
+                found['status'] in ('COMPLETE', 'FAILED') and \
+                'inputs' in (found.get('config') or {}) and \
+                _digest(found['config']) == digest:
+            # an operator ran this very action again (`deployment action
+            # run`, after it failed or was interrupted): its outcome is
+            # this step's; writing our own run key again would ask the
+            # agent for a run its journal holds already
+            if found['status'] == 'FAILED':
+                raise exception.ResourceFailure(found['status_reason'])
+            run = found['run']
         if found is None or found['run'] != run or \
                 found['action'] != action:
             if not start:
