@@ -196,7 +196,9 @@ class SoftwareDeployment(base.Resource):
         targets = [t for t in self._targets() if only is None or only(t)]
         policy = self._rollout_policy(action)
         rollout = self._rollout(action, policy) if policy else None
-        while True:
+        # each round starts a batch or returns: a batch that ended at once
+        # (NO_SIGNAL) is followed by the next round
+        for _ in range(len(targets) + 1):
             running, pending, failed = [], [], []
             for target in targets:
                 try:
@@ -237,6 +239,7 @@ class SoftwareDeployment(base.Resource):
             rollout['started'] = sorted(set(rollout['started']) | {
                 t.member for t in batch})
             rollout.pop('pause_until', None)
+        return self._wait()   # not reached: every round started one
 
     def _rollout_policy(self, action):
         """(max_batch_size, pause_time) for `action`, or None: every
