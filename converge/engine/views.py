@@ -146,13 +146,14 @@ def resource_detail(engine, st, name):
     }
     found = nested(engine, st, row)
     if found is not None:
-        # its members' state at a glance (Heat: its nested stack's)
+        # its members' state and outputs (Heat: its nested stack's)
         data['nested_stack_id'], data['nested_stack_name'], members = found
         data['members'] = {
             m['resource_name']: {
                 'resource_status': '%s_%s' % (m['action'], m['status']),
                 'resource_status_reason': m['status_reason'],
-                'physical_resource_id': m['physical_resource_id']}
+                'physical_resource_id': m['physical_resource_id'],
+                'attributes': m['attributes']}
             for m in members}
     return data
 
