@@ -13,14 +13,21 @@ class ListResource(lister.Lister):
         parser.add_argument('--filter', metavar='<key=value>',
                             action='append', default=[],
                             help='Filter by name, status, type, action')
+        parser.add_argument('-n', '--nested-depth', type=int, default=0,
+                            metavar='<nested-depth>',
+                            help='Depth of nested stacks to list resources '
+                                 'of (a deployment group\'s members)')
         return parser
 
     def take_action(self, args):
         filters = dict(f.split('=', 1) for f in args.filter if '=' in f)
         cols = ('resource_name', 'physical_resource_id', 'resource_type',
                 'resource_status', 'updated_time')
-        rows = self.app.service().resource_list(self.app.context(),
-                                                args.stack, filters)
+        if args.nested_depth > 0:   # as openstack stack resource list
+            cols += ('stack_name', 'parent_resource')
+        rows = self.app.service().resource_list(
+            self.app.context(), args.stack, filters,
+            nested_depth=max(0, args.nested_depth))
         return cols, [tuple(r[c] for c in cols) for r in rows]
 
 

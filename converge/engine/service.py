@@ -67,6 +67,15 @@ def _event(ev):
     }
 
 
+def _matches(row, filters):
+    """Whether a resource_list row matches every filter (name, status,
+    type, action), exactly."""
+    keys = {'name': 'resource_name', 'status': 'resource_status',
+            'type': 'resource_type', 'action': 'resource_action'}
+    return all(str(row.get(keys.get(k, k))) == v
+               for k, v in (filters or {}).items())
+
+
 def _when(ts):
     return time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(ts)) + \
         '.%06dZ' % int(round((ts % 1) * 1e6) % 1000000)
@@ -194,24 +203,45 @@ class Service:
 
     # -- resources ----------------------------------------------------------
     @_read
-    def resource_list(self, ctx, ident, filters=None):
+    def resource_list(self, ctx, ident, filters=None, nested_depth=0):
         """The resource each name stands for now; `filters` match name,
-        status, type or action exactly."""
+        status, type or action exactly. With `nested_depth` N the members
+        of nested stacks down to N levels follow their parent (Heat's
+        nested_depth): a deployment group's members, by member name, with
+        their stack (`stack_name`) and `parent_resource`."""
         st = self._stack(ctx, ident)
+        rows = sorted(views.resources(self.engine, st).items())
         out = []
-        for name, row in sorted(views.resources(self.engine, st).items()):
-            status = '%s_%s' % (row.action, row.status)
-            item = {'name': name, 'status': status, 'type': row.type,
-                    'action': row.action}
-            if any(str(item.get(k)) != v for k, v in (filters or {}).items()):
-                continue
+        for name, row in rows:
             out.append({'resource_name': name,
                         'physical_resource_id': row.physical_id or '',
                         'resource_type': row.type,
-                        'resource_status': item['status'],
+                        'resource_status': '%s_%s' % (row.action,
+                                                      row.status),
+                        'resource_action': row.action,
                         'updated_time': views.iso(row.updated_at or
-                                                  row.created_at)})
-        return out
+                                                  row.created_at),
+                        'stack_name': st.name, 'parent_resource': None})
+            if nested_depth > 0:
+                out.extend(self._members(st, name, row, nested_depth))
+        return [r for r in out if _matches(r, filters)]
+
+    def _members(self, st, name, row, depth):
+        """A resource's members, as resource_list rows (`depth` levels:
+        members have none of their own until nested stacks come)."""
+        found = views.nested(self.engine, st, row)
+        if found is None:
+            return []
+        _, stack_name, members = found
+        return [{'resource_name': m['resource_name'],
+                 'physical_resource_id': m['physical_resource_id'],
+                 'resource_type': m['resource_type'],
+                 'resource_status': '%s_%s' % (m['action'], m['status']),
+                 'resource_action': m['action'],
+                 'resource_status_reason': m['status_reason'],
+                 'updated_time': views.iso_ts(m['updated_at']),
+                 'stack_name': stack_name, 'parent_resource': name}
+                for m in members]
 
     @_read
     def resource_show(self, ctx, ident, name):
@@ -239,14 +269,30 @@ class Service:
 
     # -- events -------------------------------------------------------------
     @_read
-    def event_list(self, ctx, ident, resource_name=None, limit=None):
-        """The stack's events, oldest first (the last `limit` of them)."""
+    def event_list(self, ctx, ident, resource_name=None, limit=None,
+                   nested_depth=0):
+        """The stack's events, oldest first (the last `limit` of them).
+        With `nested_depth`, those of its resources' nested stacks too (a
+        deployment group's members), merged by time, each with its
+        `stack_name`."""
         st = self._stack(ctx, ident, include_deleted=True)
+        stacks = [(st.id, st.name)]
+        if nested_depth > 0 and st.deleted_at is None:
+            for _, row in sorted(views.resources(self.engine, st).items()):
+                found = views.nested(self.engine, st, row)
+                if found is not None:
+                    stacks.append(found[:2])
+        events = []
         with self.engine.db.read() as s:
-            events = api.events_list(s, st.id, resource_name=resource_name)
+            for stack_id, name in stacks:
+                events += [dict(_event(e), stack_name=name)
+                           for e in api.events_list(
+                               s, stack_id, resource_name=resource_name)]
+        if len(stacks) > 1:
+            events.sort(key=lambda e: (e['timestamp'], e['id']))
         if limit:
             events = events[-limit:]
-        return [_event(e) for e in events]
+        return events
 
     @_read
     def events_since(self, ctx, stack_id, traversal_ids, after_id=0,

@@ -1,13 +1,22 @@
 """What commands show: stacks, resources, outputs, graphs (read-only)."""
 
+import time
+
 from converge import exception
 from converge.db import api
 from converge.engine import rows as rows_mod
 from converge.graph import dot as dot_mod
+from converge.resources import base
 
 
 def iso(dt):
     return dt.strftime('%Y-%m-%dT%H:%M:%SZ') if dt else None
+
+
+def iso_ts(ts):
+    """Epoch seconds as iso() shows them (None: None)."""
+    return None if ts is None else time.strftime('%Y-%m-%dT%H:%M:%SZ',
+                                                 time.gmtime(ts))
 
 
 def current_rows(rows, template_id):
@@ -92,6 +101,21 @@ def resources(engine, st):
     return current_rows(rows, st.template_id)
 
 
+def nested(engine, st, row):
+    """A resource's nested stack, as its plug-in knows it: (stack id,
+    stack name, member rows) or None when it has no members (only a
+    deployment group has them until nested stacks come)."""
+    cls = engine.plugin_class(row.type)
+    if cls is None or row.physical_id is None or \
+            cls.members is base.Resource.members:
+        return None
+    plugin = engine.plugin(cls, row, row.properties or {}, st)
+    found = plugin.members()
+    if found is None:
+        return None
+    return plugin.nested_stack_id(), plugin.nested_stack_name(), found
+
+
 def resource_detail(engine, st, name):
     rows = resources(engine, st)
     row = rows.get(name)
@@ -104,7 +128,7 @@ def resource_detail(engine, st, name):
         deps = defn.dependencies()
         required_by = sorted(n for n, d in deps.items() if name in d)
         requires = sorted(deps.get(name, ()))
-    return {
+    data = {
         'resource_name': row.name,
         'logical_resource_id': row.name,
         'physical_resource_id': row.physical_id or '',
@@ -120,6 +144,18 @@ def resource_detail(engine, st, name):
         'description': (defn.resources[name].description
                         if defn and name in defn.resources else ''),
     }
+    found = nested(engine, st, row)
+    if found is not None:
+        # its members' state and outputs (Heat: its nested stack's)
+        data['nested_stack_id'], data['nested_stack_name'], members = found
+        data['members'] = {
+            m['resource_name']: {
+                'resource_status': '%s_%s' % (m['action'], m['status']),
+                'resource_status_reason': m['status_reason'],
+                'physical_resource_id': m['physical_resource_id'],
+                'attributes': m['attributes']}
+            for m in members}
+    return data
 
 
 def dot(engine, st):

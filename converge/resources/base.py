@@ -12,6 +12,8 @@ to repeat: `create` adopts what already exists under ``self.idempotency_key``
 before creating anything.
 """
 
+import dataclasses
+
 from converge import exception
 from converge.resources import properties as props_mod
 
@@ -40,6 +42,23 @@ class Wait:
             self.after, self.event, self.reason)
 
 
+@dataclasses.dataclass
+class MemberEvent:
+    """Something that happened to one member of a resource (a deployment
+    group's deployment), seen by a step: the engine writes it with the
+    step's outcome, in the same transaction, as an event of the
+    resource's nested stack (``nested_stack_id``)."""
+
+    name: str
+    type: str
+    physical_id: str | None
+    action: str
+    status: str
+    reason: str = ''
+    #: when it happened (epoch seconds); None: now
+    timestamp: float | None = None
+
+
 class StackInfo:
     """What a plug-in may know about its stack."""
 
@@ -59,6 +78,9 @@ class Resource:
     #: a plug-in whose steps are instant and local (no cloud call) sets this;
     #: the engine may then skip the IN_PROGRESS claim write for it
     logical = False
+    #: name -> properties.Schema of the update_policy keys the plug-in
+    #: honours (batch_create, rolling_update); None: not checked
+    update_policy_schema = None
 
     def __init__(self, name, properties, *, stack, uuid, physical_id=None,
                  data=None, clients=None, metadata=None, update_policy=None):
@@ -82,6 +104,8 @@ class Resource:
         #: saw here (as observe() would return it); the engine then does
         #: not observe again before recording
         self.seen = None
+        #: MemberEvents this step saw happen (a group's members)
+        self.member_events = []
 
     # -- identity ---------------------------------------------------------
     @property
@@ -137,6 +161,28 @@ class Resource:
         """Return {attribute name: value} for every attribute in the schema."""
         return {}
 
+    # -- members: the resources of its nested stack (Heat) -----------------
+    def nested_stack_id(self):
+        """The id of the stack this resource's members belong to (Heat:
+        its nested stack), or None when it has no members. Their events
+        are kept under this id."""
+        return None
+
+    def nested_stack_name(self):
+        """Heat's name for the nested stack: parent-resource-shortid."""
+        nested = self.nested_stack_id()
+        return nested and '%s-%s-%s' % (self.stack.name, self.name,
+                                        nested.replace('-', '')[:12])
+
+    def members(self):
+        """The resources of the nested stack, as the engine shows
+        resources: a list of dicts with ``resource_name``,
+        ``resource_type``, ``physical_resource_id``, ``action``,
+        ``status``, ``status_reason``, ``updated_at`` (epoch seconds or
+        None) and ``attributes``; None when it has none. Read-only: the
+        engine's listings call it (``resource list --nested-depth``)."""
+        return None
+
     # -- decisions the engine asks about ----------------------------------
     def drift(self, observed):
         """Names of properties whose observed value differs from desired."""
@@ -169,6 +215,16 @@ class Resource:
         if not isinstance(out, dict):  # UNKNOWN: nothing more to check
             return out
         return cls.validate_more(out, list(path))
+
+    @classmethod
+    def validate_update_policy(cls, values, path=()):
+        """Validate and coerce a resolved update_policy against
+        ``update_policy_schema`` (defaults applied), naming the bad key's
+        path; unchanged when the plug-in declares none."""
+        if cls.update_policy_schema is None or not isinstance(values, dict):
+            return values
+        return props_mod.validate(cls.update_policy_schema, values,
+                                  path=path)
 
     @classmethod
     def validate_more(cls, values, path):

@@ -16,9 +16,11 @@ key its journal holds. A failed run stays failed (its output
 in the reason) until the inputs change or an operator asks again.
 """
 
+import calendar
 import dataclasses
 import hashlib
 import json
+import time
 
 from converge import conf as conf_mod
 from converge import exception
@@ -40,6 +42,8 @@ RESULT_ATTRS = ('deploy_stdout', 'deploy_stderr', 'deploy_status_code')
 
 
 DONE, RUNNING, PENDING = 'done', 'running', 'pending'
+#: the plug-in data key of a group's rollout in progress (batches, pause)
+ROLLOUT = 'rollout'
 
 
 @dataclasses.dataclass
@@ -61,6 +65,9 @@ def event(deployment_id):
 
 
 class SoftwareDeployment(base.Resource):
+    #: the type a group's members of this kind show (Heat's nested stack)
+    member_type = 'OS::Heat::SoftwareDeployment'
+
     properties_schema = {
         'config': p.Schema(
             p.STRING, 'ID of the software configuration resource to '
@@ -133,7 +140,7 @@ class SoftwareDeployment(base.Resource):
         if running is not None:
             return running
         for target in self._targets() + self._gone_targets():
-            self._store().delete(target.id)
+            self._forget(target)
         return None
 
     def suspend(self, observed):
@@ -175,32 +182,87 @@ class SoftwareDeployment(base.Resource):
 
     # -- the one step every action runs ---------------------------------------
     def _apply(self, action, only=None):
-        """Make sure each target's run of `action` happened once; the
-        resource waits while any runs, and fails with the first failure."""
+        """Make sure each target's run of `action` happened once.
+
+        Without a rollout policy every target starts at once. With one (a
+        group's ``batch_create`` on CREATE, ``rolling_update`` on UPDATE)
+        the targets that need a run start batch by batch, in member
+        order, with ``pause_time`` between two batches: the pause is a
+        Wait (no thread held), its end kept in the plug-in's data. The
+        resource waits while a batch runs; once it ended with a failure,
+        the resource fails naming every failed member, and no further
+        batch starts."""
         self.physical_id = self.deployment_id
         targets = [t for t in self._targets() if only is None or only(t)]
-        limit = self._batch_size(action)
-        running, failed, pending = 0, [], False
-        for target in targets:
-            try:
-                state = self._step(action, target, start=(
-                    limit is None or running < limit))
-            except exception.ResourceFailure as e:
-                failed.append((target, e))
-                continue
-            running += state == RUNNING
-            pending = pending or state == PENDING
-        if failed:
-            target, error = failed[0]
-            where = ' (member %s)' % target.member if target.member else ''
-            raise exception.ResourceFailure('%s%s' % (error, where))
-        if running or pending:
-            return self._wait()
+        policy = self._rollout_policy(action)
+        rollout = self._rollout(action, policy) if policy else None
+        # each round starts a batch or returns: a batch that ended at once
+        # (NO_SIGNAL) is followed by the next round
+        for _ in range(len(targets) + 1):
+            running, pending, failed = [], [], []
+            for target in targets:
+                try:
+                    state = self._step(self._action_for(action, target),
+                                       target, start=policy is None)
+                except exception.ResourceFailure as e:
+                    failed.append((target, e))
+                    continue
+                if state == RUNNING:
+                    running.append(target)
+                elif state == PENDING:
+                    pending.append(target)
+            if running:
+                if rollout is not None:  # (again, after a crash)
+                    rollout['started'] = sorted(set(rollout['started']) | {
+                        t.member for t in running})
+                return self._wait()
+            if failed:
+                self.data.pop(ROLLOUT, None)
+                raise _failure(failed)
+            if not pending:
+                self.data.pop(ROLLOUT, None)
+                return None
+            if rollout['started'] and policy[1]:
+                # a batch ended: pause before the next one
+                left = rollout.setdefault(
+                    'pause_until', time.time() + policy[1]) - time.time()
+                if left > 0:
+                    return base.Wait(
+                        after=left, reason='pause_time: %gs before the next '
+                        'batch of members' % policy[1])
+            batch = pending[:policy[0]]
+            for target in batch:
+                try:
+                    self._step(self._action_for(action, target), target)
+                except exception.ResourceFailure:
+                    pass   # seen failed when looked at again, just below
+            rollout['started'] = sorted(set(rollout['started']) | {
+                t.member for t in batch})
+            rollout.pop('pause_until', None)
+        return self._wait()   # not reached: every round started one
+
+    def _rollout_policy(self, action):
+        """(max_batch_size, pause_time) for `action`, or None: every
+        target at once."""
         return None
 
-    def _batch_size(self, action):
-        """How many targets may run at once (None: all)."""
-        return None
+    def _rollout(self, action, policy):
+        """This action's rollout record in the plug-in's data: the
+        members started so far and the end of the current pause. Kept
+        while the same action on the same properties goes on (a step run
+        again, a traversal superseded by the same one), started afresh
+        otherwise."""
+        key = hashlib.sha256(json.dumps(
+            [action, self.properties, policy], sort_keys=True,
+            default=str).encode()).hexdigest()
+        found = self.data.get(ROLLOUT)
+        if not found or found.get('key') != key:
+            found = self.data[ROLLOUT] = {'key': key, 'started': []}
+        return found
+
+    def _action_for(self, action, target):
+        """The action a target runs when the resource runs `action`."""
+        return action
 
     def _step(self, action, target, start=True):
         """One target's run of `action`: DONE (it happened, or there is
@@ -212,10 +274,13 @@ class SoftwareDeployment(base.Resource):
             # not an action this deployment runs: nothing to run; the
             # agent is shown the deployment once it exists
             if store.get(target.id) is None:
+                reason = 'not run: nothing to run for %s' % action
                 self._write(store, target, action,
                             self._derived_config(action, target, runs=False),
-                            '', 'COMPLETE',
-                            'not run: nothing to run for %s' % action)
+                            '', 'COMPLETE', reason)
+                self._note(target, action, '', 'COMPLETE', reason)
+            if action == 'CREATE':
+                target.book['created'] = True
             return DONE
         digest = _digest(derived)
         book = target.book
@@ -259,16 +324,36 @@ class SoftwareDeployment(base.Resource):
                         'Not waiting for outputs signal' if no_signal
                         else 'Deploy data available')
             if not no_signal:
+                self._note(target, action, run, 'IN_PROGRESS',
+                           'Deploy data available')
                 return RUNNING
             found = store.get(target.id)
         elif found['status'] == 'IN_PROGRESS':
             return RUNNING
         elif found['status'] == 'FAILED':
+            self._note(target, action, run, 'FAILED',
+                       found['status_reason'], found.get('updated_at'))
             raise exception.ResourceFailure(found['status_reason'])
-        book.update(applied=digest, runs=runs + 1, last=run)
+        self._note(target, action, run, 'COMPLETE', found['status_reason'],
+                   found.get('updated_at'))
+        book.update(applied=digest, runs=runs + 1, last=run, created=True)
         if target.member is None:
             self.seen = found
         return DONE
+
+    def _note(self, target, action, run, status, reason, when=None):
+        """A member's event, once: what was noted last is kept in its
+        book, which the engine stores with the events (one transaction),
+        so a step run again does not repeat it."""
+        if target.member is None:
+            return   # a lone deployment's events are its resource's
+        key = '%s:%s:%s' % (action, run, status)
+        if target.book.get('noted') == key:
+            return
+        target.book['noted'] = key
+        self.member_events.append(base.MemberEvent(
+            target.member, self.member_type, target.id, action, status,
+            reason or '', _epoch(when)))
 
     def _wait(self):
         # every target's signal wakes this resource's event
@@ -289,6 +374,10 @@ class SoftwareDeployment(base.Resource):
 
     def _gone_targets(self):
         return []
+
+    def _forget(self, target):
+        """Delete a target's deployment (the agent stops showing it)."""
+        self._store().delete(target.id)
 
     def _alive(self, target):
         """A DELETE config runs only where the server still exists."""
@@ -400,6 +489,7 @@ class StructuredDeployment(SoftwareDeployment):
             'When the property is set to STRICT and no value is passed, '
             'an exception is raised.', default='LAX',
             allowed_values=structured.VALIDATE_MODES))
+    member_type = 'OS::Heat::StructuredDeployment'
 
     def derive_body(self, body, inputs):
         try:
@@ -410,12 +500,27 @@ class StructuredDeployment(SoftwareDeployment):
             raise exception.ResourceFailure(str(e))
 
 
+def _rollout_schema(what):
+    return p.Schema(p.MAP, schema={
+        'max_batch_size': p.Schema(
+            p.INTEGER, 'The maximum number of deployments to %s at once.'
+            % what, default=1, min=1),
+        'pause_time': p.Schema(
+            p.NUMBER, 'The number of seconds to wait between batches.',
+            default=0, min=0)})
+
+
 class SoftwareDeploymentGroup(SoftwareDeployment):
     """One config deployed to many servers (a ``servers`` map of member
     name to server id): a deployment per member, each run exactly once;
-    the group's attributes are maps by member name. update_policy
-    ``batch_create`` / ``rolling_update`` ``max_batch_size`` bounds how
-    many members run at once."""
+    the group's attributes are maps by member name.
+
+    As in Heat, the members are the resources of the group's nested stack
+    (its id is the group's physical id): ``members()`` lists them (type
+    OS::Heat::SoftwareDeployment, named by the map's keys) and their
+    events are kept under that id. update_policy ``batch_create`` (on
+    CREATE) and ``rolling_update`` (on UPDATE) run the members that need
+    a run ``max_batch_size`` at a time, ``pause_time`` seconds apart."""
 
     properties_schema = dict(
         SoftwareDeployment.properties_schema,
@@ -425,6 +530,11 @@ class SoftwareDeploymentGroup(SoftwareDeployment):
             'name for the corresponding deployment.', required=True,
             update_allowed=True))
     del properties_schema['server']
+
+    update_policy_schema = {
+        'batch_create': _rollout_schema('create'),
+        'rolling_update': _rollout_schema('replace'),
+    }
 
     attributes_schema = {
         'deploy_stdouts': 'A map of Nova names and captured stdouts from '
@@ -455,14 +565,68 @@ class SoftwareDeploymentGroup(SoftwareDeployment):
         return [self._member(n, '') for n in sorted(
             self.data.get('members') or {}) if n not in servers]
 
-    def _batch_size(self, action):
-        key = 'batch_create' if action == 'CREATE' else 'rolling_update'
-        size = (self.update_policy.get(key) or {}).get('max_batch_size')
-        try:
-            return max(1, int(size)) if size is not None else None
-        except (TypeError, ValueError):
-            return None
+    def _rollout_policy(self, action):
+        key = {'CREATE': 'batch_create', 'UPDATE': 'rolling_update'}.get(
+            action)
+        policy = self.update_policy.get(key) if key else None
+        if not isinstance(policy, dict):
+            return None   # Heat: every member at once
+        return (max(1, int(policy.get('max_batch_size') or 1)),
+                max(0.0, float(policy.get('pause_time') or 0)))
 
+    def _action_for(self, action, target):
+        # a member added by an update (or never created: its batch never
+        # came) is created, as Heat creates a new resource of the nested
+        # stack; 'applied' marks members created before 'created' existed
+        if action == 'UPDATE' and not (target.book.get('created') or
+                                       'applied' in target.book):
+            return 'CREATE'
+        return action
+
+    def _alive(self, target):
+        # a member whose deployment was never written has nothing to undo
+        return self._store().get(target.id) is not None and \
+            super()._alive(target)
+
+    def _forget(self, target):
+        """A member's deployment deleted: its DELETE events (after its
+        DELETE config's own, if that ran)."""
+        if self._store().get(target.id) is None:
+            return
+        self._store().delete(target.id)
+        if not (target.book.get('noted') or '').startswith('DELETE:'):
+            self._note(target, 'DELETE', '', 'IN_PROGRESS', 'state changed')
+        target.book['noted'] = None
+        self._note(target, 'DELETE', '', 'COMPLETE', 'state changed')
+
+    # -- the nested stack ---------------------------------------------------
+    def nested_stack_id(self):
+        return self.physical_id
+
+    def members(self):
+        if not self.physical_id:
+            return None
+        store, out = self._store(), []
+        for target in self._targets():
+            row = store.get(target.id)
+            if row is None:   # its batch has not come: not created yet
+                out.append(dict(resource_name=target.member,
+                                resource_type=self.member_type,
+                                physical_resource_id='', action='INIT',
+                                status='COMPLETE', status_reason='',
+                                updated_at=None, attributes={}))
+                continue
+            outputs = row.get('output_values') or {}
+            out.append(dict(
+                resource_name=target.member, resource_type=self.member_type,
+                physical_resource_id=target.id, action=row['action'],
+                status=row['status'], status_reason=row['status_reason'],
+                updated_at=_epoch(row.get('updated_at')),
+                attributes={k: outputs.get(k) for k in sorted(
+                    set(RESULT_ATTRS) | set(outputs))}))
+        return out
+
+    # -- steps ----------------------------------------------------------------
     def observe(self):
         if not self.physical_id:
             return None
@@ -474,7 +638,7 @@ class SoftwareDeploymentGroup(SoftwareDeployment):
         if self.needs_replace(prior):
             raise exception.UpdateReplace(self.name)
         for gone in self._gone_targets():   # members removed: their rows go
-            self._store().delete(gone.id)
+            self._forget(gone)
             self.data['members'].pop(gone.member, None)
         return self._apply('UPDATE')
 
@@ -512,6 +676,21 @@ class StructuredDeploymentGroup(SoftwareDeploymentGroup,
         input_key=StructuredDeployment.properties_schema['input_key'],
         input_values_validate=StructuredDeployment.properties_schema[
             'input_values_validate'])
+
+
+def _epoch(when):
+    """A stored naive-UTC datetime as epoch seconds (None: now)."""
+    if when is None:
+        return None
+    return calendar.timegm(when.utctimetuple()) + when.microsecond / 1e6
+
+
+def _failure(failed):
+    """The resource's failure: every failed target, by member."""
+    if len(failed) == 1 and failed[0][0].member is None:
+        return failed[0][1]
+    return exception.ResourceFailure('; '.join(
+        'member %s failed: %s' % (t.member, e) for t, e in failed))
 
 
 def _digest(derived):

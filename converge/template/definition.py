@@ -415,8 +415,9 @@ class StackDefinition:
             parser = fn.Parser(self, self.table, refs, attrs)
             depends = self._depends_on(r.get('depends_on'), path)
             policy = self._deletion_policy(parser, r, path, vctx)
-            update_policy = self._resolved_map(parser, r, 'update_policy',
-                                               path, vctx)
+            update_policy = plugin.validate_update_policy(
+                self._resolved_map(parser, r, 'update_policy', path, vctx),
+                path + ('update_policy',))
             external_id = None
             if r.get('external_id') is not None:
                 external_id = fn.resolve(

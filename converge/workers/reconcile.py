@@ -308,6 +308,7 @@ class Unit:
         elif row.status == 'IN_PROGRESS':
             # left so by a unit that died; nothing was left to do
             values.update(status='COMPLETE')
+        events += self._member_events()
         with self.engine.db.begin() as conn:
             self._cas(conn, **values)
             if events:
@@ -329,7 +330,7 @@ class Unit:
                         events.insert(0, self._event(
                             row.physical_id, 'DELETE', 'IN_PROGRESS',
                             timestamp=self.started))
-                    api.events_add(conn, *events)
+                    api.events_add(conn, *(self._member_events() + events))
                 self._release_slot(conn)
             self._finish(conn)
 
@@ -342,8 +343,8 @@ class Unit:
                       physical_id=(plugin.physical_id if plugin
                                    else row.physical_id),
                       data=(plugin.data if plugin else row.data))
-            api.events_add(conn, self._event(row.physical_id, action,
-                                             'FAILED', outcome.reason))
+            api.events_add(conn, *self._member_events(), self._event(
+                row.physical_id, action, 'FAILED', outcome.reason))
             self._release_slot(conn)
             if self.trav.action == 'CHECK':
                 # a failed check is reported at the end, not fatal
@@ -378,6 +379,10 @@ class Unit:
                           else self.row.physical_id,
                           data=plugin.data if plugin else self.row.data,
                           engine_id=None, traversal_id=self.trav.id)
+                # with the plug-in's data that notes them: exactly once
+                events = self._member_events()
+                if events:
+                    api.events_add(conn, *events)
             if self.started:  # an unclaimed (logical) step's first wait
                 api.events_add(conn, self._event(
                     self.row.physical_id, outcome.action, 'IN_PROGRESS',
@@ -464,6 +469,17 @@ class Unit:
                          self.row.type if self.rdef is None
                          else self.rdef.type,
                          physical_id, action, status, reason, timestamp)
+
+    def _member_events(self):
+        """The events of the members the plug-in's step saw change (a
+        deployment group's), as events of its nested stack."""
+        plugin = self.plugin
+        if plugin is None or not plugin.member_events:
+            return []
+        nested = plugin.nested_stack_id()
+        return [api.event(nested, self.trav.id, e.name, e.type,
+                          e.physical_id, e.action, e.status, e.reason,
+                          e.timestamp) for e in plugin.member_events]
 
     def _finish(self, conn, resource_id=None):
         """Mark the node done and release its dependents, in the caller's
