@@ -513,3 +513,24 @@ def test_a_deployment_group_runs_on_every_member_in_batches(
     outs = _outputs(engine, stack)
     assert outs['results'] == {'s0': 's0!', 's1': 's1!', 's2': 's2!'}
     assert outs['codes'] == {'s0': 0, 's1': 0, 's2': 0}
+
+
+def test_a_deployment_whose_server_is_gone_fails_saying_so(
+        engine, api, tmp_path):
+    """Deleted from outside while its deployment waits: the server never
+    signals, and the deployment's recheck says why instead of waiting
+    out the stack's timeout."""
+    conf.CONF.set_override('deployment_recheck', 1.0, 'software')
+    try:
+        started = _start(engine, tmp_path, _template())
+        agent = Agent(engine)
+        agent.next_run()
+        [server] = _servers(engine, 1)
+        engine.clients.compute.delete_server(server['id'])
+        stack = _finish(engine, started)
+    finally:
+        conf.CONF.clear_override('deployment_recheck', 'software')
+    assert et.status(stack) == 'CREATE_FAILED'
+    row = et.resources(engine, stack)['deployment']
+    assert (row.action, row.status) == ('CREATE', 'FAILED')
+    assert 'server %s is gone' % server['id'] in row.status_reason

@@ -329,6 +329,20 @@ class SoftwareDeployment(base.Resource):
                 return RUNNING
             found = store.get(target.id)
         elif found['status'] == 'IN_PROGRESS':
+            # looked at again while it runs: a server gone for good never
+            # signals. Once per recheck period, not on every wake (a
+            # group's member signals wake all of it). (Reading the server
+            # is also what brings a simulated server's agent back, as a
+            # real server's init system would.)
+            now = time.time()
+            if now - target.book.get('server_seen', now) >= \
+                    conf_mod.CONF.software.deployment_recheck / 2:
+                if not self._server_lives(target.server):
+                    raise exception.ResourceFailure(
+                        'server %s is gone: its deployment cannot run'
+                        % target.server)
+                target.book['server_seen'] = now
+            target.book.setdefault('server_seen', now)
             return RUNNING
         elif found['status'] == 'FAILED':
             self._note(target, action, run, 'FAILED',
