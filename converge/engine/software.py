@@ -126,6 +126,17 @@ def signal(engine, deployment_id, agent_id, token, run, payload):
     payload = payload if isinstance(payload, dict) else {}
     # the token first, outside the write transaction (it reads the key)
     verified = tokens.verify(engine.db, agent_id, token)
+    with engine.db.connect() as conn:
+        # a signal again for a run already recorded (an agent's answer
+        # to a list read before its first signal was taken) is told so
+        # without queueing for the writer
+        dep = db_software.deployment_get(conn, deployment_id)
+        if verified and dep is not None and dep.run == run and \
+                dep.status != 'IN_PROGRESS':
+            agent = db_software.agent_get(conn, agent_id)
+            if agent is not None and agent.revoked_at is None and \
+                    agent.server_id == dep.server_id:
+                return False, 'signalled already'
     with engine.db.begin() as conn:
         agent = _check(engine, db_software.agent_get(conn, agent_id),
                        agent_id, token, verified)
