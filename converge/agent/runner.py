@@ -118,6 +118,11 @@ class ServerAgent:
         self._answered = {(e['id'], e['action'], e['run']): None
                           for e in self._unacked}
         self._list_version = None
+        # when the list was asked for, and when each run's signal was
+        # taken (monotonic): a list asked for before a signal was taken
+        # may show that run IN_PROGRESS still, and asks nothing again
+        self._list_asked = None
+        self._acked_at = {}
         for entry in self._unacked:
             LOG.info('agent %s: deployment %s %s run %s: %s, signalling '
                      'again', self.agent_id, entry['id'], entry['action'],
@@ -129,11 +134,12 @@ class ServerAgent:
 
     # -- fed by the poller ------------------------------------------------
 
-    def update(self, version, deployments):
+    def update(self, version, deployments, asked=None):
         with self._lock:
             if self.stopped:
                 return
             self.version = self._list_version = version
+            self._list_asked = asked
             self._deployments = sorted(
                 (d for d in deployments or () if isinstance(d, dict)),
                 key=lambda d: (str(d.get('name') or ''), str(d.get('id'))))
@@ -211,6 +217,7 @@ class ServerAgent:
             self._unacked.pop(0)
         with self._lock:
             todo, listed = list(self._deployments), self._list_version
+            asked = self._list_asked
         for dep in todo:
             if self.stopped:
                 return False
@@ -224,7 +231,7 @@ class ServerAgent:
                           self.agent_id, dep.get('id'), e)
                 continue
             if entry is not None:
-                if not self._answer_again(ident, entry, listed):
+                if not self._answer_again(ident, entry, listed, asked):
                     return True
                 continue
             entry = self.journal.started(*ident, name=dep.get('name'))
@@ -253,7 +260,7 @@ class ServerAgent:
                 return True
         return False
 
-    def _answer_again(self, ident, entry, listed):
+    def _answer_again(self, ident, entry, listed, asked=None):
         """A run the journal has, listed IN_PROGRESS again: the engine
         wrote the deployment anew with a run key it had used before (a
         step resumed after the row was taken over by an operator's
@@ -264,6 +271,9 @@ class ServerAgent:
         if not entry.get('acked') or entry.get('state') != 'done' or \
                 self._answered.get(ident, ()) == listed:
             return True   # being signalled, or answered in this list
+        taken = self._acked_at.get(ident)
+        if taken is not None and (asked is None or asked <= taken):
+            return True   # a list read before our signal was taken
         LOG.info('agent %s: deployment %s %s run %s asked for again: '
                  'signalling its journalled result, not running it',
                  self.agent_id, *ident)
@@ -302,6 +312,8 @@ class ServerAgent:
             LOG.info('agent %s: signal of deployment %s run %s %s',
                      self.agent_id, entry['id'], entry['run'], note)
         self.journal.acked(entry, note)
+        self._acked_at[(entry['id'], entry['action'], entry['run'])] = \
+            time.monotonic()
         return True
 
 
@@ -398,6 +410,7 @@ class Poller:
     def _once(self, agents):
         if not self.batch:
             for agent in agents:
+                asked = time.monotonic()
                 try:
                     found = client.deployments(self.endpoint, agent.creds,
                                                agent.version, self.wait)
@@ -405,9 +418,10 @@ class Poller:
                     self._refused(agent, e.code, str(e))
                     continue
                 if found is not None:
-                    agent.update(*found)
+                    agent.update(*found, asked=asked)
             return
         by_id = {a.agent_id: a for a in agents}
+        asked = time.monotonic()
         answer = client.poll(self.endpoint, [
             {'agent_id': a.agent_id, 'token': a.creds['token'],
              'version': a.version} for a in agents], self.wait,
@@ -420,7 +434,7 @@ class Poller:
                 self._refused(agent, item['error'], item.get('message'))
             else:
                 agent.update(item.get('version'),
-                             item.get('deployments') or [])
+                             item.get('deployments') or [], asked)
 
     def _refused(self, agent, code, message):
         agent.stop('poll refused (%s: %s): the credential was revoked or '
