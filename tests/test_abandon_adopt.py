@@ -67,8 +67,11 @@ def test_abandon_then_adopt_creates_nothing_and_reruns_nothing(
     disk = cli.json('sim', 'server', 'show', server['ID'])['disk']
     assert _runs(disk) == ['CREATE hello']
 
-    proc = cli.run('stack', 'abandon', 'app')
-    doc = json.loads(proc.stdout)
+    adopt_file = tmp_path / 'app-abandoned.json'
+    proc = cli.run('stack', 'abandon', 'app', '--output-file',
+                   str(adopt_file))
+    assert proc.stdout == ''
+    doc = json.loads(adopt_file.read_text())
     # Heat's abandon format
     assert {'id', 'name', 'action', 'status', 'template', 'files',
             'environment', 'project_id', 'stack_user_project_id',
@@ -83,8 +86,6 @@ def test_abandon_then_adopt_creates_nothing_and_reruns_nothing(
     assert cli.json('stack', 'list') == []
     assert cli.json('sim', 'server', 'list') == [server]
 
-    adopt_file = tmp_path / 'app-abandoned.json'
-    adopt_file.write_text(proc.stdout)
     cli.run('stack', 'adopt', 'app', '--adopt-file', str(adopt_file),
             '--wait', timeout=240)
     shown = cli.json('stack', 'show', 'app')
@@ -116,26 +117,6 @@ def test_abandon_then_adopt_creates_nothing_and_reruns_nothing(
     after = cli.json('stack', 'output', 'show', 'app', '--all')
     assert after == dict(outputs, said='said bonjour')
     assert cli.json('sim', 'server', 'list') == [server]
-
-
-def test_adopting_what_the_cloud_lost_fails_naming_it(cli, write, tmp_path):
-    cli.run('stack', 'create', 'lone', '-t', write('s.yaml', SERVER_ONLY),
-            '--wait', timeout=240)
-    out = tmp_path / 'lone.json'
-    done = cli.run('stack', 'abandon', 'lone', '--output-file', str(out))
-    assert done.stdout == ''
-    server_id = json.loads(out.read_text())['resources']['server'][
-        'resource_id']
-    cli.run('sim', 'server', 'delete', server_id)
-    failed = cli.run('stack', 'adopt', 'lone', '--adopt-file', str(out),
-                     '--wait', check=False, timeout=240)
-    assert failed.returncode == 1, failed.stderr
-    shown = cli.json('stack', 'show', 'lone')
-    assert shown['stack_status'] == 'ADOPT_FAILED'
-    assert server_id in shown['stack_status_reason']
-    assert 'not found' in shown['stack_status_reason']
-    # adopting made no server in its place
-    assert cli.json('sim', 'server', 'list') == []
 
 
 MINIMAL = {'heat_template_version': '2018-08-31',
@@ -231,6 +212,35 @@ def test_adopt_creates_what_the_file_does_not_record(engine, tmp_path):
     assert after['other'] != before['other']   # made anew
 
 
+def test_adopting_what_the_cloud_lost_fails_naming_it(engine, tmp_path):
+    from converge.engine import request
+    from converge.engine import service
+    from tests import enginetools as et
+    svc, ctx = service.Service(engine), request.make()
+    started = svc.stack_create(ctx, 'lone', et.bundle(tmp_path, SERVER_ONLY),
+                               {})
+    et.wait(engine, started['id'], started['traversal_id'])
+    doc = svc.stack_abandon(ctx, 'lone')
+    server_id = doc['resources']['server']['resource_id']
+    compute = engine.clients.compute
+    compute.delete_server(server_id)
+    started = svc.stack_adopt(ctx, 'lone', doc)
+    stack = et.wait(engine, started['id'], started['traversal_id']).stack
+    assert et.status(stack) == 'ADOPT_FAILED'
+    assert 'OS::Nova::Server %s not found' % server_id in stack.status_reason
+    live = [s for s in compute.list_servers()
+            if s.get('status') not in ('DELETED', 'SOFT_DELETED')]
+    assert live == []   # adopting made nothing in its place
+    # an update converges to the template: what could not be adopted is
+    # created
+    started = svc.stack_update(ctx, 'lone', existing=True)
+    stack = et.wait(engine, started['id'], started['traversal_id']).stack
+    assert et.status(stack) == 'UPDATE_COMPLETE'
+    [row] = svc.resource_list(ctx, 'lone')
+    assert row['resource_status'] == 'CREATE_COMPLETE'
+    assert row['physical_resource_id'] != server_id
+
+
 def test_a_failed_save_keeps_the_stack(engine, tmp_path):
     from converge.engine import request
     from converge.engine import service
@@ -275,3 +285,28 @@ def test_bad_documents_store_nothing(engine):
         assert expected in str(err.value)
         assert str(err.value).startswith('f.json')
     assert svc.stack_list(ctx) == []
+
+
+@pytest.mark.distributed
+@pytest.mark.xdist_group('services')
+def test_abandon_and_adopt_on_a_distributed_deployment(dist, write):
+    """PostgreSQL (its cascades and row locks), RabbitMQ and Redis: the
+    same verbs, the traversal run by a worker."""
+    dist.start_worker()
+    tmpl = write('d.yaml', SERVER_ONLY + '''  word:
+    type: OS::Heat::RandomString
+outputs:
+  word: {value: {get_attr: [word, value]}}
+''')
+    dist.cli('stack', 'create', 'd', '-t', tmpl, '--wait')
+    outputs = dist.json('stack', 'output', 'show', 'd', '--all')
+    servers = dist.json('sim', 'server', 'list')
+    doc = json.loads(dist.cli('stack', 'abandon', 'd').stdout)
+    assert dist.json('stack', 'list') == []
+    assert dist.sql("SELECT count(*) FROM resources") == [(0,)]
+    adopt_file = write('d.json', json.dumps(doc))
+    dist.cli('stack', 'adopt', 'd', '--adopt-file', adopt_file, '--wait')
+    assert dist.json('stack', 'show', 'd')['stack_status'] == \
+        'ADOPT_COMPLETE'
+    assert dist.json('sim', 'server', 'list') == servers
+    assert dist.json('stack', 'output', 'show', 'd', '--all') == outputs

@@ -76,8 +76,9 @@ def _check_idle(session, stack):
     if stack.status == 'IN_PROGRESS':
         raise exception.Conflict(
             'Stack %s is %s_IN_PROGRESS: it can be abandoned once the '
-            'operation ends (or after `converge stack cancel %s`)'
-            % (stack.name, stack.action, stack.name))
+            'operation ends (`converge stack converge %s` finishes one '
+            'whose command was killed)' % (stack.name, stack.action,
+                                           stack.name))
     busy = session.scalars(sa.select(models.Resource.name).where(
         models.Resource.stack_id == stack.id,
         models.Resource.status == 'IN_PROGRESS',
