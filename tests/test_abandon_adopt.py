@@ -310,3 +310,55 @@ outputs:
         'ADOPT_COMPLETE'
     assert dist.json('sim', 'server', 'list') == servers
     assert dist.json('stack', 'output', 'show', 'd', '--all') == outputs
+
+
+def test_the_operator_can_turn_the_verbs_off(engine, tmp_path):
+    from converge import conf
+    from converge import exception
+    from converge.engine import request
+    from converge.engine import service
+    svc, ctx = service.Service(engine), request.make()
+    _created(engine, svc, ctx, tmp_path)
+    conf.CONF.set_override('enable_stack_abandon', False)
+    conf.CONF.set_override('enable_stack_adopt', False)
+    try:
+        with pytest.raises(exception.InvalidInput, match='enable_stack_'
+                           'abandon'):
+            svc.stack_abandon(ctx, 'vals')
+        with pytest.raises(exception.InvalidInput, match='enable_stack_'
+                           'adopt'):
+            svc.stack_adopt(ctx, 'other', {'template': VALUES})
+    finally:
+        conf.CONF.clear_override('enable_stack_abandon')
+        conf.CONF.clear_override('enable_stack_adopt')
+    assert [s['stack_name'] for s in svc.stack_list(ctx)] == ['vals']
+
+
+def test_a_template_edited_in_the_file_updates_what_was_adopted(engine,
+                                                                 tmp_path):
+    """The file records the properties last applied: an adopt whose
+    template asks for others changes the adopted resource to match."""
+    from converge.engine import request
+    from converge.engine import service
+    from tests import enginetools as et
+    svc, ctx = service.Service(engine), request.make()
+    _created(engine, svc, ctx, tmp_path)
+    before = svc.output_list(ctx, 'vals')
+    doc = svc.stack_abandon(ctx, 'vals')
+    doc['template']['resources']['echo']['properties']['value'] = 'edited'
+    # a random string's every change replaces it
+    doc['template']['resources']['other']['properties'] = {'length': 8}
+    started = svc.stack_adopt(ctx, 'vals', doc)
+    et.wait(engine, started['id'], started['traversal_id'])
+    states = {r['resource_name']: r['resource_status']
+              for r in svc.resource_list(ctx, 'vals')}
+    assert states == {'word': 'ADOPT_COMPLETE', 'other': 'CREATE_COMPLETE',
+                      'echo': 'UPDATE_COMPLETE'}
+    after = svc.output_list(ctx, 'vals')
+    assert after['word']['value'] == 'edited'
+    assert len(after['other']['value']) == 8
+    assert after['other'] != before['other']
+    with engine.db.read() as s:   # the replaced version was cleaned up
+        from converge.db import api
+        rows = api.resources_live(s, started['id'])
+    assert sorted(r.name for r in rows) == ['echo', 'other', 'word']

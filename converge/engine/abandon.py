@@ -9,8 +9,11 @@ given), project_id, stack_user_project_id, tags and ``resources``: name ->
 {name, resource_id, type, action, status, metadata, resource_data}.
 converge adds to each resource its ``uuid``: what a server's agent
 credential, a deployment group's member deployments and other derived ids
-are made from, so the adopted resource is the same one, not a look-alike
-(Heat ignores keys it does not know; a file without it gets new uuids).
+are made from, so the adopted resource is the same one, not a look-alike;
+and its ``properties``, those last applied, so an adopt whose template
+asks for others updates (or replaces) what it took over (Heat ignores
+keys it does not know; a file without them gets new uuids, and the
+template's properties are taken as applied, as Heat does).
 ``resource_data`` is the plug-in's private data: a deployment's book of
 the runs it applied (so adopting re-runs nothing), a random string's value.
 
@@ -114,7 +117,8 @@ def document(engine, session, stack):
             'name': name, 'resource_id': row.physical_id,
             'type': row.type, 'action': row.action, 'status': row.status,
             'metadata': _metadata(defn, name, data),
-            'resource_data': dict(row.data or {}), 'uuid': row.uuid}
+            'resource_data': dict(row.data or {}), 'uuid': row.uuid,
+            'properties': row.properties}
     # replaced versions whose delete has not happened yet hold real things
     # too; Heat's format has no place for them, so they are listed apart
     current_ids = {r.id for r in rows.values()}
@@ -224,7 +228,8 @@ def adopt(engine, name, data, params=None, timeout=None, project_id=None,
                     name=n, type=defn.resources[n].type, action='INIT',
                     status='COMPLETE', physical_id=r['resource_id'],
                     template_id=template_id, atomic_key=0, requires=[],
-                    data=r['resource_data']) for n, r in recorded.items()])
+                    data=r['resource_data'], properties=r['properties'])
+                    for n, r in recorded.items()])
             if old_id and old_id != stack_id:
                 _rebind(s, old_id, stack_id)
             stack = s.get(models.Stack, stack_id)
@@ -361,6 +366,9 @@ def _recorded(resources, defn, source):
                                  not 0 < len(uuid) <= 36):
             raise _bad(source, path + ['uuid'], 'must be a string of at '
                        'most 36 characters')
+        props = entry.get('properties')
+        if props is not None and not isinstance(props, dict):
+            raise _bad(source, path + ['properties'], 'must be a mapping')
         out[name] = {'resource_id': physical_id, 'resource_data': rdata,
-                     'uuid': uuid}
+                     'uuid': uuid, 'properties': props}
     return out

@@ -249,6 +249,15 @@ class Unit:
         except Exception as exc:
             LOG.debug('%s ADOPT failed', self.name, exc_info=True)
             return Outcome(FAILED, action, _reason(exc))
+        applied = self.row.properties
+        if applied is not None and applied != self.plugin.properties:
+            # the template asks for other properties than those the
+            # abandoned stack applied (an edited file, a later update):
+            # what was adopted is changed in place, or replaced
+            self.started = None
+            if self.plugin.needs_replace(applied):
+                return Outcome(REPLACE)
+            return self._act(decide_mod.UPDATE, seen.state)
         return Outcome(DONE, action, observed=seen.state)
 
     def _replace(self, outcome):
