@@ -10,6 +10,10 @@ import signal
 
 import pytest
 
+from converge import exception
+from converge.engine import request
+from converge.engine import service
+from tests import enginetools as et
 from tests.distributed import wait_for
 
 TEMPLATE = json.dumps({
@@ -184,18 +188,22 @@ VALUES = {'heat_template_version': '2021-04-16',
                       'other': {'value': {'get_attr': ['other', 'value']}}}}
 
 
+@pytest.fixture
+def svc_ctx(engine):
+    """The service layer of an in-process engine, and a request of the
+    default project."""
+    return service.Service(engine), request.make()
+
+
 def _created(engine, svc, ctx, tmp_path):
-    from tests import enginetools as et
     started = svc.stack_create(ctx, 'vals', et.bundle(tmp_path, VALUES), {})
     et.wait(engine, started['id'], started['traversal_id'])
     return started['id']
 
 
-def test_adopt_creates_what_the_file_does_not_record(engine, tmp_path):
-    from converge.engine import request
-    from converge.engine import service
-    from tests import enginetools as et
-    svc, ctx = service.Service(engine), request.make()
+def test_adopt_creates_what_the_file_does_not_record(engine, tmp_path,
+                                                     svc_ctx):
+    svc, ctx = svc_ctx
     _created(engine, svc, ctx, tmp_path)
     before = svc.output_list(ctx, 'vals')
     doc = svc.stack_abandon(ctx, 'vals')
@@ -212,11 +220,9 @@ def test_adopt_creates_what_the_file_does_not_record(engine, tmp_path):
     assert after['other'] != before['other']   # made anew
 
 
-def test_adopting_what_the_cloud_lost_fails_naming_it(engine, tmp_path):
-    from converge.engine import request
-    from converge.engine import service
-    from tests import enginetools as et
-    svc, ctx = service.Service(engine), request.make()
+def test_adopting_what_the_cloud_lost_fails_naming_it(engine, tmp_path,
+                                                      svc_ctx):
+    svc, ctx = svc_ctx
     started = svc.stack_create(ctx, 'lone', et.bundle(tmp_path, SERVER_ONLY),
                                {})
     et.wait(engine, started['id'], started['traversal_id'])
@@ -241,10 +247,8 @@ def test_adopting_what_the_cloud_lost_fails_naming_it(engine, tmp_path):
     assert row['physical_resource_id'] != server_id
 
 
-def test_a_failed_save_keeps_the_stack(engine, tmp_path):
-    from converge.engine import request
-    from converge.engine import service
-    svc, ctx = service.Service(engine), request.make()
+def test_a_failed_save_keeps_the_stack(engine, tmp_path, svc_ctx):
+    svc, ctx = svc_ctx
     _created(engine, svc, ctx, tmp_path)
 
     def disk_full(doc):
@@ -255,7 +259,6 @@ def test_a_failed_save_keeps_the_stack(engine, tmp_path):
     assert svc.stack_show(ctx, 'vals')['stack_status'] == 'CREATE_COMPLETE'
     assert len(svc.resource_list(ctx, 'vals')) == 3
     # another project's stack is not found, as for every verb
-    from converge import exception
     with pytest.raises(exception.StackNotFound):
         svc.stack_abandon(request.make('elsewhere'), 'vals')
 
@@ -274,11 +277,8 @@ BAD_DOCUMENTS = [
 ]
 
 
-def test_bad_documents_store_nothing(engine):
-    from converge import exception
-    from converge.engine import request
-    from converge.engine import service
-    svc, ctx = service.Service(engine), request.make()
+def test_bad_documents_store_nothing(engine, svc_ctx):
+    svc, ctx = svc_ctx
     for doc, expected in BAD_DOCUMENTS:
         with pytest.raises(exception.InvalidTemplate) as err:
             svc.stack_adopt(ctx, 'bad', doc, source='f.json')
@@ -312,12 +312,9 @@ outputs:
     assert dist.json('stack', 'output', 'show', 'd', '--all') == outputs
 
 
-def test_the_operator_can_turn_the_verbs_off(engine, tmp_path):
+def test_the_operator_can_turn_the_verbs_off(engine, tmp_path, svc_ctx):
     from converge import conf
-    from converge import exception
-    from converge.engine import request
-    from converge.engine import service
-    svc, ctx = service.Service(engine), request.make()
+    svc, ctx = svc_ctx
     _created(engine, svc, ctx, tmp_path)
     conf.CONF.set_override('enable_stack_abandon', False)
     conf.CONF.set_override('enable_stack_adopt', False)
@@ -334,14 +331,11 @@ def test_the_operator_can_turn_the_verbs_off(engine, tmp_path):
     assert [s['stack_name'] for s in svc.stack_list(ctx)] == ['vals']
 
 
-def test_a_template_edited_in_the_file_updates_what_was_adopted(engine,
-                                                                 tmp_path):
+def test_a_template_edited_in_the_file_updates_what_was_adopted(
+        engine, tmp_path, svc_ctx):
     """The file records the properties last applied: an adopt whose
     template asks for others changes the adopted resource to match."""
-    from converge.engine import request
-    from converge.engine import service
-    from tests import enginetools as et
-    svc, ctx = service.Service(engine), request.make()
+    svc, ctx = svc_ctx
     _created(engine, svc, ctx, tmp_path)
     before = svc.output_list(ctx, 'vals')
     doc = svc.stack_abandon(ctx, 'vals')
