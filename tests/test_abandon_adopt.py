@@ -1,7 +1,10 @@
 """`stack abandon` and `stack adopt` as a user runs them (the CLI in a
 subprocess, embedded): a stack with a server whose agent has run a
 deployment is abandoned and adopted back with nothing created and nothing
-run again, and its agent still serves the next update.
+run again, and its agent still serves the next update. Then, in-process
+through the service layer (fast): what the file does not record, what the
+cloud lost, an edited template, a failed save, the operator's switches;
+and once on PostgreSQL, RabbitMQ and Redis.
 """
 
 import json
