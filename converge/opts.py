@@ -78,6 +78,18 @@ DEFAULT_OPTS = [
                     '--os-project-id (or OS_PROJECT_ID): the project '
                     'whose stacks it sees and makes (a stack\'s '
                     'OS::project_id).'),
+    # Heat defaults both to False: on a shared cloud an operator does not
+    # want tenants to drop resources out of Heat's sight. A converge home
+    # belongs to the one who runs the CLI, who asked for the verb; nothing
+    # in the cloud is touched by either, and the file is written before
+    # the stack goes. Operators of a shared converge-api turn them off.
+    cfg.BoolOpt('enable_stack_abandon', default=True,
+                help='Allow `stack abandon`: write the stack\'s state as '
+                     'JSON (Heat\'s abandon format) and forget the stack '
+                     'without touching its resources.'),
+    cfg.BoolOpt('enable_stack_adopt', default=True,
+                help='Allow `stack adopt`: take over the resources an '
+                     'abandon file records, creating none of them.'),
     cfg.ListOpt('listeners', default=[],
                 help='Listeners every engine process loads: names of entry '
                      'points of the converge.listeners group, each told of '

@@ -1,5 +1,8 @@
-"""`converge stack create|update|delete|list|show|check|cancel|converge|graph`."""
+"""`converge stack create|update|delete|list|show|check|cancel|converge|graph|
+abandon|adopt`."""
 
+import json
+import os
 import sys
 
 from cliff import command
@@ -7,6 +10,7 @@ from cliff import lister
 from cliff import show
 
 from converge import exception
+from converge.agent import journal
 from converge.cmd import common
 
 
@@ -235,3 +239,80 @@ class DriftStack(lister.Lister):
         cols = ('resource_name', 'physical_resource_id', 'drift')
         rows = self.app.service().stack_drift(self.app.context(), args.stack)
         return cols, [tuple(r[c] for c in cols) for r in rows]
+
+
+class AbandonStack(command.Command):
+    """Abandon a stack: write its state as JSON (Heat's abandon format) and
+    forget it; its resources stay in the cloud, untouched."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--output-file', metavar='<output-file>',
+                            help='Write the JSON to this file instead of '
+                                 'standard output')
+        parser.add_argument('stack', metavar='<stack>',
+                            help='Name or ID of the stack to abandon')
+        return parser
+
+    def take_action(self, args):
+        def save(doc):
+            # written out (and flushed) before the stack's rows go: should
+            # this fail, the stack stays as it was
+            text = json.dumps(doc, indent=2, sort_keys=True) + '\n'
+            if args.output_file:
+                journal.write_atomically(
+                    os.path.abspath(args.output_file), text.encode())
+            else:
+                self.app.stdout.write(text)
+                self.app.stdout.flush()
+
+        self.app.service().stack_abandon(self.app.context(), args.stack,
+                                         save=save)
+        if args.output_file:
+            sys.stderr.write('Stack %s abandoned; its state is in %s\n'
+                             % (args.stack, args.output_file))
+
+
+class AdoptStack(_StackShowOne):
+    """Adopt a stack: take back the resources an abandon file records,
+    creating none of them and re-running no deployment."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--adopt-file', metavar='<adopt-file>',
+                            required=True,
+                            help='The JSON `stack abandon` wrote')
+        parser.add_argument('--parameter', metavar='<key=value>',
+                            action='append', default=[],
+                            help='Parameter value over the file\'s; '
+                                 'repeatable, or "k1=v1;k2=v2"')
+        common.add_timeout(parser, 'Stack adopt timeout')
+        common.add_wait(parser)
+        parser.add_argument('name', metavar='<stack-name>',
+                            help='Name of the stack to adopt')
+        return parser
+
+    def take_action(self, args):
+        data = _read_adopt_file(args.adopt_file)
+        params = common.parameters(args)
+        stack = common.run(
+            self.app, args, args.name, lambda svc, ctx: svc.stack_adopt(
+                ctx, args.name, data, params, timeout=args.timeout,
+                source=args.adopt_file))
+        return self._show(stack.id)
+
+
+def _read_adopt_file(path):
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as exc:
+        raise exception.InvalidInput('Cannot read adopt file %s: %s'
+                                     % (path, exc.strerror or exc))
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise exception.InvalidTemplate(
+            'not JSON (%s); an adopt file is what `stack abandon` writes'
+            % getattr(exc, 'msg', exc), filename=path,
+            line=getattr(exc, 'lineno', None))

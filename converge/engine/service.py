@@ -21,6 +21,7 @@ from sqlalchemy import exc as sa_exc
 
 from converge import exception
 from converge.db import api
+from converge.engine import abandon
 from converge.engine import request
 from converge.engine import software
 from converge.engine import stacks
@@ -163,6 +164,21 @@ class Service:
         return self._started(*stacks.cancel(
             self.engine, ident, rollback=rollback,
             project_id=request.project_of(ctx)))
+
+    def stack_adopt(self, ctx, name, data, params=None, timeout=None,
+                    source='<adopt data>'):
+        """Take back the resources of an abandon document (`data`, as
+        `stack_abandon` returns it) without creating them."""
+        return self._started(*abandon.adopt(
+            self.engine, name, data, params, timeout=timeout,
+            project_id=request.project_of(ctx), source=source))
+
+    def stack_abandon(self, ctx, ident, save=None):
+        """Forget the stack, its resources left as they are; returns its
+        abandon document. `save(document)` runs before anything is
+        removed: when it raises, the stack stays."""
+        return abandon.abandon(self.engine, ident,
+                               project_id=request.project_of(ctx), save=save)
 
     # -- stacks -------------------------------------------------------------
     @_read

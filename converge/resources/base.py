@@ -131,6 +131,13 @@ class Resource:
         sleep: a sleeping step holds a worker thread)."""
         raise NotImplementedError
 
+    def adopt(self, observed):
+        """Take over the real thing an abandoned stack recorded (`stack
+        adopt`, Heat's handle_adopt): ``physical_id`` and ``data`` are what
+        the abandon file gave, `observed` is what is there now (it exists).
+        Nothing may be created or run again; re-attach what the engine's
+        side of the resource needs. Default: nothing more to do."""
+
     def update(self, prior, observed):
         """Make the real thing match self.properties in place.
 

@@ -592,6 +592,17 @@ class Server(base.Resource):
         self.seen = server
         return None
 
+    def adopt(self, observed):
+        """The server's agent keeps the credential it booted with (an
+        abandon revokes nothing): make sure it exists and is bound to this
+        server, so the agent goes on pulling its deployments."""
+        agents = self._agents()
+        if agents is not None:
+            agents.register(self.agent_id, self.stack.id,
+                            getattr(self.stack, 'project_id', 'converge'),
+                            self.name)
+            agents.bind(self.agent_id, self.physical_id)
+
     def _boot(self):
         return self.compute.create_server(
             self._server_name(), self._boot_image(),

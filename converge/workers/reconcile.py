@@ -154,6 +154,8 @@ class Unit:
         self.plugin = self._plugin(row)
         if self.resuming:  # the step looks at the world itself
             return self._act(_RESUMABLE[row.action], None)
+        if _adopting(row, self.trav.action):
+            return self._adopt()
         if row.action == 'INIT' and self.trav.action not in (
                 'CHECK', 'SUSPEND', 'RESUME'):
             # never claimed, so never acted on: nothing of it can exist
@@ -213,6 +215,49 @@ class Unit:
             return Outcome(FAILED, 'CREATE', 'external resource %s not '
                            'found' % self.rdef.external_id)
         action = 'CREATE' if self.row.action == 'INIT' else None
+        return Outcome(DONE, action, observed=seen.state)
+
+    def _adopt(self):
+        """A row `stack adopt` laid out (engine/abandon.py) holds what the
+        abandoned stack recorded: its physical id and data. Take the real
+        thing over without creating it: it must exist; the plug-in then
+        re-attaches what it needs (a server's agent credential)."""
+        action = 'ADOPT'
+        if self._timed_out():
+            return Outcome(FAILED, action, 'Timed out')
+        if self.row.action != action:  # not back from a wait of its own
+            self.started = time.time()
+        seen = observe_mod.observe(self.plugin, self._waiting)
+        if isinstance(seen.error, exception.CloudTransient):
+            return self._retry(action, seen.error)
+        if seen.error is not None:
+            return Outcome(FAILED, action, 'cannot observe %s %s: %s' % (
+                self.rdef.type, self.row.physical_id, _reason(seen.error)))
+        if seen.gone:
+            if self.trav.action != action:
+                # an update after a failed adopt: converge to the template
+                self.started = None
+                return self._act(decide_mod.CREATE, None)
+            return Outcome(FAILED, action, '%s %s not found: there is '
+                           'nothing to adopt' % (self.rdef.type,
+                                                 self.row.physical_id))
+        try:
+            with self._waiting():
+                self.plugin.adopt(seen.state)
+        except exception.CloudTransient as exc:
+            return self._retry(action, exc)
+        except Exception as exc:
+            LOG.debug('%s ADOPT failed', self.name, exc_info=True)
+            return Outcome(FAILED, action, _reason(exc))
+        applied = self.row.properties
+        if applied is not None and applied != self.plugin.properties:
+            # the template asks for other properties than those the
+            # abandoned stack applied (an edited file, a later update):
+            # what was adopted is changed in place, or replaced
+            self.started = None
+            if self.plugin.needs_replace(applied):
+                return Outcome(REPLACE)
+            return self._act(decide_mod.UPDATE, seen.state)
         return Outcome(DONE, action, observed=seen.state)
 
     def _replace(self, outcome):
@@ -564,6 +609,20 @@ def _done_data(data):
         data = dict(data)
         del data[_RETRIES]
     return data
+
+
+def _adopting(row, stack_action):
+    """Whether the row is one `stack adopt` laid out and has not taken
+    over yet: a physical id on a row never created (only an adopt makes
+    one), or an adopt that waits or failed (tried again by the adopt's
+    own traversal; a later update creates what could not be adopted)."""
+    if stack_action in traversal_mod.IN_PLACE:
+        return False
+    if row.action == 'INIT':
+        return row.physical_id is not None
+    return row.action == 'ADOPT' and (
+        row.status == 'IN_PROGRESS' or
+        (row.status == 'FAILED' and stack_action == 'ADOPT'))
 
 
 def _first_action(row):

@@ -1,0 +1,374 @@
+"""`stack abandon` and `stack adopt`: hand a stack's resources out of
+converge as a document, and take them back from one, touching nothing in
+the cloud either way.
+
+The document is Heat's abandon format (heat/engine/stack.py
+prepare_abandon): the stack's id, name, action, status, template, files,
+environment (its ``parameters`` holding every parameter the stack was
+given), project_id, stack_user_project_id, tags and ``resources``: name ->
+{name, resource_id, type, action, status, metadata, resource_data}.
+converge adds to each resource its ``uuid``: what a server's agent
+credential, a deployment group's member deployments and other derived ids
+are made from, so the adopted resource is the same one, not a look-alike;
+and its ``properties``, those last applied, so an adopt whose template
+asks for others updates (or replaces) what it took over (Heat ignores
+keys it does not know; a file without them gets new uuids, and the
+template's properties are taken as applied, as Heat does).
+``resource_data`` is the plug-in's private data: a deployment's book of
+the runs it applied (so adopting re-runs nothing), a random string's value.
+
+Abandon is one transaction: read, hand the document to the caller (who
+writes it out before anything is removed), delete the stack's rows. A
+process killed before the commit leaves the stack as it was.
+
+Adopt lays the recorded resources out as rows that exist already (their
+physical id and data set, never created) and starts an ADOPT traversal:
+each such row is observed and recorded ADOPT_COMPLETE, or fails when the
+cloud no longer has it (workers/reconcile.py). Resources of the template
+the file does not record are created (what the adopting user asked for
+by giving that template).
+"""
+
+import sqlalchemy as sa
+
+from converge import conf as conf_mod
+from converge import exception
+from converge import template
+from converge.db import api
+from converge.db import models
+from converge.engine import stacks
+from converge.engine import traversal
+from converge.engine import views
+
+#: tables of things outside the stack's own rows that name the stack: a
+#: deployment's signal and a wait condition's wake that stack's units, so
+#: an adopt under a new id takes them along
+_BOUND = (models.SoftwareDeployment.__table__,
+          models.AgentCredential.__table__,
+          models.WaitConditionSignal.__table__,
+          models.DeploymentAction.__table__)
+
+
+def _enabled(option, verb):
+    if not getattr(conf_mod.CONF, option):
+        raise exception.InvalidInput(
+            'Stack %s is disabled by the operator ([DEFAULT] %s)'
+            % (verb, option))
+
+
+# -- abandon ------------------------------------------------------------------
+
+def abandon(engine, ident, project_id=None, save=None):
+    """Forget the stack, leaving every resource as it is; returns the
+    document. `save(document)` is called before the stack's rows go (in
+    the same transaction): if it raises, nothing is removed."""
+    _enabled('enable_stack_abandon', 'abandon')
+    with engine.db.write() as s:
+        stack = api.stack_get(s, ident, project_id=project_id)
+        _check_idle(s, stack)
+        doc = document(engine, s, stack)
+        if save is not None:
+            save(doc)
+        _delete_rows(s, stack)
+    return doc
+
+
+def _check_idle(session, stack):
+    """A stack being worked on cannot be written down: what its units are
+    doing would be half in the document."""
+    if stack.status == 'IN_PROGRESS':
+        raise exception.Conflict(
+            'Stack %s is %s_IN_PROGRESS: it can be abandoned once the '
+            'operation ends (`converge stack converge %s` finishes one '
+            'whose command was killed)' % (stack.name, stack.action,
+                                           stack.name))
+    busy = session.scalars(sa.select(models.Resource.name).where(
+        models.Resource.stack_id == stack.id,
+        models.Resource.status == 'IN_PROGRESS',
+        models.Resource.engine_id.is_not(None))).all()
+    if busy:
+        raise exception.Conflict(
+            'Stack %s: resource(s) %s are being acted on; abandon it once '
+            'they end' % (stack.name, ', '.join(sorted(busy))))
+
+
+def document(engine, session, stack):
+    """The stack as Heat's abandon format (see the module's doc)."""
+    tmpl = api.template_get(session, stack.template_id)
+    bundle = dict(tmpl.bundle or {})
+    env = dict(bundle.get('environment') or {})
+    env['parameters'] = dict(env.get('parameters') or {},
+                             **(tmpl.parameters or {}))
+    rows = views.current_rows(api.resources_live(session, stack.id),
+                              stack.template_id)
+    defn = engine.definition(stack.template_id, stack)
+    data = views.RowData(rows)
+    resources, left = {}, []
+    for name, row in sorted(rows.items()):
+        if row.physical_id is None:
+            continue  # never created: nothing to take back
+        if name not in defn.resources:
+            # removed from the template, its delete not done: an adopt of
+            # this template could not hold it
+            left.append({'name': name, 'resource_id': row.physical_id,
+                         'type': row.type})
+            continue
+        resources[name] = {
+            'name': name, 'resource_id': row.physical_id,
+            'type': row.type, 'action': row.action, 'status': row.status,
+            'metadata': _metadata(defn, name, data),
+            'resource_data': dict(row.data or {}), 'uuid': row.uuid,
+            'properties': row.properties}
+    # replaced versions whose delete has not happened yet hold real things
+    # too; Heat's format has no place for them, so they are listed apart
+    current_ids = {r.id for r in rows.values()}
+    for row in api.resources_live(session, stack.id):
+        if row.id not in current_ids and row.physical_id is not None:
+            left.append({'name': row.name, 'resource_id': row.physical_id,
+                         'type': row.type})
+    doc = {
+        'id': stack.id, 'name': stack.name,
+        'action': stack.action, 'status': stack.status,
+        'template': bundle.get('template') or {},
+        'files': bundle.get('files') or {},
+        'environment': env,
+        'project_id': stack.project_id,
+        'stack_user_project_id': None,
+        'tags': list(stack.tags or []),
+        'disable_rollback': stack.disable_rollback,
+        'timeout_mins': stack.timeout_mins,
+        'resources': resources,
+    }
+    if left:
+        doc['not_adoptable'] = left
+    return doc
+
+
+def _metadata(defn, name, data):
+    try:
+        return defn.resolve_metadata(name, data)
+    except exception.ConvergeError:
+        return {}
+
+
+def _delete_rows(session, stack):
+    """Everything converge holds of the stack, in the caller's
+    transaction; the stack row first, as a compare-and-swap on its
+    traversal (an operation that started since it was read wins)."""
+    res = session.execute(sa.delete(models.Stack).where(
+        models.Stack.id == stack.id,
+        traversal._null_safe_eq(models.Stack.current_traversal,
+                                stack.current_traversal)))
+    if res.rowcount != 1:
+        raise exception.Conflict('Stack %s changed while it was being '
+                                 'abandoned; try again' % stack.name)
+    for model, column in ((models.SyncPoint, 'stack_id'),
+                          (models.Resource, 'stack_id'),
+                          (models.Traversal, 'stack_id'),
+                          (models.Template, 'stack_id'),
+                          (models.Event, 'stack_id')):
+        session.execute(sa.delete(model).where(
+            getattr(model, column) == stack.id))
+
+
+# -- adopt --------------------------------------------------------------------
+
+def adopt(engine, name, data, params=None, timeout=None, project_id=None,
+          source='<adopt data>'):
+    """Store a stack from an abandon document and start adopting its
+    resources; returns (stack id, traversal id). `source` names the
+    document in errors."""
+    _enabled('enable_stack_adopt', 'adopt')
+    stacks.check_name(name)
+    stacks.check_timeout(timeout)
+    project_id = project_id or stacks.engine_project()
+    doc = _checked(data, source)
+    env = dict(doc['environment'])
+    merged = dict(env.pop('parameters', None) or {})
+    merged.update(params or {})
+    env['parameters'] = {}
+    bundle = template.Bundle(doc['template'], doc['files'], env,
+                             template_path=source)
+    old_id = doc['id']
+    with engine.db.read() as s:
+        stack_id = _stack_id(s, old_id, project_id)
+    try:
+        defn = stacks.validate(bundle, merged, stack_name=name,
+                               stack_id=stack_id, project_id=project_id)
+    except exception.InvalidTemplate as exc:
+        if exc.filename is None:
+            exc.prefixed('template')
+        raise exc.locate(source)
+    recorded = _recorded(doc['resources'], defn, source)
+    if stack_id != old_id:
+        # not the abandoned stack (a deleted one holds its id): what the
+        # old uuids derive (agent credentials, member deployments) may
+        # have been deleted or revoked with it, so nothing is reused
+        for entry in recorded.values():
+            entry['uuid'] = None
+    if timeout is None:
+        timeout = doc['timeout_mins']
+    try:
+        with engine.db.write() as s:
+            if api.stack_name_taken(s, project_id, name):
+                raise exception.Conflict('Stack %s already exists' % name)
+            _check_uuids(s, recorded)
+            s.add(models.Stack(
+                id=stack_id, name=name, action='ADOPT',
+                status='IN_PROGRESS', status_reason='',
+                disable_rollback=doc['disable_rollback'],
+                timeout_mins=timeout, tags=doc['tags'],
+                project_id=project_id))
+            s.flush()
+            template_id = api.template_create(s, stack_id, bundle.to_dict(),
+                                              merged)
+            if recorded:
+                s.execute(sa.insert(models.Resource), [dict(
+                    uuid=r['uuid'] or api.new_id(), stack_id=stack_id,
+                    name=n, type=defn.resources[n].type, action='INIT',
+                    status='COMPLETE', physical_id=r['resource_id'],
+                    template_id=template_id, atomic_key=0, requires=[],
+                    data=r['resource_data'], properties=r['properties'])
+                    for n, r in recorded.items()])
+            if old_id and old_id != stack_id:
+                _rebind(s, old_id, stack_id)
+            stack = s.get(models.Stack, stack_id)
+            engine.remember(template_id, stack, defn)
+            trav = traversal.start(engine, s, stack, template_id, 'ADOPT',
+                                   defn, rollback=False)
+    except sa.exc.IntegrityError:
+        # another adopt or create of this name, id or resource got there
+        # first (the unique constraints let one in)
+        raise exception.Conflict(
+            'Stack %s (or a resource the adopt file records) was made by '
+            'another operation meanwhile' % name)
+    traversal.kick(engine, trav)
+    return stack_id, trav.id
+
+
+def _stack_id(session, old_id, project_id):
+    """The abandoned stack's id, so what names it (deployments' signals,
+    a deployment's deploy_stack_id input) still does; a new one when a
+    deleted stack holds it."""
+    if not old_id:
+        return api.new_id()
+    found = session.get(models.Stack, old_id)
+    if found is None:
+        return old_id
+    if found.deleted_at is None:
+        raise exception.Conflict(
+            'The adopt file\'s stack %s is still managed here (stack %s): '
+            'it was not abandoned, or was adopted already' % (
+                old_id, found.name if found.project_id == project_id
+                else old_id))
+    return api.new_id()
+
+
+def _check_uuids(session, recorded):
+    uuids = {r['uuid']: n for n, r in recorded.items() if r['uuid']}
+    if not uuids:
+        return
+    taken = session.execute(sa.select(
+        models.Resource.uuid, models.Resource.stack_id).where(
+        models.Resource.uuid.in_(list(uuids)))).first()
+    if taken is not None:
+        raise exception.Conflict(
+            'Resource %s of the adopt file belongs to stack %s already: '
+            'it was adopted before' % (uuids[taken.uuid], taken.stack_id))
+
+
+def _rebind(session, old_id, new_id):
+    """Deployments, agent credentials and signals of the abandoned stack
+    now belong to the adopting one (its units are the ones to wake)."""
+    for table in _BOUND:
+        session.execute(sa.update(table).where(
+            table.c.stack_id == old_id).values(stack_id=new_id))
+
+
+# -- checking the document ----------------------------------------------------
+
+def _bad(source, path, message):
+    return exception.InvalidTemplate(message, path=path, filename=source)
+
+
+def _checked(data, source):
+    """The document's parts, each checked for its shape; errors name the
+    file and the key."""
+    if not isinstance(data, dict):
+        raise _bad(source, [], 'an adopt file is a JSON object (what '
+                   '`stack abandon` writes)')
+    tmpl = data.get('template')
+    if not tmpl:
+        raise _bad(source, ['template'], 'the adopt file has no template')
+    if not isinstance(tmpl, dict):
+        raise _bad(source, ['template'], 'the template must be a mapping')
+    out = {'template': tmpl}
+    for key, kind, default in (('files', dict, {}),
+                               ('environment', dict, {}),
+                               ('resources', dict, {}),
+                               ('tags', list, [])):
+        value = data.get(key)
+        if value is None:
+            value = default
+        if not isinstance(value, kind):
+            raise _bad(source, [key], 'must be a %s' % (
+                'mapping' if kind is dict else 'list'))
+        out[key] = value
+    params = out['environment'].get('parameters')
+    if params is not None and not isinstance(params, dict):
+        raise _bad(source, ['environment', 'parameters'],
+                   'must be a mapping')
+    stack_id = data.get('id')
+    if stack_id is not None and (not isinstance(stack_id, str) or
+                                 not 0 < len(stack_id) <= 36):
+        raise _bad(source, ['id'], 'must be a stack id (a string of at '
+                   'most 36 characters)')
+    out['id'] = stack_id
+    timeout = data.get('timeout_mins')
+    try:
+        out['timeout_mins'] = stacks.check_timeout(timeout)
+    except exception.InvalidInput as exc:
+        raise _bad(source, ['timeout_mins'], str(exc))
+    out['disable_rollback'] = bool(data.get('disable_rollback', True))
+    return out
+
+
+def _recorded(resources, defn, source):
+    """name -> {resource_id, resource_data, uuid} of the resources to
+    adopt. An entry without a resource_id was never created: the adopt
+    creates it, as any resource the file does not record."""
+    out = {}
+    for name, entry in sorted(resources.items()):
+        path = ['resources', name]
+        if not isinstance(entry, dict):
+            raise _bad(source, path, 'must be a mapping')
+        if name not in defn.resources:
+            raise _bad(source, path, 'the template has no resource %s'
+                       % name)
+        rtype = defn.resources[name].type
+        if entry.get('type') not in (None, rtype):
+            raise _bad(source, path + ['type'], 'is %s, the template\'s %s '
+                       'is %s' % (entry['type'], name, rtype))
+        physical_id = entry.get('resource_id')
+        if physical_id is None:
+            continue
+        if not isinstance(physical_id, str) or not physical_id or \
+                len(physical_id) > 255:
+            raise _bad(source, path + ['resource_id'],
+                       'must be a physical resource id (a string)')
+        rdata = entry.get('resource_data')
+        if rdata is None:
+            rdata = {}
+        if not isinstance(rdata, dict):
+            raise _bad(source, path + ['resource_data'], 'must be a mapping')
+        uuid = entry.get('uuid')
+        if uuid is not None and (not isinstance(uuid, str) or
+                                 not 0 < len(uuid) <= 36):
+            raise _bad(source, path + ['uuid'], 'must be a string of at '
+                       'most 36 characters')
+        props = entry.get('properties')
+        if props is not None and not isinstance(props, dict):
+            raise _bad(source, path + ['properties'], 'must be a mapping')
+        out[name] = {'resource_id': physical_id, 'resource_data': rdata,
+                     'uuid': uuid, 'properties': props}
+    return out
