@@ -15,6 +15,8 @@ import urllib.parse
 import pytest
 import yaml
 
+from converge.agent import rootfs
+
 from tests.test_software_e2e import CORPUS, ENV, EXAMPLES
 
 ANSIBLE_EXAMPLE = 'example-software-deploymentgroup-template.yaml'
@@ -71,6 +73,11 @@ def test_the_ansible_group_example_runs_its_playbook_on_both_servers(
         assert out['status_code'][member] == 0
         assert 'PLAY RECAP' in out['stdout'][member]
         assert 'failed=0' in out['stdout'][member]
+    if rootfs.available():
+        # each server wrote its own /tmp (its disk), not the host's
+        for disk in _disks(cli).values():
+            with open(os.path.join(disk, 'tmp', 'baaaaa')) as f:
+                assert f.read() == 'fooooo\n'
     # the attributes, as a template's get_attr reads them
     shown = cli.json('stack', 'resource', 'show', 'ans', 'my_deps')
     attrs = shown['attributes']

@@ -25,6 +25,8 @@ import threading
 import time
 from importlib import metadata
 
+from converge.agent import rootfs
+
 LOG = logging.getLogger(__name__)
 
 GROUP = 'converge.agent.hooks'
@@ -77,8 +79,15 @@ class ProcessRunner:
         self._running = set()
         self._dead = False
 
-    def run(self, argv, env, cwd):
-        """(exit code, stdout, stderr) of argv, run to its end."""
+    def run(self, argv, env, cwd, disk=None):
+        """(exit code, stdout, stderr) of argv, run to its end; with
+        `disk`, seeing the server's own /tmp, /home... (`rootfs`)."""
+        binds = rootfs.plan(disk) if disk else None
+        preexec = _die_with_parent
+        if binds:
+            def preexec():
+                _die_with_parent()
+                rootfs.enter(binds)
         with self._lock:
             if self._dead:
                 raise Stopped()
@@ -90,7 +99,7 @@ class ProcessRunner:
                             stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True,
-                            preexec_fn=_die_with_parent)
+                            preexec_fn=preexec)
                     break
                 except OSError as e:
                     # another process (not ours) forked with it open
@@ -208,7 +217,7 @@ def script(deployment, disk, runner):
     env = _env(deployment)
     env['heat_outputs_path'] = outputs_path
     try:
-        code, out, err = runner.run([path], env, disk)
+        code, out, err = runner.run([path], env, disk, disk=disk)
     except OSError as e:   # no interpreter, bad #! line, not executable
         return _result(1, '', 'Cannot run the script %s: %s' % (path, e))
     return _result(code, out, err, _read_outputs(outputs_path, declared))
@@ -273,7 +282,7 @@ def ansible(deployment, disk, runner):
     env = _ansible_env(disk)
     if options.get('callback_plugins'):
         env['ANSIBLE_CALLBACK_PLUGINS'] = str(options['callback_plugins'])
-    code, out, err = runner.run(argv, env, work)
+    code, out, err = runner.run(argv, env, work, disk=disk)
     return _result(code, out, err, _read_outputs(outputs_path, declared))
 
 
@@ -293,7 +302,8 @@ def puppet(deployment, disk, runner):
     env.update({'FACTER_' + k: v for k, v in facts.items()
                 if k not in os.environ})
     code, out, err = runner.run(
-        [tool, 'apply', '--detailed-exitcodes', manifest], env, disk)
+        [tool, 'apply', '--detailed-exitcodes', manifest], env, disk,
+        disk=disk)
     if code == 2:   # --detailed-exitcodes: 2 means "applied changes"
         code = 0
     return _result(code, out, err)

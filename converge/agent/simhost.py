@@ -28,6 +28,7 @@ import time
 import sqlalchemy as sa
 
 from converge.agent import bootstrap
+from converge.agent import rootfs
 from converge.agent import runner
 from converge.drivers.sim import agents as sim_agents
 from converge.drivers.sim import api as sim_api
@@ -73,6 +74,9 @@ class SimHost:
         self.url = url
         self.disks = os.path.abspath(disks)
         self.scan_interval = scan_interval
+        # the servers share this machine: each hook sees its own disk's
+        # /tmp, /home... (where this process may make mount namespaces)
+        rootfs.enable()
         self.host = runner.Host(batch=True, wait=wait,
                                 backoff_max=backoff_max)
         self._engine = store.get_engine(url)
