@@ -66,6 +66,18 @@ def test_two_servers_do_not_see_each_others_tmp(tmp_path):
             assert f.read() == name + '\n'
 
 
+def _read_host_file(tmp_path):
+    """The result of a script reading a file of the host's beside its
+    disk: a server with its own /tmp could not read it."""
+    disk = str(tmp_path / 'disk')
+    os.makedirs(disk)
+    (tmp_path / 'host-only').write_text('seen\n')
+    return disk, hooks.run(
+        {'id': 'd', 'group': 'script',
+         'config': '#!/bin/sh\ncat %s\n' % (tmp_path / 'host-only')},
+        disk, hooks.ProcessRunner())
+
+
 @pytest.mark.parametrize('state', [{'available': False},
                                    {'enabled': False}])
 def test_without_namespaces_hooks_run_as_before(tmp_path, monkeypatch,
@@ -74,14 +86,7 @@ def test_without_namespaces_hooks_run_as_before(tmp_path, monkeypatch,
     agent), hooks see the machine's own /tmp."""
     for key, value in state.items():
         monkeypatch.setitem(rootfs._STATE, key, value)
-    disk = str(tmp_path / 'disk')
-    os.makedirs(disk)
-    # a file of the host's, beside the disk: a server with its own /tmp
-    # could not read it
-    (tmp_path / 'host-only').write_text('seen\n')
-    result = hooks.run({'id': 'd', 'group': 'script', 'config':
-                        '#!/bin/sh\ncat %s\n' % (tmp_path / 'host-only')},
-                       disk, hooks.ProcessRunner())
+    disk, result = _read_host_file(tmp_path)
     assert result['deploy_stdout'] == 'seen\n', result
     assert rootfs.plan(disk) is None
     assert not os.path.exists(os.path.join(disk, 'tmp'))
@@ -89,11 +94,6 @@ def test_without_namespaces_hooks_run_as_before(tmp_path, monkeypatch,
 
 @needs_namespaces
 def test_with_namespaces_the_hosts_tmp_is_hidden(tmp_path):
-    disk = str(tmp_path / 'disk')
-    os.makedirs(disk)
-    (tmp_path / 'host-only').write_text('seen\n')
-    result = hooks.run({'id': 'd', 'group': 'script', 'config':
-                        '#!/bin/sh\ncat %s\n' % (tmp_path / 'host-only')},
-                       disk, hooks.ProcessRunner())
+    _disk, result = _read_host_file(tmp_path)
     assert result['deploy_status_code'] != 0
     assert 'No such file' in result['deploy_stderr']
