@@ -136,3 +136,92 @@ def _wait_for_journal(disk, deadline=60):
             return entries
         assert time.monotonic() < end, 'no finished run on %s' % disk
         time.sleep(0.1)
+
+
+FIRSTBOOT = os.path.join(CORPUS, 'tripleo-heat-templates', 'firstboot',
+                         'userdata_example.yaml')
+needs_firstboot = pytest.mark.skipif(
+    not os.path.exists(FIRSTBOOT) or not rootfs.available(),
+    reason='corpus not here, or no mount namespaces (not root?)')
+
+
+def _firstboot(cli, server, deadline=120, boots=1):
+    """The server's first-boot record once its `boots`-th boot is done."""
+    end = time.monotonic() + deadline
+    while True:
+        shown = cli.json('sim', 'server', 'show', server)
+        state = shown.get('firstboot')
+        if state and state['boots'] >= boots and state['state'] != \
+                'started':
+            return shown, state
+        assert time.monotonic() < end, 'first boot not done: %r' % state
+        time.sleep(0.2)
+
+
+@needs_firstboot
+def test_the_firstboot_userdata_example_converges_on_its_own(cli):
+    cli.run('stack', 'create', 'fb', '-t', FIRSTBOOT, '--wait', timeout=240)
+    assert cli.json('stack', 'show', 'fb')['stack_status'] == \
+        'CREATE_COMPLETE'
+    out = cli.json('stack', 'output', 'show', 'fb', '--all')
+    # its OS::stack_id output is the MultipartMime: a stored config's id
+    config = cli.json('stack', 'resource', 'show', 'fb', 'userdata')
+    assert out['OS::stack_id'] == config['physical_resource_id']
+
+
+@needs_firstboot
+def test_a_server_booted_with_the_firstboot_userdata_runs_it_once(
+        cli, tmp_path):
+    """The example's resources, and a server whose user_data is its
+    MultipartMime (what TripleO's OS::TripleO::NodeUserData mapping
+    does): the simulated server does what cloud-init would."""
+    with open(FIRSTBOOT) as f:
+        template = yaml.safe_load(f)
+    template['resources']['server'] = {
+        'type': 'OS::Nova::Server', 'properties': {
+            'image': 'cirros', 'flavor': 'm1.tiny', 'key_name': 'demo-key',
+            'user_data_format': 'RAW',
+            'user_data': {'get_resource': 'userdata'}}}
+    path = tmp_path / 'node.yaml'
+    path.write_text(yaml.safe_dump(template))
+    # the operator trusts this template's user_data to run on the host
+    conf = tmp_path / 'converge.conf'
+    conf.write_text('[sim]\nrun_user_data = true\n')
+    cli.run('--config-file', str(conf), 'stack', 'create', 'node', '-t',
+            str(path), '--wait', timeout=240)
+    [server] = cli.json('sim', 'server', 'list')
+    shown, state = _firstboot(cli, server['ID'])
+    assert state['state'] == 'done', state
+    assert [(p['type'], p['state'], p.get('exit_code'))
+            for p in state['parts']] == [
+        ('text/cloud-config', 'done', 0), ('text/x-shellscript', 'done', 0)]
+    disk = shown['disk']
+    # users: default (cirros, with the server's key) and extrauser
+    with open(os.path.join(disk, 'etc', 'passwd')) as f:
+        users = {line.split(':')[0]: line.split(':')
+                 for line in f if line.strip()}
+    assert 'cirros' in users and 'extrauser' in users
+    ssh = os.path.join(disk, 'home', 'extrauser', '.ssh')
+    keys = os.path.join(ssh, 'authorized_keys')
+    with open(keys) as f:
+        key = f.read()
+    assert key.startswith('ssh-rsa ') and key.strip().endswith('demo-key')
+    # the script copied the default user's key, as the template means
+    with open(os.path.join(disk, 'home', 'cirros', '.ssh',
+                           'authorized_keys')) as f:
+        assert f.read() == key
+    # chmod and chown -R extrauser:extrauser, with the server's users
+    uid = int(users['extrauser'][2])
+    assert uid >= 1000
+    for path, mode in ((ssh, 0o700), (keys, 0o600)):
+        st = os.stat(path)
+        assert (st.st_uid, st.st_gid) == (uid, uid)
+        assert st.st_mode & 0o777 == mode
+    assert not os.path.exists('/home/extrauser')   # not the host's
+    # a reboot does not run it again (the script would rewrite the file)
+    with open(keys, 'a') as f:
+        f.write('# added after the first boot\n')
+    cli.run('sim', 'server', 'reboot', server['ID'])
+    _shown, state = _firstboot(cli, server['ID'], boots=2)
+    with open(keys) as f:
+        assert f.read() == key + '# added after the first boot\n'

@@ -38,7 +38,7 @@ _TRIMMED = '[... trimmed: only the last %d bytes are kept ...]\n'
 # holds that descriptor until it execs, and exec of the script then fails
 # with "Text file busy": scripts are written, and processes started, one
 # at a time.
-_FORK_LOCK = threading.Lock()
+FORK_LOCK = threading.Lock()
 
 
 def trim(text):
@@ -93,7 +93,7 @@ class ProcessRunner:
                 raise Stopped()
             for attempt in range(5):
                 try:
-                    with _FORK_LOCK:
+                    with FORK_LOCK:
                         proc = subprocess.Popen(
                             argv, env=env, cwd=cwd,
                             stdin=subprocess.DEVNULL,
@@ -208,7 +208,7 @@ def script(deployment, disk, runner):
     work = os.path.join(disk, 'heat-config-script')
     os.makedirs(work, exist_ok=True)
     path = os.path.join(work, dep_id)
-    with _FORK_LOCK:
+    with FORK_LOCK:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o700)
         with os.fdopen(fd, 'w') as f:
             f.write(deployment.get('config') or '')
