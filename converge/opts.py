@@ -188,6 +188,17 @@ SIM_OPTS = [
                      'run their agent (the sim\'s agent host). False: '
                      'none runs, and their deployments wait, as on a '
                      'server whose agent never started.'),
+    cfg.BoolOpt('run_user_data', default=False,
+                help='Servers created while this is set have their '
+                     'user_data run at their first boot, as cloud-init '
+                     'would: cloud-config users, write_files and runcmd, '
+                     'and shell scripts, once per server, on its disk. '
+                     'Scripts run as the agent host\'s user with their '
+                     'own /tmp, /var/tmp, /home, /etc/passwd and '
+                     '/etc/group (a mount namespace: root on Linux only; '
+                     'elsewhere they are not run), but the rest of this '
+                     'machine\'s filesystem: set it for templates you '
+                     'trust.'),
 ]
 
 API_OPTS = [

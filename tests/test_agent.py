@@ -126,6 +126,9 @@ def test_hook_output_is_trimmed_and_unknown_group_fails(tmp_path):
                                         ('puppet', 'puppet')])
 def test_missing_tool_is_reported(tmp_path, monkeypatch, group, tool):
     monkeypatch.setenv('PATH', str(tmp_path / 'empty'))
+    # nor installed beside the agent's interpreter
+    monkeypatch.setattr(hooks.sys, 'executable',
+                        str(tmp_path / 'empty' / 'python'))
     result = hooks.run({'id': 'd', 'group': group, 'config': 'x'},
                        str(tmp_path), hooks.ProcessRunner())
     assert result['deploy_status_code'] == 1
@@ -146,7 +149,12 @@ def test_ansible_hook_runs_the_playbook_with_inputs(tmp_path, monkeypatch):
                        str(tmp_path), hooks.ProcessRunner())
     assert result['deploy_status_code'] == 0
     assert 'd_playbook.yaml' in result['deploy_stdout']
-    assert '{"n": 5}' in result['deploy_stdout']
+    # Heat's extra vars: the inputs, the config id, the outputs path
+    variables = json.loads(result['deploy_stdout'].split('\n', 1)[1])
+    assert variables['n'] == 5
+    assert variables['heat_config_id'] == 'd'
+    assert variables['heat_outputs_path'].endswith(
+        os.path.join('heat-config-ansible-outputs', 'd'))
 
 
 def test_deployment_runs_and_signals_heats_payload(stub, host, tmp_path):

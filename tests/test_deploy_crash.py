@@ -135,8 +135,9 @@ def resources(cli, stack):
 
 def test_kill9_of_engine_and_agent_host_runs_every_script_once(
         cli, tmp_path):
-    gate_b, gate_c = str(tmp_path / 'gate-b'), str(tmp_path / 'gate-c')
-    gates = dict({n: gate_b for n in B}, **{n: gate_c for n in C})
+    # a gate is a file on the server's own disk (the script's working
+    # directory): a simulated server's /tmp is its own, not the test's
+    gates = dict({n: 'gate-b' for n in B}, **{n: 'gate-c' for n in C})
     path = tmp_path / 'crash.yaml'
     path.write_text(template(gates))
     disks = Disks(cli.home)
@@ -165,7 +166,8 @@ def test_kill9_of_engine_and_agent_host_runs_every_script_once(
         'CREATE_IN_PROGRESS'
 
     # B finishes while no engine listens: results journalled, unsent
-    open(gate_b, 'w').close()
+    for n in B:
+        open(os.path.join(found[n], 'gate-b'), 'w').close()
     wait_until(lambda: all(
         [e.get('state') for e in journal_of(found[n])] == ['done']
         for n in B), what='B to finish')
@@ -179,7 +181,8 @@ def test_kill9_of_engine_and_agent_host_runs_every_script_once(
     wait_until(lambda: not any(agent_stub.alive(p) for p in hooks_c),
                what='the hooks of C to die with their agent')
     # were one re-run, it would end now
-    open(gate_c, 'w').close()
+    for n in C:
+        open(os.path.join(found[n], 'gate-c'), 'w').close()
 
     # recovery: the engine resumes the create; the agent host comes back
     # and reports B's results and C's interruption

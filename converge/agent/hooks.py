@@ -21,9 +21,12 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from importlib import metadata
+
+from converge.agent import rootfs
 
 LOG = logging.getLogger(__name__)
 
@@ -36,7 +39,7 @@ _TRIMMED = '[... trimmed: only the last %d bytes are kept ...]\n'
 # holds that descriptor until it execs, and exec of the script then fails
 # with "Text file busy": scripts are written, and processes started, one
 # at a time.
-_FORK_LOCK = threading.Lock()
+FORK_LOCK = threading.Lock()
 
 
 def trim(text):
@@ -75,6 +78,12 @@ def _die_with_parent():
         _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
 
 
+def _die_in_own_root(binds):
+    # in the child (no util-linux tools): what the chain does
+    _die_with_parent()
+    rootfs.enter(binds)
+
+
 class ProcessRunner:
     """Runs the hooks' processes of one server; `kill_all` cuts off the
     ones still running."""
@@ -84,21 +93,32 @@ class ProcessRunner:
         self._running = set()
         self._dead = False
 
-    def run(self, argv, env, cwd):
-        """(exit code, stdout, stderr) of argv, run to its end."""
+    def run(self, argv, env, cwd, disk=None):
+        """(exit code, stdout, stderr) of argv, run to its end; with
+        `disk`, seeing the server's own /tmp, /home... (`rootfs`)."""
+        binds = rootfs.plan(disk) if disk else None
+        # the cheap spawn: tools exec'd in a chain, no Python in the child
+        # (a preexec_fn makes subprocess fork the whole agent host)
+        prefix = list(_SETPRIV_ARGV)
+        preexec = None if prefix else _die_with_parent
+        if binds:
+            enter = rootfs.chain(binds)
+            if enter is not None and prefix:
+                prefix = enter + prefix
+            else:
+                prefix = []
+                preexec = functools.partial(_die_in_own_root, binds)
         with self._lock:
             if self._dead:
                 raise Stopped()
             for attempt in range(5):
                 try:
-                    with _FORK_LOCK:
+                    with FORK_LOCK:
                         proc = subprocess.Popen(
-                            _SETPRIV_ARGV + list(argv), env=env, cwd=cwd,
+                            prefix + list(argv), env=env, cwd=cwd,
                             stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True,
-                            preexec_fn=None if _SETPRIV_ARGV
-                            else _die_with_parent)
+                            start_new_session=True, preexec_fn=preexec)
                     break
                 except OSError as e:
                     # another process (not ours) forked with it open
@@ -158,72 +178,137 @@ def _result(code, out, err, outputs=None):
 
 def _missing(tool, what):
     return _result(1, '', '%s is not installed on this server (%r not '
-                   'found on PATH): cannot apply a %s config'
-                   % (what, tool, what.split()[0].lower()))
+                   'found on PATH nor in %s): cannot apply a %s config'
+                   % (what, tool, os.path.dirname(sys.executable),
+                      what.split()[0].lower()))
+
+
+def _tool(name):
+    """The path of command `name`: on PATH, else beside the agent's own
+    interpreter (a tool installed in the agent's virtualenv is there
+    though the venv was never activated); None when neither has it."""
+    found = shutil.which(name)
+    if found is None:
+        found = shutil.which(name, path=os.path.dirname(sys.executable))
+    return found
+
+
+def _outputs(disk, kind, deployment):
+    """(outputs path, declared names) for Heat's ``heat_outputs_path``
+    contract: the hook's tool writes output X to ``<path>.X``. Values a
+    previous action left are removed first: they must not leak."""
+    outdir = os.path.join(disk, 'heat-config-%s-outputs' % kind)
+    os.makedirs(outdir, exist_ok=True)
+    path = os.path.join(outdir, deployment['id'])
+    declared = [o['name'] for o in deployment.get('outputs') or ()
+                if o.get('name')]
+    for name in declared:
+        try:
+            os.unlink('%s.%s' % (path, name))
+        except FileNotFoundError:
+            pass
+    return path, declared
+
+
+def _read_outputs(path, declared):
+    found = {}
+    for name in declared:
+        try:
+            with open('%s.%s' % (path, name), 'rb') as f:
+                found[name] = f.read().decode('utf-8', 'replace')
+        except FileNotFoundError:
+            pass
+    return found
 
 
 def script(deployment, disk, runner):
     """Heat's script hook: the config is the program."""
     dep_id = deployment['id']
     work = os.path.join(disk, 'heat-config-script')
-    outdir = os.path.join(disk, 'heat-config-script-outputs')
     os.makedirs(work, exist_ok=True)
-    os.makedirs(outdir, exist_ok=True)
     path = os.path.join(work, dep_id)
-    with _FORK_LOCK:
+    with FORK_LOCK:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o700)
         with os.fdopen(fd, 'w') as f:
             f.write(deployment.get('config') or '')
     os.chmod(path, 0o700)
-    outputs_path = os.path.join(outdir, dep_id)
-    declared = [o['name'] for o in deployment.get('outputs') or ()
-                if o.get('name')]
-    for name in declared:   # a previous action's values must not leak
-        try:
-            os.unlink('%s.%s' % (outputs_path, name))
-        except FileNotFoundError:
-            pass
+    outputs_path, declared = _outputs(disk, 'script', deployment)
     env = _env(deployment)
     env['heat_outputs_path'] = outputs_path
     try:
-        code, out, err = runner.run([path], env, disk)
+        code, out, err = runner.run([path], env, disk, disk=disk)
     except OSError as e:   # no interpreter, bad #! line, not executable
         return _result(1, '', 'Cannot run the script %s: %s' % (path, e))
-    found = {}
-    for name in declared:
-        try:
-            with open('%s.%s' % (outputs_path, name), 'rb') as f:
-                found[name] = f.read().decode('utf-8', 'replace')
-        except FileNotFoundError:
-            pass
-    return _result(code, out, err, found)
+    return _result(code, out, err, _read_outputs(outputs_path, declared))
+
+
+def _ansible_env(disk):
+    env = dict(os.environ)
+    # Ansible's own state (~/.ansible, its temp files) on the server's
+    # disk, not in the home of whoever runs the agent
+    state = os.path.join(disk, '.ansible')
+    env.setdefault('ANSIBLE_HOME', state)
+    env.setdefault('ANSIBLE_LOCAL_TEMP', os.path.join(state, 'tmp'))
+    env.setdefault('ANSIBLE_REMOTE_TEMP', os.path.join(state, 'tmp'))
+    # modules run with the agent's interpreter: interpreter discovery
+    # may pick a python that cannot run them (a pyenv shim)
+    env.setdefault('ANSIBLE_PYTHON_INTERPRETER', sys.executable)
+    # facts are gathered only by a play that asks (gather_facts: true):
+    # about 2 s per run otherwise, for facts of the host, not of the
+    # simulated server. The agent's environment may say otherwise.
+    env.setdefault('ANSIBLE_GATHERING', 'explicit')
+    env.setdefault('ANSIBLE_RETRY_FILES_ENABLED', 'false')
+    env.setdefault('ANSIBLE_NOCOLOR', '1')
+    return env
 
 
 def ansible(deployment, disk, runner):
-    """The config is an Ansible playbook, the inputs its extra vars."""
-    tool = shutil.which('ansible-playbook')
+    """Heat's heat-config-ansible contract: the config is a playbook run
+    against localhost; the inputs, ``heat_config_id`` and
+    ``heat_outputs_path`` are its extra vars; output X is read from
+    ``{{heat_outputs_path}}.X``; options ``tags``, ``skip_tags``,
+    ``modulepath``, ``inventory`` (a file in the working directory) and
+    ``callback_plugins`` as Heat's hook takes them."""
+    tool = _tool('ansible-playbook')
     if tool is None:
         return _missing('ansible-playbook', 'Ansible')
+    dep_id = deployment['id']
     work = os.path.join(disk, 'heat-config-ansible')
     os.makedirs(work, exist_ok=True)
-    playbook = os.path.join(work, '%s_playbook.yaml' % deployment['id'])
-    variables = os.path.join(work, '%s_variables.json' % deployment['id'])
+    outputs_path, declared = _outputs(disk, 'ansible', deployment)
+    variables = {'heat_config_id': dep_id}
+    for item in deployment.get('inputs') or ():
+        if item.get('name'):
+            value = item.get('value')
+            variables[item['name']] = '' if value is None else value
+    variables['heat_outputs_path'] = outputs_path
+    playbook = os.path.join(work, '%s_playbook.yaml' % dep_id)
+    vars_file = os.path.join(work, '%s_variables.json' % dep_id)
     with open(playbook, 'w') as f:
         f.write(deployment.get('config') or '')
-    with open(variables, 'w') as f:
-        json.dump({i['name']: i.get('value')
-                   for i in deployment.get('inputs') or ()
-                   if i.get('name')}, f)
-    code, out, err = runner.run(
-        [tool, '-i', 'localhost,', '--connection=local', playbook,
-         '--extra-vars', '@' + variables], dict(os.environ), disk)
-    return _result(code, out, err)
+    with open(vars_file, 'w') as f:
+        json.dump(variables, f)
+    options = deployment.get('options') or {}
+    inventory = 'localhost,'
+    if options.get('inventory'):
+        inventory = os.path.join(work, options['inventory'])
+    argv = [tool, '-i', inventory, '--connection=local']
+    for option, flag in (('tags', '--tags'), ('skip_tags', '--skip-tags'),
+                         ('modulepath', '--module-path')):
+        if options.get(option):
+            argv += [flag, str(options[option])]
+    argv += [playbook, '--extra-vars', '@' + vars_file]
+    env = _ansible_env(disk)
+    if options.get('callback_plugins'):
+        env['ANSIBLE_CALLBACK_PLUGINS'] = str(options['callback_plugins'])
+    code, out, err = runner.run(argv, env, work, disk=disk)
+    return _result(code, out, err, _read_outputs(outputs_path, declared))
 
 
 def puppet(deployment, disk, runner):
     """The config is a Puppet manifest (puppet apply); the inputs are
     facts (FACTER_<name>)."""
-    tool = shutil.which('puppet')
+    tool = _tool('puppet')
     if tool is None:
         return _missing('puppet', 'Puppet')
     work = os.path.join(disk, 'heat-config-puppet')
@@ -236,7 +321,8 @@ def puppet(deployment, disk, runner):
     env.update({'FACTER_' + k: v for k, v in facts.items()
                 if k not in os.environ})
     code, out, err = runner.run(
-        [tool, 'apply', '--detailed-exitcodes', manifest], env, disk)
+        [tool, 'apply', '--detailed-exitcodes', manifest], env, disk,
+        disk=disk)
     if code == 2:   # --detailed-exitcodes: 2 means "applied changes"
         code = 0
     return _result(code, out, err)

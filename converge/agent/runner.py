@@ -221,7 +221,8 @@ class ServerAgent:
         for dep in todo:
             if self.stopped:
                 return False
-            if dep.get('status') != 'IN_PROGRESS':
+            no_signal = _no_signal(dep)
+            if dep.get('status') != 'IN_PROGRESS' and not no_signal:
                 continue
             try:
                 ident = (dep['id'], dep['action'], dep['run'])
@@ -255,6 +256,9 @@ class ServerAgent:
             LOG.info('agent %s: deployment %s %s run %s exited %s',
                      self.agent_id, dep['id'], dep['action'], dep['run'],
                      result.get('deploy_status_code'))
+            if no_signal:   # nobody waits for it: journalled, not sent
+                self.journal.acked(entry, 'NO_SIGNAL: not signalled')
+                continue
             if not self._send(entry):
                 self._unacked.append(entry)
                 return True
@@ -315,6 +319,14 @@ class ServerAgent:
         self._acked_at[(entry['id'], entry['action'], entry['run'])] = \
             time.monotonic()
         return True
+
+
+def _no_signal(dep):
+    """A NO_SIGNAL deployment is COMPLETE as soon as it is written (the
+    stack does not wait), yet the server runs it, as Heat's do."""
+    return any(i.get('name') == 'deploy_signal_transport' and
+               i.get('value') == 'NO_SIGNAL'
+               for i in dep.get('inputs') or () if isinstance(i, dict))
 
 
 class Poller:

@@ -31,6 +31,8 @@ import sqlalchemy as sa
 
 from converge.agent import bootstrap
 from converge.agent import client
+from converge.agent import firstboot
+from converge.agent import rootfs
 from converge.agent import runner
 from converge.drivers.sim import agents as sim_agents
 from converge.drivers.sim import api as sim_api
@@ -48,9 +50,11 @@ SCAN_INTERVAL = 0.25
 _C = store.servers.c
 _SCAN = sa.select(
     _C.id, _C.status, _C.flavor, _C.ready_at, _C.outcome, _C.task_state,
-    _C.task_started, _C.gone_at, _C.delete_started, _C.reboots).where(
+    _C.task_started, _C.gone_at, _C.delete_started, _C.reboots,
+    _C.first_boot).where(
     _C.agent == sa.true(), _C.deleted == sa.false())
-_USER_DATA = sa.select(_C.user_data).where(_C.id == sa.bindparam('id'))
+_BOOT_DATA = sa.select(_C.id, _C.name, _C.image, _C.key_name,
+                       _C.user_data).where(_C.id == sa.bindparam('id'))
 
 
 def take_lock(disks):
@@ -78,6 +82,9 @@ class SimHost:
         self.url = url
         self.disks = os.path.abspath(disks)
         self.scan_interval = scan_interval
+        # the servers share this machine: each hook sees its own disk's
+        # /tmp, /home... (where this process may make mount namespaces)
+        rootfs.enable()
         self.host = runner.Host(batch=True, wait=wait,
                                 backoff_max=backoff_max)
         self._engine = store.get_engine(url)
@@ -87,6 +94,7 @@ class SimHost:
             self._db_file = os.path.abspath(parsed.database)
         self._seen = {}      # server id -> (reboots, agent or None)
         self._creds = {}     # server id -> bootstrap settings (or None)
+        self._boots = {}     # server id -> (its first-boot parts, server)
         # a plain flag: set from a signal handler, where taking a lock
         # the interrupted main thread may hold (an Event's) deadlocks
         self.stopping = False
@@ -137,6 +145,9 @@ class SimHost:
                     LOG.exception('scan of the sim database failed')
                 time.sleep(self.scan_interval)
         finally:
+            for _reboots, booted in self._seen.values():
+                if booted is not None:   # a first boot still running
+                    booted.stop('host stopping', kill_hooks=True)
             self.host.stop(kill_hooks=True)
             self._write_stats()
             try:
@@ -176,10 +187,15 @@ class SimHost:
                 if status != 'ACTIVE':
                     continue
                 if row.id not in self._creds:
-                    user_data = conn.execute(_USER_DATA,
-                                             {'id': row.id}).scalar()
-                    self._creds[row.id] = bootstrap.decode(user_data)
-                if self._creds[row.id] is not None:
+                    boot = conn.execute(_BOOT_DATA, {'id': row.id}).first()
+                    self._creds[row.id] = bootstrap.decode(boot.user_data)
+                    self._boots[row.id] = (
+                        firstboot.parts(boot.user_data)
+                        if row.first_boot else [],
+                        {'id': boot.id, 'name': boot.name,
+                         'image': boot.image, 'key_name': boot.key_name})
+                if self._creds[row.id] is not None or \
+                        self._boots[row.id][0]:
                     wanted[row.id] = row.reboots or 0
         for server_id in list(self._seen):
             if server_id not in wanted:
@@ -196,11 +212,24 @@ class SimHost:
             if server_id not in wanted and server_id not in {
                     r.id for r in rows}:
                 del self._creds[server_id]
+                self._boots.pop(server_id, None)
 
     def _start_agent(self, server_id, reboots):
-        creds = self._creds[server_id]
         disk = os.path.join(self.disks, server_id)
         os.makedirs(disk, exist_ok=True)
+        parts, server = self._boots[server_id]
+        if parts:
+            # cloud-init's part first (once per instance), then the agent
+            self._seen[server_id] = (reboots, firstboot.Boot(
+                disk, parts, server, lambda: self._agent(server_id, disk)))
+        else:
+            self._seen[server_id] = (reboots, self._agent(server_id, disk))
+
+    def _agent(self, server_id, disk):
+        """The server's agent started, or None (it has none)."""
+        creds = self._creds[server_id]
+        if creds is None:
+            return None
         try:
             agent = self.host.start(creds, disk)
         except (ValueError, KeyError) as e:
@@ -209,7 +238,7 @@ class SimHost:
         else:
             LOG.info('server %s: agent %s started (endpoint %s)',
                      server_id, agent.agent_id, agent.endpoint_url)
-        self._seen[server_id] = (reboots, agent)
+        return agent
 
     def _stop_agent(self, server_id, reason):
         _reboots, agent = self._seen.pop(server_id)

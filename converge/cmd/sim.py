@@ -113,6 +113,10 @@ class ShowServer(show.ShowOne):
         disk = sim.disk(server)
         if disk is not None:
             server['disk'] = disk   # its agent's directory
+            from converge.agent import firstboot
+            if server.get('first_boot'):
+                # what cloud-init did with its user_data (None: not yet)
+                server['firstboot'] = firstboot.status(disk)
         cols = sorted(server)
         return cols, [_Json(server[c]) if isinstance(server[c], (dict, list))
                       else server[c] for c in cols]

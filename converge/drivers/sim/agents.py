@@ -28,6 +28,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from converge.agent import bootstrap
+from converge.agent import firstboot
 from converge.drivers.sim import store
 
 LOCK_FILE = 'agent-host.lock'   # as converge.agent.simhost
@@ -55,6 +56,20 @@ def has_agent(user_data):
     user_data naming the bootstrap part is decoded)."""
     return bool(user_data) and bootstrap.CONTENT_TYPE in user_data and \
         bootstrap.decode(user_data) is not None
+
+
+def first_boot(user_data):
+    """Whether a server created now with this user_data has it run as
+    cloud-init would ([sim] run_user_data, and parts it would act on)."""
+    from converge import conf
+    return bool(conf.CONF.sim.run_user_data and firstboot.parts(user_data))
+
+
+def boots(server):
+    """Whether the agent host has something to do for `server` (a dict):
+    run its agent, or its first boot (converge.agent.firstboot)."""
+    return bool(server.get('first_boot')) or has_agent(
+        server.get('user_data'))
 
 
 def disk_of(disks, server_id):

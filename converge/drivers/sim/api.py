@@ -189,7 +189,7 @@ def _server(row, now):
         if entries:
             first = entries[0]['addr']
             break
-    return {
+    found = {
         'id': row.id,
         'name': row.name,
         'status': status,
@@ -210,6 +210,9 @@ def _server(row, now):
         'updated': row.updated,
         'host': row.host,
     }
+    if row.first_boot:   # the agent host runs its user_data (firstboot)
+        found['first_boot'] = True
+    return found
 
 
 class _Row:
@@ -270,9 +273,9 @@ class SimCompute:
         return self._disks_dir
 
     def disk(self, server):
-        """The directory of a server (a dict) that runs an agent, or
-        None."""
-        if not agents.has_agent(server.get('user_data')):
+        """The directory of a server (a dict) that runs an agent or a
+        first boot, or None."""
+        if not agents.boots(server):
             return None
         return agents.disk_of(self.disks_dir, server['id'])
 
@@ -552,7 +555,8 @@ class SimCompute:
         instead (adopted); one being deleted does not count."""
         networks = _normalise_networks(networks)
         key = str(idempotency_key) if idempotency_key else None
-        with_agent = agents.has_agent(user_data) or None
+        first_boot = agents.first_boot(user_data) or None
+        with_agent = first_boot or agents.has_agent(user_data) or None
 
         def adopt(conn, row, latency, now):
             self._log(conn, 'create', True, server_id=row.id,
@@ -603,7 +607,7 @@ class SimCompute:
                 host='sim-host-%d' % (ident.int % HOSTS + 1),
                 created=stamp, updated=stamp, deleted=False,
                 delete_started=None, gone_at=None, agent=with_agent,
-                reboots=None,
+                first_boot=first_boot, reboots=None,
                 **self._task('spawning', 'BUILD', latency, now,
                              status='ACTIVE'))
             seq = conn.execute(_SERVER_ADD, values).inserted_primary_key[0]
@@ -768,7 +772,7 @@ class SimCompute:
             return {'status': 'ACTIVE', 'reboots': (row.reboots or 0) + 1}, \
                 {'old_status': status, 'reboots': (row.reboots or 0) + 1}
         server = self._change('reboot', server_id, values, repeatable=False)
-        if agents.has_agent(server.get('user_data')):
+        if agents.boots(server):
             self.ensure_agents()
         return server
 

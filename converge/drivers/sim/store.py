@@ -69,9 +69,12 @@ servers = sa.Table(
     # a delete under way: the server reads NotFound from this time on
     sa.Column('delete_started', sa.Double),
     sa.Column('gone_at', sa.Double),
-    # its user_data has a bootstrap part: the sim's agent host runs an
-    # agent for it (converge/agent/simhost.py)
+    # its user_data has a bootstrap part, or is run at its first boot:
+    # the sim's agent host boots it (converge/agent/simhost.py)
     sa.Column('agent', sa.Boolean, index=True),
+    # its user_data is run as cloud-init would ([sim] run_user_data when
+    # it was created; converge/agent/firstboot.py)
+    sa.Column('first_boot', sa.Boolean),
     # times it was rebooted: the host restarts its agent when this moves
     sa.Column('reboots', sa.Integer),
 )

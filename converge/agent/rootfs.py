@@ -1,0 +1,161 @@
+"""A simulated server's own /tmp, /home, /var/tmp (and /etc/passwd):
+its hooks must not write the host's.
+
+Only for simulated servers (`enable`, called by the sim's agent host):
+a standalone agent runs on the server it configures, whose /tmp is its
+own. Many simulated servers share one real machine. A script that writes
+``/tmp/x`` or ``/home/extrauser/.ssh`` would write the host's files, and
+every server would see every other's. Where the agent may (root on
+Linux), each hook process enters a mount namespace of its own in which
+those directories are bind mounts of the server's disk, so ``/tmp/x``
+lands in ``<disk>/tmp/x``: the host's files are untouched and nothing
+outlives the process (the namespace dies with it).
+
+Left out: a directory holding the agent's own interpreter (its tools
+would vanish) and one that does not exist on the host. Elsewhere (not
+root, not Linux, a container that forbids it) hooks run as before, and
+the agent says so once in its log.
+"""
+
+import ctypes
+import logging
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+
+LOG = logging.getLogger(__name__)
+
+#: directories a server has of its own (bind mounts of <disk>/<dir>)
+PRIVATE_DIRS = ('/tmp', '/var/tmp', '/home')
+#: files the server's first boot may have written (users, groups)
+PRIVATE_FILES = ('/etc/passwd', '/etc/group')
+_STICKY = {'/tmp': 0o1777, '/var/tmp': 0o1777}
+
+_CLONE_NEWNS = 0x00020000
+_MS_BIND = 4096
+_MS_REC = 16384
+_MS_PRIVATE = 1 << 18
+
+
+def _libc():
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.unshare, libc.mount
+    except (OSError, AttributeError):   # not Linux
+        return None, None
+
+
+# looked up here, not in a forked child
+_UNSHARE, _MOUNT = _libc()
+_STATE = {'available': None, 'enabled': False}
+_PROBE_LOCK = threading.Lock()
+
+
+def _call(fn, *args):
+    if fn(*args) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+def enter(binds):
+    """In the child, before exec: a mount namespace of its own, nothing
+    shared back with the host's, then each (source, target) bound."""
+    _call(_UNSHARE, _CLONE_NEWNS)
+    _call(_MOUNT, b'none', b'/', None, _MS_REC | _MS_PRIVATE, None)
+    for source, target in binds:
+        _call(_MOUNT, source.encode(), target.encode(), None,
+              _MS_BIND | _MS_REC, None)
+
+
+_UNSHARE_BIN = shutil.which('unshare')
+_MOUNT_BIN = shutil.which('mount')
+
+
+def chain(binds):
+    """argv that enters a mount namespace of its own, makes `binds`,
+    then execs the rest of its arguments: util-linux's unshare and mount
+    instead of a preexec_fn, so the agent host's spawn is a vfork
+    (a preexec_fn forks the whole host: ~11 ms against ~6 ms, measured
+    here); None when those tools are missing."""
+    if not (_UNSHARE_BIN and _MOUNT_BIN):
+        return None
+    mounts = ' && '.join('%s --rbind %s %s' % (
+        shlex.quote(_MOUNT_BIN), shlex.quote(source), shlex.quote(target))
+        for source, target in binds)
+    script = (mounts + ' && ' if mounts else '') + 'exec "$@"'
+    return [_UNSHARE_BIN, '--mount', '--propagation', 'private', '--',
+            '/bin/sh', '-c', script, 'converge-rootfs']
+
+
+def enable(on=True):
+    """This process's hooks run for simulated servers (the sim's agent
+    host): give them their own directories where possible."""
+    _STATE['enabled'] = on
+
+
+def available():
+    """Whether hooks can get their own mounts here (probed once)."""
+    with _PROBE_LOCK:
+        if _STATE['available'] is None:
+            _STATE['available'] = _probe()
+        return _STATE['available']
+
+
+def _probe():
+    if _UNSHARE is None or not hasattr(os, 'geteuid') or os.geteuid() != 0:
+        reason = 'the agent does not run as root on Linux'
+    else:
+        try:
+            subprocess.run(['true'], check=True,
+                           preexec_fn=lambda: enter(()))
+            return True
+        except (OSError, subprocess.SubprocessError) as e:
+            reason = 'a mount namespace cannot be made here (%s)' % e
+    LOG.warning('hooks write the host\'s /tmp and /home: %s', reason)
+    return False
+
+
+def _keeps_agent(directory):
+    """Whether hiding `directory` would hide the agent's interpreter."""
+    for path in {sys.prefix, sys.base_prefix,
+                 os.path.realpath(sys.executable)}:
+        if _under(os.path.realpath(path), directory):
+            return True
+    return False
+
+
+def _under(path, directory):
+    return path == directory or path.startswith(directory.rstrip('/') + '/')
+
+
+def plan(disk):
+    """The (source, target) binds that give the server at `disk` its own
+    directories (made on the disk as needed), in mount order; None when
+    hooks do not get them (not a simulated server, or not possible)."""
+    if not _STATE['enabled'] or not available():
+        return None
+    disk = os.path.realpath(disk)
+    binds = []
+    for target in PRIVATE_DIRS:
+        if not os.path.isdir(target) or _keeps_agent(target):
+            continue
+        source = os.path.join(disk, target.lstrip('/'))
+        if not os.path.isdir(source):
+            os.makedirs(source, exist_ok=True)
+            if target in _STICKY:
+                os.chmod(source, _STICKY[target])
+        if _under(disk, target):
+            # the disk itself lives in the directory being covered: it
+            # stays reachable at its own path, bound inside the cover
+            inner = os.path.join(source, os.path.relpath(disk, target))
+            os.makedirs(inner, exist_ok=True)
+            binds.append((disk, inner))
+        binds.append((source, target))
+    for target in PRIVATE_FILES:
+        source = os.path.join(disk, target.lstrip('/'))
+        if os.path.isfile(source) and os.path.isfile(target):
+            binds.append((source, target))
+    return binds
