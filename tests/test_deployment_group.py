@@ -3,14 +3,17 @@ serving the agents' routes while it runs), the simulated cloud booting a
 real agent per server, a real script on each server's disk.
 
 The script appends "start"/"end" lines with its member name, action and
-the time to a file of the test's, so the test sees from the servers' side
+the time to a log on its server's disk (a simulated server's /tmp is its
+own), and the test reads every disk's, so it sees from the servers' side
 which members ran, when, and how many at once; the engine's side is the
 members' events (`stack event list --nested-depth 1`) and rows
 (`stack resource list --nested-depth 1`), as Heat shows a group's nested
 stack.
 """
 
+import glob
 import json
+import os
 
 import pytest
 
@@ -53,14 +56,21 @@ def _template(log, policy, stamp='one', fail_at='never'):
                                                        'result']}}}})
 
 
-def _runs(path):
-    """[(member, action, stamp, start, end)] from the scripts' log, in
-    the order they started (a member runs an action on a stamp once)."""
+#: the scripts' log, on each server's disk (the script's directory)
+LOG = 'runs.log'
+
+
+def _runs(home):
+    """[(member, action, stamp, start, end)] from the scripts' logs on
+    every server's disk, in the order they started (a member runs an
+    action on a stamp once)."""
     found = {}
-    with open(path) as f:
-        for line in f:
-            what, name, action, stamp, when = line.split()
-            found.setdefault((name, action, stamp), {})[what] = float(when)
+    for path in glob.glob(os.path.join(home, 'sim-disks', '*', LOG)):
+        with open(path) as f:
+            for line in f:
+                what, name, action, stamp, when = line.split()
+                found.setdefault((name, action, stamp), {})[what] = \
+                    float(when)
     return sorted((k + (v['start'], v.get('end')) for k, v in found.items()),
                   key=lambda r: r[3])
 
@@ -95,7 +105,7 @@ def _member_rows(rows):
 
 def test_batch_create_runs_two_at_a_time_pausing_between_batches(
         cli, write, tmp_path):
-    log = str(tmp_path / 'runs.log')
+    log = LOG
     # a bad policy is refused, naming the resource and the key
     bad = cli.run('stack', 'create', 'bad', '-t', write('bad.yaml', _template(
         log, {'batch_create': {'max_batch_size': 0}})), check=False)
@@ -110,7 +120,7 @@ def test_batch_create_runs_two_at_a_time_pausing_between_batches(
 
     # the servers' side: batches of two in member order, never three at
     # once, each batch started after the previous one ended plus the pause
-    runs = _runs(log)
+    runs = _runs(cli.home)
     assert sorted(r[:3] for r in runs) == [(n, 'CREATE', 'one')
                                            for n in MEMBERS]
     assert _most_at_once(runs) <= 2
@@ -170,11 +180,11 @@ def _event_times(events):
 
 def test_rolling_update_stops_at_a_failed_batch_and_resumes_on_a_fix(
         cli, write, tmp_path):
-    log = str(tmp_path / 'runs.log')
+    log = LOG
     policy = {'rolling_update': {'max_batch_size': 2}}
     cli.run('stack', 'create', 'grp', '-t', write('grp.yaml', _template(
         log, policy, fail_at='two')), '--wait', timeout=240)
-    created = _runs(log)
+    created = _runs(cli.home)
     assert sorted(r[0] for r in created) == MEMBERS
 
     # an input change: UPDATE, two members at a time; s1 fails in the
@@ -188,7 +198,7 @@ def test_rolling_update_stops_at_a_failed_batch_and_resumes_on_a_fix(
     assert 'member s1 failed' in shown['stack_status_reason']
     assert 's1 cannot take two' in shown['stack_status_reason']
     assert 'member s0' not in shown['stack_status_reason']
-    updates = [r for r in _runs(log) if r[1] == 'UPDATE']
+    updates = [r for r in _runs(cli.home) if r[1] == 'UPDATE']
     assert sorted(r[0] for r in updates) == ['s0', 's1']   # one batch
     members = _member_rows(cli.json('stack', 'resource', 'list', 'grp',
                                     '--nested-depth', '1'))
@@ -208,7 +218,7 @@ def test_rolling_update_stops_at_a_failed_batch_and_resumes_on_a_fix(
     # fixed: every member updated, in batches of two
     cli.run('stack', 'update', 'grp', '-t', write('three.yaml', _template(
         log, policy, stamp='three', fail_at='two')), '--wait', timeout=240)
-    third = [r for r in _runs(log) if r[2] == 'three']
+    third = [r for r in _runs(cli.home) if r[2] == 'three']
     assert sorted(r[:2] for r in third) == [(n, 'UPDATE') for n in MEMBERS]
     assert _most_at_once(third) <= 2
     _assert_batches(third, 0)

@@ -158,10 +158,13 @@ class SimHost:
         return True
 
     def _write_stats(self):
+        me = resource.getrusage(resource.RUSAGE_SELF)
+        hooks = resource.getrusage(resource.RUSAGE_CHILDREN)
         stats = {'pid': os.getpid(), 'requests': dict(client.REQUESTS),
                  'servers': len(self._creds),
-                 'peak_rss_mb': resource.getrusage(
-                     resource.RUSAGE_SELF).ru_maxrss / 1024.0}
+                 'peak_rss_mb': me.ru_maxrss / 1024.0,
+                 'cpu_s': me.ru_utime + me.ru_stime,
+                 'hooks_cpu_s': hooks.ru_utime + hooks.ru_stime}
         path = os.path.join(self.disks, STATS_FILE)
         try:
             with open(path + '.tmp', 'w') as f:

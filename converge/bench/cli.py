@@ -51,6 +51,8 @@ COLUMNS = [
     ('runs_per_s', 'runs/s', '%.0f'),
     ('agent_requests_per_deployment', 'areq/dep', '%.2f'),
     ('agent_rss_mb', 'agent_mb', '%.0f'),
+    ('agent_cpu_s', 'agent_cpu', '%.1f'),
+    ('hooks_cpu_s', 'hooks_cpu', '%.1f'),
     ('exactly_once', 'once', '%s'),
     ('x_heat', 'x_heat', '%.1f'),
     ('status', 'status', '%s'),

@@ -18,8 +18,11 @@ from converge.bench import fleet
 from converge.bench import measure
 from converge.bench import probe
 
-#: how often wait() reads the stack's status (one small query)
+#: how often wait() reads the stack's status (one small query), at first;
+#: a long traversal is read less often (1/200 of the time so far, at most
+#: POLL_MAX apart): the bench's own reads must not be what it measures
 POLL = 0.02
+POLL_MAX = 0.25
 #: how long a worker may take to start or to answer a snapshot request
 PATIENCE = 120
 
@@ -36,13 +39,15 @@ class _Harness:
         """Block until the traversal ends (or another takes the stack);
         return the stack's (action, status)."""
         from converge.db import api
+        start = time.monotonic()
         while True:
             with self.engine.db.connect() as conn:
                 st = api.stack_status(conn, stack_id)
             if st.status != 'IN_PROGRESS' or \
                     st.current_traversal != traversal_id:
                 return st.action, st.status
-            time.sleep(POLL)
+            time.sleep(min(POLL_MAX, max(
+                POLL, (time.monotonic() - start) / 200)))
 
     def processes(self):
         return 1

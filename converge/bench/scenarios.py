@@ -167,9 +167,12 @@ PER_NODE_DEPLOYMENTS = ('Network', 'Hieradata', 'Hosts', 'AllNodes',
 #: on each server's disk: one line per script run, "<deployment> <action>"
 RUNS_LOG = 'runs.log'
 #: the script of every deployment: its inputs to a file of its own, and one
-#: line in RUNS_LOG (the bench counts them: every deployment ran once)
+#: line in RUNS_LOG (the bench counts them: every deployment ran once).
+#: Shell builtins only: the scripts' own processes are not what is measured
 SCRIPT = """#!/bin/sh
-env | grep -E '^(deploy_|node_|role_)' | sort > "inputs-$deploy_resource_name"
+printf 'deploy_action=%%s\\ndeploy_server_id=%%s\\nnode_name=%%s\\nrole_name=%%s\\n' \\
+  "$deploy_action" "$deploy_server_id" "$node_name" "$role_name" \\
+  > "inputs-$deploy_resource_name"
 echo "$deploy_resource_name $deploy_action" >> %s
 echo "$deploy_resource_name done" > "$heat_outputs_path.result"
 """ % RUNS_LOG
@@ -193,8 +196,9 @@ def _script(data=None):
     if data is None:
         return SCRIPT
     return {'str_replace': {
-        'template': SCRIPT + "cat > \"data-$deploy_resource_name\" <<'EOF'"
-                             "\n$data\nEOF\n",
+        'template': SCRIPT + 'while IFS= read -r line; do echo "$line"; '
+                             'done > "data-$deploy_resource_name" <<\'EOF\''
+                             '\n$data\nEOF\n',
         'params': {'$data': data}}}
 
 

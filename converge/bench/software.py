@@ -46,7 +46,7 @@ def agent_stats(disks):
 #: the figures of a scenario without deployments
 NONE = dict.fromkeys(('script_runs', 'runs_per_s', 'agent_requests',
                       'agent_requests_per_deployment', 'agent_rss_mb',
-                      'exactly_once'))
+                      'agent_cpu_s', 'hooks_cpu_s', 'exactly_once'))
 
 
 def figures(engine, expected, create_s):
@@ -70,5 +70,8 @@ def figures(engine, expected, create_s):
         'agent_requests_per_deployment':
             requests / expected if requests and expected else None,
         'agent_rss_mb': stats.get('peak_rss_mb'),
+        # CPU seconds of the agent host, and of the hooks it ran
+        'agent_cpu_s': stats.get('cpu_s'),
+        'hooks_cpu_s': stats.get('hooks_cpu_s'),
         'exactly_once': once,
     }

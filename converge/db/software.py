@@ -93,10 +93,18 @@ def deployment_get(conn, deployment_id):
         DEPLOYMENTS.c.id == deployment_id)).first()
 
 
+def deployment_state(conn, deployment_id):
+    """(server_id, run, status) of a deployment, without its config."""
+    return conn.execute(sa.select(
+        DEPLOYMENTS.c.server_id, DEPLOYMENTS.c.run, DEPLOYMENTS.c.status
+    ).where(DEPLOYMENTS.c.id == deployment_id)).first()
+
+
 def deployment_put(conn, values):
     """Insert or replace one deployment (by id); the server's agent (and a
     former server's, if it moved) sees a new version."""
-    old = deployment_get(conn, values['id'])
+    old = conn.execute(sa.select(DEPLOYMENTS.c.server_id).where(
+        DEPLOYMENTS.c.id == values['id'])).first()
     values = dict(values, updated_at=utcnow())
     if old is None:
         conn.execute(DEPLOYMENTS.insert().values(created_at=utcnow(),

@@ -130,7 +130,7 @@ def signal(engine, deployment_id, agent_id, token, run, payload):
         # a signal again for a run already recorded (an agent's answer
         # to a list read before its first signal was taken) is told so
         # without queueing for the writer
-        dep = db_software.deployment_get(conn, deployment_id)
+        dep = db_software.deployment_state(conn, deployment_id)
         if verified and dep is not None and dep.run == run and \
                 dep.status != 'IN_PROGRESS':
             agent = db_software.agent_get(conn, agent_id)
