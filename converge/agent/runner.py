@@ -31,6 +31,10 @@ POLL_WAIT = 30
 #: deployed) the poller asks a few times a second for all the changes
 #: since, not once per change (each ask carries every agent's credential)
 POLL_SPACING = 0.25
+#: ... and once more POLL_SPACING per this many agents in the poll: the
+#: endpoint reads every agent's row on each ask, so a host of a thousand
+#: servers asks once a second (Heat's os-collect-config polls every 30 s)
+POLL_SPACING_AGENTS = 250
 BACKOFF_FIRST = 0.2
 BACKOFF_MAX = 3.0
 
@@ -383,8 +387,10 @@ class Poller:
                 while not self._stopped and not self._agents:
                     self._cond.wait()
                 if started is not None:
+                    spacing = self.spacing * max(
+                        1.0, len(self._agents) / POLL_SPACING_AGENTS)
                     self._cond.wait_for(
-                        lambda: self._stopped, started + self.spacing -
+                        lambda: self._stopped, started + spacing -
                         time.monotonic())
                 if self._stopped:
                     return

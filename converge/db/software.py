@@ -149,6 +149,33 @@ def deployments_of(conn, stack_id, resource_name):
         DEPLOYMENTS.c.member, DEPLOYMENTS.c.id)).all()
 
 
+#: the status reason of a NO_SIGNAL deployment: COMPLETE once written,
+#: still run once by its agent
+NO_SIGNAL_REASON = 'Not waiting for outputs signal'
+
+#: what an agent is sent of a deployment: the derived config only while
+#: there may be something to run (IN_PROGRESS, or NO_SIGNAL); a finished
+#: one is its id, name, action, run and status. (A config can name every
+#: node of an overcloud: sent on each change of a thousand servers' lists
+#: it was bytes squared in the servers.)
+_FOR_AGENT = sa.select(
+    DEPLOYMENTS.c.id, DEPLOYMENTS.c.name, DEPLOYMENTS.c.action,
+    DEPLOYMENTS.c.run, DEPLOYMENTS.c.status,
+    sa.type_coerce(sa.case((sa.or_(
+        DEPLOYMENTS.c.status == 'IN_PROGRESS',
+        DEPLOYMENTS.c.status_reason == NO_SIGNAL_REASON),
+        DEPLOYMENTS.c.config), else_=sa.null()),
+        DEPLOYMENTS.c.config.type).label('config'))
+
+
+def deployments_for_agent(conn, server_id):
+    """A server's deployments as its agent is sent them, in Heat's order
+    (by config name, then id)."""
+    return conn.execute(_FOR_AGENT.where(
+        DEPLOYMENTS.c.server_id == server_id).order_by(
+        DEPLOYMENTS.c.name, DEPLOYMENTS.c.id)).all()
+
+
 def deployments_for_server(conn, server_id):
     """A server's deployments in Heat's order: by config name, then id."""
     return conn.execute(sa.select(DEPLOYMENTS).where(

@@ -44,6 +44,10 @@ def _row(row):
 
 
 class DeploymentStore:
+    #: the reason a NO_SIGNAL deployment is written with (its agent is
+    #: still sent its config, to run it once)
+    NO_SIGNAL_REASON = db_software.NO_SIGNAL_REASON
+
     def __init__(self, db):
         self._db = db
 

@@ -40,6 +40,7 @@ def _check(engine, row, agent_id, token, verified=False):
 
 def _document(row):
     doc = dict(row.config or {})
+    doc.setdefault('name', row.name)
     doc.update(id=row.id, action=row.action, run=row.run,
                status=row.status)
     return doc
@@ -50,7 +51,7 @@ def deployments(engine, agent_id, token):
     with engine.db.connect() as conn:
         agent = _check(engine, db_software.agent_get(conn, agent_id),
                        agent_id, token)
-        rows = (db_software.deployments_for_server(conn, agent.server_id)
+        rows = (db_software.deployments_for_agent(conn, agent.server_id)
                 if agent.server_id else [])
         return agent.version, [_document(r) for r in rows]
 
@@ -102,7 +103,7 @@ def poll(engine, agents, wait=0.0, interval=0.5, stopping=None):
                     changed.append({'agent_id': agent_id, 'error': 403,
                                     'message': 'credential revoked'})
                 elif row.version != entry.get('version'):
-                    docs = (db_software.deployments_for_server(
+                    docs = (db_software.deployments_for_agent(
                         conn, row.server_id) if row.server_id else [])
                     changed.append({'agent_id': agent_id,
                                     'version': row.version,

@@ -321,7 +321,7 @@ class SoftwareDeployment(base.Resource):
                 'NO_SIGNAL'
             self._write(store, target, action, derived, run,
                         'COMPLETE' if no_signal else 'IN_PROGRESS',
-                        'Not waiting for outputs signal' if no_signal
+                        store.NO_SIGNAL_REASON if no_signal
                         else 'Deploy data available')
             if not no_signal:
                 self._note(target, action, run, 'IN_PROGRESS',
