@@ -118,13 +118,30 @@ def _probe():
     return False
 
 
-def _keeps_agent(directory):
-    """Whether hiding `directory` would hide the agent's interpreter."""
-    for path in {sys.prefix, sys.base_prefix,
-                 os.path.realpath(sys.executable)}:
-        if _under(os.path.realpath(path), directory):
-            return True
-    return False
+def _agent_paths():
+    """The directories of the agent's interpreter and tools."""
+    return {os.path.realpath(p) for p in (
+        sys.prefix, sys.base_prefix,
+        os.path.dirname(os.path.realpath(sys.executable)))}
+
+
+def _is_within_agent(directory):
+    """Whether `directory` is (or is inside) one of the agent's own: the
+    cover would be bound over the agent's tools themselves."""
+    return any(_under(os.path.realpath(directory), p)
+               for p in _agent_paths())
+
+
+def _kept(disk, directory):
+    """What under `directory` stays visible in the namespace: the disk
+    and the agent's directories, outermost only."""
+    found = sorted(p for p in _agent_paths() | {disk}
+                   if _under(p, directory) and p != directory)
+    outer = []
+    for path in found:
+        if not any(_under(path, o) for o in outer):
+            outer.append(path)
+    return outer
 
 
 def _under(path, directory):
@@ -140,19 +157,21 @@ def plan(disk):
     disk = os.path.realpath(disk)
     binds = []
     for target in PRIVATE_DIRS:
-        if not os.path.isdir(target) or _keeps_agent(target):
+        if not os.path.isdir(target) or _is_within_agent(target):
             continue
         source = os.path.join(disk, target.lstrip('/'))
         if not os.path.isdir(source):
             os.makedirs(source, exist_ok=True)
             if target in _STICKY:
                 os.chmod(source, _STICKY[target])
-        if _under(disk, target):
-            # the disk itself lives in the directory being covered: it
-            # stays reachable at its own path, bound inside the cover
-            inner = os.path.join(source, os.path.relpath(disk, target))
+        # what lives in the directory being covered and must stay: the
+        # disk itself, the agent's own interpreter and tools (a checkout
+        # under /tmp). Each stays reachable at its own path, bound inside
+        # the cover (an empty chain of directories marks where).
+        for keep in _kept(disk, target):
+            inner = os.path.join(source, os.path.relpath(keep, target))
             os.makedirs(inner, exist_ok=True)
-            binds.append((disk, inner))
+            binds.append((keep, inner))
         binds.append((source, target))
     for target in PRIVATE_FILES:
         source = os.path.join(disk, target.lstrip('/'))
