@@ -334,14 +334,12 @@ def test_suspend_goes_dependents_first_and_resume_the_other_way(
                     ('a', 'RESUME'), ('b', 'RESUME'), ('c', 'RESUME')]
 
 
-def _component_template():
-    def entry(action):
-        return {'actions': [action], 'tool': 'script',
-                'config': '#!/bin/sh\necho %s >> lifecycle.log\n' % action}
+def _component_stack(component):
+    """A SOFTWARE_CONFIG server and a deployment of `component`'s
+    properties (an OS::Heat::SoftwareComponent)."""
     return et.hot({
-        'component': {'type': 'OS::Heat::SoftwareComponent', 'properties': {
-            'configs': [entry(a) for a in ('CREATE', 'SUSPEND', 'RESUME',
-                                           'DELETE')]}},
+        'component': {'type': 'OS::Heat::SoftwareComponent',
+                      'properties': component},
         'server': {'type': 'OS::Nova::Server', 'properties': {
             'image': 'cirros', 'flavor': 'm1.tiny',
             'user_data_format': 'SOFTWARE_CONFIG'}},
@@ -349,6 +347,14 @@ def _component_template():
             'config': {'get_resource': 'component'},
             'server': {'get_resource': 'server'}}},
     })
+
+
+def _component_template():
+    def entry(action):
+        return {'actions': [action], 'tool': 'script',
+                'config': '#!/bin/sh\necho %s >> lifecycle.log\n' % action}
+    return _component_stack({'configs': [
+        entry(a) for a in ('CREATE', 'SUSPEND', 'RESUME', 'DELETE')]})
 
 
 def test_a_component_runs_the_config_of_each_action_the_stack_performs(
@@ -397,22 +403,14 @@ def test_a_structured_deployment_fills_its_inputs_in(engine, api, tmp_path):
 
 
 def _backup_template():
-    return et.hot({
-        'component': {'type': 'OS::Heat::SoftwareComponent', 'properties': {
-            'inputs': [{'name': 'target', 'default': '/backups'}],
-            'outputs': [{'name': 'archive'}],
-            'configs': [
-                {'actions': ['CREATE'], 'tool': 'script',
-                 'config': '#!/bin/sh\necho install\n'},
-                {'actions': ['backup'], 'tool': 'script',
-                 'config': '#!/bin/sh\necho backup to $target\n'}]}},
-        'server': {'type': 'OS::Nova::Server', 'properties': {
-            'image': 'cirros', 'flavor': 'm1.tiny',
-            'user_data_format': 'SOFTWARE_CONFIG'}},
-        'deployment': {'type': 'OS::Heat::SoftwareDeployment', 'properties': {
-            'config': {'get_resource': 'component'},
-            'server': {'get_resource': 'server'}}},
-    })
+    return _component_stack({
+        'inputs': [{'name': 'target', 'default': '/backups'}],
+        'outputs': [{'name': 'archive'}],
+        'configs': [
+            {'actions': ['CREATE'], 'tool': 'script',
+             'config': '#!/bin/sh\necho install\n'},
+            {'actions': ['backup'], 'tool': 'script',
+             'config': '#!/bin/sh\necho backup to $target\n'}]})
 
 
 def test_a_day2_action_runs_without_touching_the_stack(

@@ -154,12 +154,15 @@ def plan(args):
     return out
 
 
-def make_harness(args, workdir):
+def make_harness(args, workdir, agents=False):
+    """The harness of args.mode; with `agents`, serving the agents' routes
+    (a scenario whose servers run deployments)."""
     if args.mode == 'distributed':
         return harness_mod.Distributed(workdir, args.workers,
-                                       engine_options(args), args.db)
+                                       engine_options(args), args.db,
+                                       agents=agents)
     return harness_mod.Embedded(args.home or os.path.join(workdir, 'home'),
-                                engine_options(args))
+                                engine_options(args), agents=agents)
 
 
 def engine_options(args):
@@ -272,7 +275,7 @@ def measure_one(args, scenario, workdir, stack_name):
 
 
 def _row(args, scenario, workdir, stack_name):
-    with make_harness(args, workdir) as h:
+    with make_harness(args, workdir, agents=bool(scenario.deployments)) as h:
         return run_one(h, scenario, stack_name)
 
 

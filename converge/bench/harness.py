@@ -65,9 +65,11 @@ class Embedded(_Harness):
     mode = 'embedded'
     api = None
 
-    def __init__(self, home, options=None):
+    def __init__(self, home, options=None, agents=False):
         self.home = home
         self.options = options or {}
+        #: serve the agents' routes (a scenario with deployments)
+        self.agents = agents
 
     def start(self):
         from converge import conf
@@ -78,10 +80,11 @@ class Embedded(_Harness):
         self.engine = context.Engine()
         from converge.workers import pool
         pool.start(self.engine)
-        # the agents' routes, served from the engine's process as the CLI
-        # serves them (the tripleo scenario's servers run agents)
-        from converge.api import server
-        self.api = server.serve_embedded(self.engine)
+        if self.agents:
+            # the agents' routes, served from the engine's process as the
+            # CLI serves them (the tripleo scenario's servers run agents)
+            from converge.api import server
+            self.api = server.serve_embedded(self.engine)
         # the bench's thread stores stacks and waits: not check_resource's
         self.recorder = measure.Recorder(self.engine, 'exclude').install()
 
@@ -107,7 +110,9 @@ class Embedded(_Harness):
 class Distributed(_Harness):
     mode = 'distributed'
 
-    def __init__(self, workdir, workers, options=None, db='postgresql'):
+    def __init__(self, workdir, workers, options=None, db='postgresql',
+                 agents=False):
+        self.agents = agents
         self.workdir = workdir
         self.n_workers = workers
         self.options = options or {}
@@ -130,15 +135,19 @@ class Distributed(_Harness):
         options = {'DEFAULT': dict(self.options, listeners=probe.LISTENER),
                    'sim': {'disks_dir': os.path.join(self.workdir,
                                                      'disks')}}
-        port = fleet.free_port()
-        options['api'] = {'public_endpoint': 'http://127.0.0.1:%d' % port}
+        port = fleet.free_port() if self.agents else None
+        if port:
+            options['api'] = {
+                'public_endpoint': 'http://127.0.0.1:%d' % port}
         self.deployment = fleet.Deployment(self.workdir, self.db, options,
                                            env={probe.ENV: self.stats})
-        # the agents' endpoint: converge-api, a process of its own
-        try:
-            self.deployment.start_api('127.0.0.1', port, timeout=PATIENCE)
-        except RuntimeError as e:
-            raise BenchError(str(e))
+        if port:
+            # the agents' endpoint: converge-api, a process of its own
+            try:
+                self.deployment.start_api('127.0.0.1', port,
+                                          timeout=PATIENCE)
+            except RuntimeError as e:
+                raise BenchError(str(e))
         for _ in range(self.n_workers):
             self.deployment.start_worker()
         # serving (a message cast before its queue exists is lost), and
