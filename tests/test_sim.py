@@ -490,7 +490,30 @@ def test_sqlite_runs_in_wal_mode(tmp_path):
     sim.SimCompute(u).list_servers()
     with store.get_engine(u).connect() as conn:
         assert conn.exec_driver_sql('PRAGMA journal_mode').scalar() == 'wal'
-        assert conn.exec_driver_sql('PRAGMA busy_timeout').scalar() == 30000
+    store.forget(u)
+
+
+def test_a_writer_waits_for_another_process_write_lock(tmp_path):
+    """Every worker writes to one sim database: a create that finds the
+    write lock held elsewhere waits for it (trying every few ms) instead
+    of failing with "database is locked"."""
+    import sqlite3
+    import threading
+    path = tmp_path / 'sim.db'
+    u = 'sqlite:///%s' % path
+    cloud = sim.SimCompute(u)
+    cloud.list_servers()
+    other = sqlite3.connect(str(path), isolation_level=None,
+                            check_same_thread=False)
+    other.execute('BEGIN IMMEDIATE')  # another process's transaction
+    release = threading.Timer(0.3, other.execute, ('COMMIT',))
+    release.start()
+    try:
+        server = cloud.create_server('a', 'img', 'fl')
+    finally:
+        release.join()
+        other.close()
+    assert [s['id'] for s in cloud.list_servers()] == [server['id']]
     store.forget(u)
 
 

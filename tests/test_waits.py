@@ -323,3 +323,53 @@ def test_an_awaited_event_resumes_the_wait_at_once(engine, tmp_path,
     assert traversal.wake(engine, stack_id, 'signal:r') == 1
     stack = et.wait(engine, stack_id, trav).stack
     assert et.status(stack) == 'CREATE_COMPLETE'
+
+
+class _Died(Exception):
+    """The process running the unit died here."""
+
+
+@pytest.mark.parametrize('then', ['create again', 'delete'])
+def test_a_create_that_died_before_its_record_is_not_made_twice(
+        engine, tmp_path, monkeypatch, then):
+    """A server create is not claimed before the cloud call (its key finds
+    what an earlier try made): a unit that dies between the call and its
+    record leaves the row INIT with the server in the cloud. Running the
+    node again adopts that server; deleting the stack deletes it."""
+    queue = _walker(engine)
+    compute = engine.clients.compute
+    b = et.bundle(tmp_path, et.hot({'srv': {
+        'type': 'OS::Nova::Server',
+        'properties': {'image': 'cirros', 'flavor': 'm1.tiny'}}}))
+    stack_id, trav = stacks.create(engine, 'died', b, {})
+    real = reconcile.Unit.handle
+
+    def dies(self, outcome):
+        raise _Died()
+    monkeypatch.setattr(reconcile.Unit, 'handle', dies)
+    sid, t, node = queue.popleft()
+    with pytest.raises(_Died):
+        reconcile.check_resource(engine, sid, t, node)
+    monkeypatch.setattr(reconcile.Unit, 'handle', real)
+    row = _row(engine, stack_id, 'srv')
+    assert (row.action, row.physical_id) == ('INIT', None)
+    made = compute.list_servers()
+    assert len(made) == 1
+
+    if then == 'create again':
+        # the sweeper (or an operator's converge) sends the node again
+        assert reconcile.check_resource(engine, sid, t, node).kind in (
+            'done', 'wait')
+        assert [s['id'] for s in compute.list_servers()] == [made[0]['id']]
+        assert _row(engine, stack_id, 'srv').physical_id == made[0]['id']
+        return
+    stack_id, dtrav = stacks.delete(engine, stack_id)
+    kinds = []
+    while queue:
+        sid, t, node = queue.popleft()
+        if t == dtrav:
+            kinds.append(reconcile.check_resource(engine, sid, t, node).kind)
+        if kinds and kinds[-1] == 'wait':  # the cloud takes its time
+            pool.Pool(engine).fire_timers(now=time.time() + 3600)
+    assert compute.list_servers() == []
+    assert et.status(_stack(engine, stack_id)) == 'DELETE_COMPLETE'

@@ -78,6 +78,12 @@ class Resource:
     #: a plug-in whose steps are instant and local (no cloud call) sets this;
     #: the engine may then skip the IN_PROGRESS claim write for it
     logical = False
+    #: a plug-in whose create finds what an earlier call of it made (an
+    #: idempotency key the cloud honours) sets this: the engine may then
+    #: create before claiming the row. A unit that dies between the cloud
+    #: call and its record leaves the row INIT; the next create (or the
+    #: delete, through observe()) finds the real thing by its key
+    adopts_by_key = False
     #: name -> properties.Schema of the update_policy keys the plug-in
     #: honours (batch_create, rolling_update); None: not checked
     update_policy_schema = None

@@ -142,6 +142,8 @@ _NETWORK = {
 
 class Server(base.Resource):
     logical = False
+    # created with idempotency_key=self.idempotency_key (see the top)
+    adopts_by_key = True
 
     # While the cloud builds, rebuilds, resizes or deletes a server, a step
     # returns base.Wait(after=...) and is called again (see _next_poll);

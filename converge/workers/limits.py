@@ -28,6 +28,11 @@ def _cap():
     return conf_mod.CONF.max_resources_in_progress_per_stack
 
 
+def stack_cap():
+    """The cap on a stack's resources in progress (0: none)."""
+    return _cap()
+
+
 def _key(stack_id):
     return 'stack-in-progress:%s' % stack_id
 

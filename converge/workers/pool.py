@@ -28,6 +28,9 @@ from converge.workers import sweeper
 
 LOG = logging.getLogger(__name__)
 
+#: seconds the soon-timer gathers due waits while every thread is busy
+GATHER = 0.05
+
 
 def start(engine):
     """Start serving in this process; the pool is ``engine.workers``."""
@@ -75,6 +78,7 @@ class Pool:
             self._soon_cv.notify()
 
     def _soon_loop(self):
+        paused = False
         while not self._stopping.is_set():
             with self._soon_cv:
                 now = time.time()
@@ -82,6 +86,16 @@ class Pool:
                     delay = self._soon[0][0] - now if self._soon else 1.0
                     self._soon_cv.wait(min(delay, 1.0))
                     continue
+                if not paused and self.engine.inflight >= self.engine.threads:
+                    # every worker thread is busy: what is due now would
+                    # only queue behind their work. Gather a little more,
+                    # to take them in one transaction (during a ramp of
+                    # thousands of creates, one each cost as much as a
+                    # unit of work)
+                    paused = True
+                    self._soon_cv.wait(GATHER)
+                    continue
+                paused = False
                 due = []
                 while self._soon and self._soon[0][0] <= now:
                     due.append(heapq.heappop(self._soon))

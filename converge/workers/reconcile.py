@@ -284,18 +284,29 @@ class Unit:
         is_current = row.id == self.current_id
         if decide_mod.for_cleanup(row, is_current) == decide_mod.NOTHING:
             return Outcome(DONE)
+        plugin_cls = self.engine.plugin_class(row.type)
         if row.physical_id is None and row.action == 'INIT':
-            return Outcome(DONE, 'DELETE', events=False)
+            if plugin_cls is None or not plugin_cls.adopts_by_key:
+                return Outcome(DONE, 'DELETE', events=False)
         defn = (self.engine.definition(row.template_id, self.stack)
                 if row.template_id else None)
         rdef = defn.resources.get(row.name) if defn else None
         policy = rdef.deletion_policy if rdef else 'Delete'
         if rdef is not None and rdef.external_id:
             policy = 'Retain'  # adopted, never ours to delete
-        plugin_cls = self.engine.plugin_class(row.type)
         if plugin_cls is not None:
             self.plugin = self.engine.plugin(
                 plugin_cls, row, row.properties or {}, self.stack)
+        if row.action == 'INIT' and row.physical_id is None:
+            # never recorded, but it creates before claiming: a unit that
+            # died after the cloud call made it; find it by its key
+            seen = observe_mod.observe(self.plugin, self._waiting)
+            if seen.error is not None or seen.gone:
+                if isinstance(seen.error, exception.CloudTransient):
+                    return self._retry('DELETE', seen.error)
+                if seen.error is not None:
+                    return Outcome(FAILED, 'DELETE', _reason(seen.error))
+                return Outcome(DONE, 'DELETE', events=False)
         blocked = self._claim('DELETE')
         if blocked is not None:
             return blocked
@@ -388,8 +399,12 @@ class Unit:
                       physical_id=(plugin.physical_id if plugin
                                    else row.physical_id),
                       data=(plugin.data if plugin else row.data))
-            api.events_add(conn, *self._member_events(), self._event(
-                row.physical_id, action, 'FAILED', outcome.reason))
+            started = [self._event(row.physical_id, action, 'IN_PROGRESS',
+                                   timestamp=self.started)] \
+                if self.started else []
+            api.events_add(conn, *self._member_events(), *started,
+                           self._event(row.physical_id, action, 'FAILED',
+                                       outcome.reason))
             self._release_slot(conn)
             if self.trav.action == 'CHECK':
                 # a failed check is reported at the end, not fatal
@@ -428,7 +443,7 @@ class Unit:
                 events = self._member_events()
                 if events:
                     api.events_add(conn, *events)
-            if self.started:  # an unclaimed (logical) step's first wait
+            if self.started:  # an unclaimed step's first wait
                 api.events_add(conn, self._event(
                     self.row.physical_id, outcome.action, 'IN_PROGRESS',
                     timestamp=self.started))
@@ -442,8 +457,10 @@ class Unit:
         """Before acting: claim the row (IN_PROGRESS under this engine, one
         transaction) so a crash mid-action is visible and resumable. A
         resumed wait is claimed already (no second IN_PROGRESS event). An
-        instant, local (logical) action needs no claim: its IN_PROGRESS
-        event is written with its result, stamped now. Returns None, or a
+        instant, local (logical) action needs no claim, nor a create that
+        adopts by key (with no cap on the stack's resources in progress):
+        its IN_PROGRESS event is written with its outcome, stamped with its
+        start. Returns None, or a
         WAIT outcome when a limit leaves no room now."""
         row = self.row
         resumed = (row.status == 'IN_PROGRESS' and row.action == action
@@ -453,7 +470,11 @@ class Unit:
             # slot taken). Not claimed again: a unit that dies now is sent
             # again by the timer (its wait's lease) or the sweeper
             return None
-        if self.plugin is not None and self.plugin.logical:
+        if self.plugin is not None and (self.plugin.logical or (
+                action == 'CREATE' and self.plugin.adopts_by_key
+                and not limits.stack_cap())):
+            # written with its outcome (one transaction fewer): a create
+            # that finds what an earlier try made cannot make it twice
             self.started = time.time()
             return None
         with self.engine.db.begin() as conn:

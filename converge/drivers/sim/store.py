@@ -22,7 +22,9 @@ background for a server to become ACTIVE, and every process agrees.
 import contextlib
 import json
 import os
+import sqlite3
 import threading
+import time
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -31,6 +33,10 @@ from sqlalchemy import exc as sa_exc
 from converge import exception
 
 BUSY_TIMEOUT = 30  # seconds
+#: SQLite's own wait for a lock (ms); longer waits are ours (_begin_write)
+SQLITE_BUSY_MS = 1
+#: longest sleep between two tries at the write lock (seconds)
+WRITE_RETRY_MAX = 0.002
 
 # times are Double: MariaDB's FLOAT is single precision (a timestamp in it
 # is off by minutes)
@@ -145,7 +151,7 @@ def _sqlite_engine(url):
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     engine = sa.create_engine(
-        url, connect_args={'timeout': BUSY_TIMEOUT,
+        url, connect_args={'timeout': SQLITE_BUSY_MS / 1000.0,
                            'check_same_thread': False},
         pool_size=16, max_overflow=48)
 
@@ -154,17 +160,41 @@ def _sqlite_engine(url):
         # take transaction control away from pysqlite: we BEGIN ourselves
         dbapi_conn.isolation_level = None
         cur = dbapi_conn.cursor()
-        cur.execute('PRAGMA busy_timeout=%d' % (BUSY_TIMEOUT * 1000))
-        cur.execute('PRAGMA journal_mode=WAL')
-        cur.execute('PRAGMA synchronous=NORMAL')
+        cur.execute('PRAGMA busy_timeout=%d' % SQLITE_BUSY_MS)
         cur.close()
+        # the first switch to WAL takes the lock another process may hold
+        _locked_retry(dbapi_conn, 'PRAGMA journal_mode=WAL')
+        dbapi_conn.execute('PRAGMA synchronous=NORMAL')
 
     @event.listens_for(engine, 'begin')
     def _begin(conn):
-        readonly = conn.get_execution_options().get('sim_readonly')
-        conn.exec_driver_sql('BEGIN' if readonly else 'BEGIN IMMEDIATE')
+        raw = conn.connection.dbapi_connection
+        if conn.get_execution_options().get('sim_readonly'):
+            _locked_retry(raw, 'BEGIN')
+        else:
+            _locked_retry(raw, 'BEGIN IMMEDIATE')
 
     return engine
+
+
+def _locked_retry(raw, sql):
+    """Run `sql` (a BEGIN), trying again every few ms while another
+    process holds the lock. Every worker of a distributed deployment
+    writes to the one sim database: SQLite's own busy handler sleeps
+    longer and longer between tries (up to 100 ms), so a writer of one
+    process waited tens of ms behind transactions of one ms in another.
+    (In WAL mode only the write lock is ever waited for.)"""
+    deadline = time.monotonic() + BUSY_TIMEOUT
+    delay = 0.0002
+    while True:
+        try:
+            raw.execute(sql)
+            return
+        except sqlite3.OperationalError as e:
+            if 'locked' not in str(e) or time.monotonic() > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, WRITE_RETRY_MAX)
 
 
 def _create_schema(engine):
