@@ -532,3 +532,35 @@ def test_a_deployment_whose_server_is_gone_fails_saying_so(
     row = et.resources(engine, stack)['deployment']
     assert (row.action, row.status) == ('CREATE', 'FAILED')
     assert 'server %s is gone' % server['id'] in row.status_reason
+
+
+def test_a_deployment_whose_unit_died_after_writing_it_runs_once(
+        engine, api, tmp_path, monkeypatch):
+    """A deployment's create is not claimed before it writes the
+    deployment (made again, it is the same deployment and run): a unit
+    that dies between the write and its record is sent again and finds
+    that run, whose one signal completes the stack."""
+    from converge.workers import reconcile
+    real, died = reconcile.Unit.handle, []
+
+    def dies_once(self, outcome):
+        if self.name == 'deployment' and not died:
+            died.append(self.row.action)
+            raise RuntimeError('the process died here')
+        return real(self, outcome)
+    monkeypatch.setattr(reconcile.Unit, 'handle', dies_once)
+    started = _start(engine, tmp_path, _template())
+    agent = Agent(engine)
+    doc = agent.next_run()
+    assert agent.signal(doc, deploy_status_code=0, result='1')[1][
+        'accepted']
+    stack = _finish(engine, started)
+    assert et.status(stack) == 'CREATE_COMPLETE'
+    assert died == ['INIT']   # it died before anything recorded the row
+    assert _outputs(engine, stack)['result'] == '1'
+    # one run, the one signalled: the agent has nothing new to do
+    assert agent.pull(wait=0) is None
+    server = engine.clients.compute.list_servers()[0]['id']
+    assert [(d['run'], d['status']) for d in
+            engine.clients.deployments.for_server(server)] == [
+        (doc['run'], 'COMPLETE')]

@@ -520,21 +520,28 @@ def sync_take(conn, traversal_id, node, wake_at, new_wake_at):
         'b_new': new_wake_at}).rowcount == 1
 
 
+_WAITING_FOR = sa.select(SYNC.c.traversal_id, SYNC.c.node).where(
+    SYNC.c.stack_id == bp('b_stack'), SYNC.c.wait_event == bp('b_event'),
+    SYNC.c.done.is_(False))
+# the longest waiting first
+_WAITING_LONGEST = _WAITING_FOR.order_by(SYNC.c.updated_at).limit(
+    bp('b_limit'))
+_WOKEN = sa.update(SYNC).where(
+    SYNC.c.traversal_id == bp('b_trav'), SYNC.c.node == bp('b_node')).values(
+    wake_at=bp('b_wake'), wait_event=None)
+
+
 def sync_wake_event(conn, stack_id, event, wake_at, limit=None):
     """The nodes of the stack waiting for `event`: no longer waiting for it
     (the caller sends them now; should that message be lost, the timer
     sends them at `wake_at`). Returns (traversal_id, node) of each."""
-    q = sa.select(SYNC.c.traversal_id, SYNC.c.node).where(
-        SYNC.c.stack_id == stack_id, SYNC.c.wait_event == event,
-        SYNC.c.done.is_(False))
-    if limit:  # the longest waiting first
-        q = q.order_by(SYNC.c.updated_at).limit(limit)
-    found = conn.execute(q).all()
+    params = {'b_stack': stack_id, 'b_event': event, 'b_limit': limit}
+    found = [tuple(r) for r in conn.execute(
+        _WAITING_LONGEST if limit else _WAITING_FOR, params)]
     for trav_id, node in found:
-        conn.execute(sa.update(SYNC).where(
-            SYNC.c.traversal_id == trav_id, SYNC.c.node == node).values(
-            wake_at=wake_at, wait_event=None))
-    return [tuple(r) for r in found]
+        conn.execute(_WOKEN, {'b_trav': trav_id, 'b_node': node,
+                              'b_wake': wake_at})
+    return found
 
 
 def sync_nodes_done(session, traversal_id):

@@ -18,6 +18,37 @@ from converge.db.models import utcnow
 DEPLOYMENTS = models.SoftwareDeployment.__table__
 AGENTS = models.AgentCredential.__table__
 SECRETS = models.EngineSecret.__table__
+ACTIONS = models.DeploymentAction.__table__
+# Statements every deployment's units, agent polls and signals run are
+# built once (with bind parameters): building a statement per call cost
+# more than running it.
+bp = sa.bindparam
+_AGENT_GET = sa.select(AGENTS).where(AGENTS.c.agent_id == bp('b_agent'))
+_AGENTS_GET = sa.select(AGENTS).where(
+    AGENTS.c.agent_id.in_(bp('b_agents', expanding=True)))
+_BUMP = AGENTS.update().where(AGENTS.c.server_id == bp('b_server')).values(
+    version=AGENTS.c.version + 1)
+_DEPLOYMENT_GET = sa.select(DEPLOYMENTS).where(
+    DEPLOYMENTS.c.id == bp('b_id'))
+_DEPLOYMENT_STATE = sa.select(
+    DEPLOYMENTS.c.server_id, DEPLOYMENTS.c.run, DEPLOYMENTS.c.status).where(
+    DEPLOYMENTS.c.id == bp('b_id'))
+_DEPLOYMENT_SERVER = sa.select(DEPLOYMENTS.c.server_id).where(
+    DEPLOYMENTS.c.id == bp('b_id'))
+_DEPLOYMENT_DELETE = DEPLOYMENTS.delete().where(
+    DEPLOYMENTS.c.id == bp('b_id'))
+_DEPLOYMENT_RESULT = DEPLOYMENTS.update().where(
+    DEPLOYMENTS.c.id == bp('b_id'), DEPLOYMENTS.c.run == bp('b_run'),
+    DEPLOYMENTS.c.status == 'IN_PROGRESS').values(
+    status=bp('b_status'), status_reason=bp('b_reason'),
+    output_values=bp('b_outputs', type_=DEPLOYMENTS.c.output_values.type),
+    updated_at=bp('b_now', type_=DEPLOYMENTS.c.updated_at.type))
+_ACTION_RESULT = ACTIONS.update().where(
+    ACTIONS.c.run == bp('b_run'), ACTIONS.c.status == 'IN_PROGRESS').values(
+    status=bp('b_status'), status_reason=bp('b_reason'),
+    output_values=bp('b_outputs', type_=ACTIONS.c.output_values.type),
+    updated_at=bp('b_now', type_=ACTIONS.c.updated_at.type))
+_ACTION_BY_RUN = sa.select(ACTIONS).where(ACTIONS.c.run == bp('b_run'))
 
 
 # -- secrets ------------------------------------------------------------------
@@ -70,41 +101,35 @@ def agent_revoke(conn, agent_id):
 
 
 def agent_get(conn, agent_id):
-    return conn.execute(sa.select(AGENTS).where(
-        AGENTS.c.agent_id == agent_id)).first()
+    return conn.execute(_AGENT_GET, {'b_agent': agent_id}).first()
 
 
 def agents_get(conn, agent_ids):
     if not agent_ids:
         return {}
-    return {r.agent_id: r for r in conn.execute(sa.select(AGENTS).where(
-        AGENTS.c.agent_id.in_(list(agent_ids))))}
+    return {r.agent_id: r for r in conn.execute(
+        _AGENTS_GET, {'b_agents': list(agent_ids)})}
 
 
 def _bump(conn, server_id):
-    conn.execute(AGENTS.update().where(AGENTS.c.server_id == server_id)
-                 .values(version=AGENTS.c.version + 1))
+    conn.execute(_BUMP, {'b_server': server_id})
 
 
 # -- deployments --------------------------------------------------------------
 
 def deployment_get(conn, deployment_id):
-    return conn.execute(sa.select(DEPLOYMENTS).where(
-        DEPLOYMENTS.c.id == deployment_id)).first()
+    return conn.execute(_DEPLOYMENT_GET, {'b_id': deployment_id}).first()
 
 
 def deployment_state(conn, deployment_id):
     """(server_id, run, status) of a deployment, without its config."""
-    return conn.execute(sa.select(
-        DEPLOYMENTS.c.server_id, DEPLOYMENTS.c.run, DEPLOYMENTS.c.status
-    ).where(DEPLOYMENTS.c.id == deployment_id)).first()
+    return conn.execute(_DEPLOYMENT_STATE, {'b_id': deployment_id}).first()
 
 
 def deployment_put(conn, values):
     """Insert or replace one deployment (by id); the server's agent (and a
     former server's, if it moved) sees a new version."""
-    old = conn.execute(sa.select(DEPLOYMENTS.c.server_id).where(
-        DEPLOYMENTS.c.id == values['id'])).first()
+    old = conn.execute(_DEPLOYMENT_SERVER, {'b_id': values['id']}).first()
     values = dict(values, updated_at=utcnow())
     if old is None:
         conn.execute(DEPLOYMENTS.insert().values(created_at=utcnow(),
@@ -118,10 +143,10 @@ def deployment_put(conn, values):
 
 
 def deployment_delete(conn, deployment_id):
-    old = deployment_get(conn, deployment_id)
+    old = conn.execute(_DEPLOYMENT_SERVER, {'b_id': deployment_id}).first()
     if old is None:
         return
-    conn.execute(DEPLOYMENTS.delete().where(DEPLOYMENTS.c.id == old.id))
+    conn.execute(_DEPLOYMENT_DELETE, {'b_id': deployment_id})
     _bump(conn, old.server_id)
 
 
@@ -129,11 +154,9 @@ def deployment_result(conn, deployment_id, run, status, reason, outputs):
     """Record the result of run `run`: only while that run is the one in
     progress (a duplicate or stale signal changes nothing). True when this
     call recorded it."""
-    res = conn.execute(DEPLOYMENTS.update().where(
-        DEPLOYMENTS.c.id == deployment_id, DEPLOYMENTS.c.run == run,
-        DEPLOYMENTS.c.status == 'IN_PROGRESS').values(
-        status=status, status_reason=reason, output_values=outputs,
-        updated_at=utcnow()))
+    res = conn.execute(_DEPLOYMENT_RESULT, {
+        'b_id': deployment_id, 'b_run': run, 'b_status': status,
+        'b_reason': reason, 'b_outputs': outputs, 'b_now': utcnow()})
     # The server's version does not move: the result came from its own
     # agent, which has nothing new to do. (Moving it re-sent every
     # deployment of the server after each run: with a config naming all
@@ -185,9 +208,6 @@ def deployments_for_server(conn, server_id):
 
 # -- day-2 actions ----------------------------------------------------------
 
-ACTIONS = models.DeploymentAction.__table__
-
-
 def action_add(conn, values):
     conn.execute(ACTIONS.insert().values(created_at=utcnow(),
                                          updated_at=utcnow(), **values))
@@ -196,14 +216,12 @@ def action_add(conn, values):
 def action_result(conn, run, status, reason, outputs):
     """The day-2 action of run `run`, if that run was one: record its
     result; returns its row (None when the run was a stack operation's)."""
-    res = conn.execute(ACTIONS.update().where(
-        ACTIONS.c.run == run, ACTIONS.c.status == 'IN_PROGRESS').values(
-        status=status, status_reason=reason, output_values=outputs,
-        updated_at=utcnow()))
+    res = conn.execute(_ACTION_RESULT, {
+        'b_run': run, 'b_status': status, 'b_reason': reason,
+        'b_outputs': outputs, 'b_now': utcnow()})
     if res.rowcount != 1:
         return None
-    return conn.execute(sa.select(ACTIONS).where(ACTIONS.c.run == run)
-                        ).first()
+    return conn.execute(_ACTION_BY_RUN, {'b_run': run}).first()
 
 
 def action_get(conn, action_id, project_id=None):

@@ -256,8 +256,9 @@ def wake(engine, stack_id, event):
     operator resuming): send every node of the stack waiting for it now.
     Returns how many were sent."""
     lease = conf_mod.CONF.worker.stall_timeout
-    with engine.db.write() as s:
-        nodes = api.sync_wake_event(s, stack_id, event, time.time() + lease)
+    with engine.db.begin() as conn:
+        nodes = api.sync_wake_event(conn, stack_id, event,
+                                    time.time() + lease)
     for traversal_id, node in nodes:
         engine.client.check_resource(stack_id, traversal_id, node)
     return len(nodes)

@@ -119,10 +119,20 @@ class SoftwareDeployment(base.Resource):
         return [Target(self.deployment_id, str(self.properties['server']),
                        self.data, None, event(self.deployment_id))]
 
+    #: its create writes the deployment under an id derived from the
+    #: resource (deployment_id) with a run key derived from what it runs:
+    #: made again, it is the same deployment and run, which the agent runs
+    #: once. So it needs no claim before it (see base.Resource)
+    adopts_by_key = True
+
     # -- steps ----------------------------------------------------------------
     def observe(self):
         if not self.physical_id:
-            return None
+            # a create whose unit died before recording it wrote this
+            found = self._store().get(self.deployment_id)
+            if found is not None:
+                self.physical_id = self.deployment_id
+            return found
         return self._store().get(self.physical_id)
 
     def create(self):
@@ -535,6 +545,10 @@ class SoftwareDeploymentGroup(SoftwareDeployment):
     events are kept under that id. update_policy ``batch_create`` (on
     CREATE) and ``rolling_update`` (on UPDATE) run the members that need
     a run ``max_batch_size`` at a time, ``pause_time`` seconds apart."""
+
+    # claimed before its create, as any resource: its members' rollout
+    # state lives in its data
+    adopts_by_key = False
 
     properties_schema = dict(
         SoftwareDeployment.properties_schema,
