@@ -74,9 +74,12 @@ class Expansion:
         if depth > self.level:
             self.level = depth
             if depth > self.max_depth:
-                raise self._over('maps and lists nested more than %d deep'
-                                 % self.max_depth, 'max_template_depth',
-                                 line, alias)
+                raise self.too_deep(line, alias)
+
+    def too_deep(self, line, alias=None):
+        """The error of a document nested past the depth limit."""
+        return self._over('maps and lists nested more than %d deep'
+                          % self.max_depth, 'max_template_depth', line, alias)
 
     def _over(self, what, option, line, alias):
         by = ' at the alias *%s' % alias if alias is not None else ''

@@ -53,11 +53,21 @@ def parse_text(text, filename=None):
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = mark.line + 1 if mark is not None else None
+        _too_deep(e, filename, line)
         msg = 'Malformed YAML: %s' % (e.problem or e.context or e)
         raise exception.InvalidTemplate(msg, filename=filename, line=line)
     except yaml.YAMLError as e:
+        _too_deep(e, filename, None)
         raise exception.InvalidTemplate('Malformed YAML: %s' % e,
                                         filename=filename)
+
+
+def _too_deep(error, filename, line):
+    """libyaml (PyYAML 6.0.4's wheels) refuses flow collections nested
+    past its own limit while it scans ahead, before our count of levels
+    sees them: that is our depth limit's error too."""
+    if 'maximum nesting depth' in str(error):
+        raise bounds.Expansion(filename).too_deep(line)
 
 
 class _Unusual(Exception):
