@@ -24,13 +24,9 @@ REASON = 'waiting for a free slot (max_resources_in_progress_per_stack %d)'
 RECHECK = 5.0
 
 
-def _cap():
-    return conf_mod.CONF.max_resources_in_progress_per_stack
-
-
 def stack_cap():
     """The cap on a stack's resources in progress (0: none)."""
-    return _cap()
+    return conf_mod.CONF.max_resources_in_progress_per_stack
 
 
 def _key(stack_id):
@@ -43,7 +39,7 @@ def _event(stack_id):
 
 def take_stack_slot(conn, stack_id, row_id):
     """True when the row may be acted on now (a slot taken, or no cap)."""
-    cap = _cap()
+    cap = stack_cap()
     if not cap:
         return True
     return api.lease_take(conn, _key(stack_id), str(row_id), cap,
@@ -52,14 +48,14 @@ def take_stack_slot(conn, stack_id, row_id):
 
 def stack_slot_wait(stack_id):
     return base.Wait(after=RECHECK, event=_event(stack_id),
-                     reason=REASON % _cap())
+                     reason=REASON % stack_cap())
 
 
 def release_stack_slot(conn, stack_id, row_id):
     """Give the row's slot back; returns the (traversal, node) woken to
     take it, to be sent after commit."""
-    if not _cap() or not api.lease_release(conn, _key(stack_id),
-                                           str(row_id)):
+    if not stack_cap() or not api.lease_release(
+            conn, _key(stack_id), str(row_id)):
         return []
     lease = conf_mod.CONF.worker.stall_timeout
     return api.sync_wake_event(conn, stack_id, _event(stack_id),

@@ -285,9 +285,12 @@ class Unit:
         if decide_mod.for_cleanup(row, is_current) == decide_mod.NOTHING:
             return Outcome(DONE)
         plugin_cls = self.engine.plugin_class(row.type)
-        if row.physical_id is None and row.action == 'INIT':
-            if plugin_cls is None or not plugin_cls.adopts_by_key:
-                return Outcome(DONE, 'DELETE', events=False)
+        # never recorded as created; one whose create comes before its
+        # claim may exist all the same (a unit died after the cloud call)
+        unrecorded = row.physical_id is None and row.action == 'INIT'
+        if unrecorded and (plugin_cls is None
+                           or not plugin_cls.adopts_by_key):
+            return Outcome(DONE, 'DELETE', events=False)
         defn = (self.engine.definition(row.template_id, self.stack)
                 if row.template_id else None)
         rdef = defn.resources.get(row.name) if defn else None
@@ -297,9 +300,7 @@ class Unit:
         if plugin_cls is not None:
             self.plugin = self.engine.plugin(
                 plugin_cls, row, row.properties or {}, self.stack)
-        if row.action == 'INIT' and row.physical_id is None:
-            # never recorded, but it creates before claiming: a unit that
-            # died after the cloud call made it; find it by its key
+        if unrecorded:  # find it by its key
             seen = observe_mod.observe(self.plugin, self._waiting)
             if seen.error is not None or seen.gone:
                 if isinstance(seen.error, exception.CloudTransient):

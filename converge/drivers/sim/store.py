@@ -4,8 +4,9 @@ The sim keeps its servers apart from the engine's state so that every
 process of a deployment (CLI processes, workers on several hosts) sees
 one cloud. Any SQLAlchemy URL works; only portable SQL is used. On
 SQLite the database runs in WAL mode and write transactions start with
-``BEGIN IMMEDIATE`` so concurrent writers queue on the busy timeout
-instead of failing with "database is locked".
+``BEGIN IMMEDIATE``, tried again every few ms while another writer
+holds the lock (``_locked_retry``) instead of failing with "database is
+locked".
 
 The schema is created on first use (no migrations: it is a fake cloud;
 columns added since are added to an older database on first use, all of
@@ -33,7 +34,7 @@ from sqlalchemy import exc as sa_exc
 from converge import exception
 
 BUSY_TIMEOUT = 30  # seconds
-#: SQLite's own wait for a lock (ms); longer waits are ours (_begin_write)
+#: SQLite's own wait for a lock (ms); longer waits are ours (_locked_retry)
 SQLITE_BUSY_MS = 1
 #: longest sleep between two tries at the write lock (seconds)
 WRITE_RETRY_MAX = 0.002
