@@ -564,3 +564,38 @@ def test_a_deployment_whose_unit_died_after_writing_it_runs_once(
     assert [(d['run'], d['status']) for d in
             engine.clients.deployments.for_server(server)] == [
         (doc['run'], 'COMPLETE')]
+
+
+def test_a_signal_that_comes_while_its_unit_looks_is_not_missed(
+        engine, api, tmp_path, monkeypatch):
+    """The signal wakes the unit in its own transaction, under no lock: a
+    signal taken after the step saw the deployment running, but before
+    the unit recorded its wait, is seen when the wait is recorded (the
+    unit goes again at once) instead of waiting out the recheck period
+    (an hour here)."""
+    from converge.resources import software_deployment as sd
+    conf.CONF.set_override('deployment_recheck', 3600.0, 'software')
+    real, signalled = sd.SoftwareDeployment._wait, []
+
+    def signal_meanwhile(self, running):
+        if not signalled:
+            agent = Agent(engine)
+            doc = agent.next_run()
+            signalled.append(agent.signal(doc, deploy_status_code=0,
+                                          result='early')[1]['accepted'])
+        return real(self, running)
+    monkeypatch.setattr(sd.SoftwareDeployment, '_wait', signal_meanwhile)
+    try:
+        started = _start(engine, tmp_path, _template())
+        done = []
+        waiter = threading.Thread(
+            target=lambda: done.append(_finish(engine, started)),
+            daemon=True)
+        waiter.start()
+        waiter.join(120)   # a bound on failure: a lost wake takes an hour
+    finally:
+        conf.CONF.clear_override('deployment_recheck', 'software')
+    assert signalled == [True]
+    assert done, 'the signal was missed: the unit waits for its recheck'
+    assert et.status(done[0]) == 'CREATE_COMPLETE'
+    assert _outputs(engine, done[0])['result'] == 'early'

@@ -520,9 +520,11 @@ def sync_take(conn, traversal_id, node, wake_at, new_wake_at):
         'b_new': new_wake_at}).rowcount == 1
 
 
+# FOR UPDATE: a locking read sees the latest committed waits (InnoDB's
+# plain reads keep the transaction's first snapshot); SQLite renders none
 _WAITING_FOR = sa.select(SYNC.c.traversal_id, SYNC.c.node).where(
     SYNC.c.stack_id == bp('b_stack'), SYNC.c.wait_event == bp('b_event'),
-    SYNC.c.done.is_(False))
+    SYNC.c.done.is_(False)).with_for_update()
 # the longest waiting first
 _WAITING_LONGEST = _WAITING_FOR.order_by(SYNC.c.updated_at).limit(
     bp('b_limit'))

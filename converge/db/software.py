@@ -30,9 +30,13 @@ _BUMP = AGENTS.update().where(AGENTS.c.server_id == bp('b_server')).values(
     version=AGENTS.c.version + 1)
 _DEPLOYMENT_GET = sa.select(DEPLOYMENTS).where(
     DEPLOYMENTS.c.id == bp('b_id'))
-_DEPLOYMENT_STATE = sa.select(
-    DEPLOYMENTS.c.server_id, DEPLOYMENTS.c.run, DEPLOYMENTS.c.status).where(
-    DEPLOYMENTS.c.id == bp('b_id'))
+# FOR UPDATE (SQLite, with one writer, needs none): a signal's result,
+# written to one of these rows, commits wholly before or wholly after the
+# transaction that reads them
+_DEPLOYMENT_RUNS = sa.select(DEPLOYMENTS.c.id, DEPLOYMENTS.c.run,
+                             DEPLOYMENTS.c.status).where(
+    DEPLOYMENTS.c.id.in_(bp('b_ids', expanding=True))).order_by(
+    DEPLOYMENTS.c.id).with_for_update()
 _DEPLOYMENT_SERVER = sa.select(DEPLOYMENTS.c.server_id).where(
     DEPLOYMENTS.c.id == bp('b_id'))
 _DEPLOYMENT_DELETE = DEPLOYMENTS.delete().where(
@@ -121,9 +125,13 @@ def deployment_get(conn, deployment_id):
     return conn.execute(_DEPLOYMENT_GET, {'b_id': deployment_id}).first()
 
 
-def deployment_state(conn, deployment_id):
-    """(server_id, run, status) of a deployment, without its config."""
-    return conn.execute(_DEPLOYMENT_STATE, {'b_id': deployment_id}).first()
+def deployments_running(conn, runs):
+    """Whether each deployment of `runs` ({id: run}) is still running
+    that run, its rows locked until the caller's transaction ends."""
+    found = {r.id: r for r in conn.execute(
+        _DEPLOYMENT_RUNS, {'b_ids': sorted(runs)})}
+    return all(found.get(i) is not None and found[i].run == run and
+               found[i].status == 'IN_PROGRESS' for i, run in runs.items())
 
 
 def deployment_put(conn, values):

@@ -63,6 +63,16 @@ class DeploymentStore:
             db_software.deployment_put(conn, values)
         CHANGES.notify()
 
+    @staticmethod
+    def still_running(runs):
+        """A `base.Wait` guard: whether each deployment of `runs` ({id:
+        run}) is still running that run, read in the transaction that
+        records the wait (its rows locked: a signal for one of them is
+        committed before, and seen here, or after, and finds the wait)."""
+        def still(conn):
+            return db_software.deployments_running(conn, runs)
+        return still
+
     def delete(self, deployment_id):
         with self._db.begin() as conn:
             db_software.deployment_delete(conn, deployment_id)

@@ -9,8 +9,6 @@ import hashlib
 import time
 import uuid
 
-from oslo_log import log as logging
-
 from converge import exception
 from converge.db import api
 from converge.db import software as db_software
@@ -20,8 +18,6 @@ from converge.engine import traversal
 from converge.engine import views
 from converge.resources import component
 from converge.resources import software_deployment as sd
-
-LOG = logging.getLogger(__name__)
 
 
 class Forbidden(exception.ConvergeError):
@@ -127,17 +123,6 @@ def signal(engine, deployment_id, agent_id, token, run, payload):
     payload = payload if isinstance(payload, dict) else {}
     # the token first, outside the write transaction (it reads the key)
     verified = tokens.verify(engine.db, agent_id, token)
-    with engine.db.connect() as conn:
-        # a signal again for a run already recorded (an agent's answer
-        # to a list read before its first signal was taken) is told so
-        # without queueing for the writer
-        dep = db_software.deployment_state(conn, deployment_id)
-        if verified and dep is not None and dep.run == run and \
-                dep.status != 'IN_PROGRESS':
-            agent = db_software.agent_get(conn, agent_id)
-            if agent is not None and agent.revoked_at is None and \
-                    agent.server_id == dep.server_id:
-                return False, 'signalled already'
     with engine.db.begin() as conn:
         agent = _check(engine, db_software.agent_get(conn, agent_id),
                        agent_id, token, verified)
@@ -148,6 +133,10 @@ def signal(engine, deployment_id, agent_id, token, run, payload):
         if agent.server_id is None or dep.server_id != agent.server_id:
             raise Forbidden('Agent %s may not signal deployment %s'
                             % (agent_id, deployment_id))
+        if dep.run == run and dep.status != 'IN_PROGRESS':
+            # again for a run recorded already (an agent's answer to a
+            # list read before its first signal was taken)
+            return False, 'signalled already'
         if dep.status != 'IN_PROGRESS' or dep.run != run:
             return False, ('deployment %s is %s (run %s); signal for run %s '
                            'ignored' % (deployment_id, dep.status,
@@ -163,27 +152,15 @@ def signal(engine, deployment_id, agent_id, token, run, payload):
                           day2.action.upper(), status, reason + (
                               ' (member %s)' % dep.member
                               if dep.member else ''))
-        stack_id, name = dep.stack_id, dep.resource_name
-        wake = dep.wake_event or sd.event(deployment_id)
+        # woken in this transaction, under no lock: a unit that read the
+        # deployment still running and records its wait after this
+        # commits finds the result there (its Wait's `still`)
+        stack_id = dep.stack_id
+        nodes = traversal.woken(conn, stack_id, dep.wake_event or
+                                sd.event(deployment_id)) if stack_id else []
     drivers_software.CHANGES.notify()
-    if stack_id:
-        _wake(engine, stack_id, name, wake)
+    traversal.send_woken(engine, stack_id, nodes)
     return True, reason
-
-
-def _wake(engine, stack_id, resource_name, event):
-    """Wake the deployment's unit, under its resource's lock: a unit holds
-    that lock from reading the deployment to recording its wait, so the
-    wake comes either before the read (which then sees the result) or
-    after the wait is recorded (and finds it), never in between."""
-    try:
-        with engine.locks.resource(stack_id, resource_name,
-                                   engine.lock_wait):
-            traversal.wake(engine, stack_id, event)
-    except Exception:  # the lock: the unit's own recheck finds the result
-        LOG.warning('Could not wake %s of stack %s at once; it looks '
-                    'again by itself', resource_name, stack_id,
-                    exc_info=True)
 
 
 def result(config, payload):

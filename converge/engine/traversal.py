@@ -255,10 +255,21 @@ def wake(engine, stack_id, event):
     """The awaited `event` happened (a signal, a child stack finishing, an
     operator resuming): send every node of the stack waiting for it now.
     Returns how many were sent."""
-    lease = conf_mod.CONF.worker.stall_timeout
     with engine.db.begin() as conn:
-        nodes = api.sync_wake_event(conn, stack_id, event,
-                                    time.time() + lease)
+        nodes = woken(conn, stack_id, event)
+    return send_woken(engine, stack_id, nodes)
+
+
+def woken(conn, stack_id, event):
+    """In the caller's transaction (the one that records what happened):
+    the stack's nodes waiting for `event`, no longer waiting. Send them
+    with `send_woken` once it commits; should that message be lost, the
+    timer sends them after the lease."""
+    lease = conf_mod.CONF.worker.stall_timeout
+    return api.sync_wake_event(conn, stack_id, event, time.time() + lease)
+
+
+def send_woken(engine, stack_id, nodes):
     for traversal_id, node in nodes:
         engine.client.check_resource(stack_id, traversal_id, node)
     return len(nodes)

@@ -28,14 +28,22 @@ class Wait:
     (a name the engine knows, e.g. a signal's) happens. The step is then
     run again from the top, so it must look at the world first: a server
     still BUILDing returns Wait again, an ACTIVE one returns None (done).
+
+    ``still``, with an event: a callable(conn) run in the transaction that
+    records the wait, False when what the step waits for has happened
+    since the step looked (the step then runs again at once). It reads,
+    and locks, the rows the event's sender writes in the transaction that
+    sends it, so that sender either commits first (and ``still`` sees
+    it) or finds the wait recorded: no lock is needed around the step.
     """
 
-    def __init__(self, after=None, event=None, reason=''):
+    def __init__(self, after=None, event=None, reason='', still=None):
         if after is None and event is None:
             raise ValueError('a Wait needs a time (after) or an event')
         self.after = after
         self.event = event
         self.reason = reason
+        self.still = still
 
     def __repr__(self):
         return 'Wait(after=%r, event=%r, reason=%r)' % (

@@ -203,6 +203,7 @@ class SoftwareDeployment(base.Resource):
         the resource fails naming every failed member, and no further
         batch starts."""
         self.physical_id = self.deployment_id
+        self._running = {}   # target id -> the run it waits for
         targets = [t for t in self._targets() if only is None or only(t)]
         policy = self._rollout_policy(action)
         rollout = self._rollout(action, policy) if policy else None
@@ -225,7 +226,7 @@ class SoftwareDeployment(base.Resource):
                 if rollout is not None:  # (again, after a crash)
                     rollout['started'] = sorted(set(rollout['started']) | {
                         t.member for t in running})
-                return self._wait()
+                return self._wait(running)
             if failed:
                 self.data.pop(ROLLOUT, None)
                 raise _failure(failed)
@@ -249,7 +250,7 @@ class SoftwareDeployment(base.Resource):
             rollout['started'] = sorted(set(rollout['started']) | {
                 t.member for t in batch})
             rollout.pop('pause_until', None)
-        return self._wait()   # not reached: every round started one
+        return self._wait(running)   # not reached: every round started one
 
     def _rollout_policy(self, action):
         """(max_batch_size, pause_time) for `action`, or None: every
@@ -336,6 +337,7 @@ class SoftwareDeployment(base.Resource):
             if not no_signal:
                 self._note(target, action, run, 'IN_PROGRESS',
                            'Deploy data available')
+                self._running[target.id] = run
                 return RUNNING
             found = store.get(target.id)
         elif found['status'] == 'IN_PROGRESS':
@@ -353,6 +355,7 @@ class SoftwareDeployment(base.Resource):
                         % target.server)
                 target.book['server_seen'] = now
             target.book.setdefault('server_seen', now)
+            self._running[target.id] = run
             return RUNNING
         elif found['status'] == 'FAILED':
             self._note(target, action, run, 'FAILED',
@@ -379,11 +382,15 @@ class SoftwareDeployment(base.Resource):
             target.member, self.member_type, target.id, action, status,
             reason or '', _epoch(when)))
 
-    def _wait(self):
-        # every target's signal wakes this resource's event
+    def _wait(self, running):
+        # every target's signal wakes this resource's event; one that came
+        # since its target was looked at means no wait (engine/software.py
+        # wakes in the signal's transaction, under no lock)
         return base.Wait(after=conf_mod.CONF.software.deployment_recheck,
                          event=event(self.deployment_id),
-                         reason='waiting for the deployment\'s signal')
+                         reason='waiting for the deployment\'s signal',
+                         still=self._store().still_running(
+                             {t.id: self._running[t.id] for t in running}))
 
     def _write(self, store, target, action, derived, run, status, reason):
         store.put(id=target.id, stack_id=self.stack.id,
@@ -412,14 +419,20 @@ class SoftwareDeployment(base.Resource):
         return self.properties.get('actions') or []
 
     def _config(self):
-        """The source config (SoftwareConfig's stored body), or {}."""
+        """The source config (SoftwareConfig's stored body), or {}: read
+        once by this plug-in object (one unit of work; a config is
+        immutable), not once per target and attribute."""
         config_id = self.properties.get('config')
         if not config_id:
             return {}
+        cached = self.__dict__.get('_source')
+        if cached is not None and cached[0] == config_id:
+            return cached[1]
         found = self.clients.configs.get(config_id)
         if found is None:
             raise exception.ResourceFailure(
                 'Software config %s not found' % config_id)
+        self._source = (config_id, found)
         return found
 
     def _derived_config(self, action, target, runs=True):

@@ -432,7 +432,12 @@ class Unit:
         acted = self.started or (
             row.status == 'IN_PROGRESS' and row.action == outcome.action
             and row.engine_id in (None, self.engine.engine_id))
+        event = wait.event
         with self.engine.db.begin() as conn:
+            if event is not None and wait.still is not None and \
+                    not wait.still(conn):
+                # it happened while the step looked: again, at once
+                event, wake_at = None, time.time()
             if acted:
                 self._cas(conn, action=outcome.action, status='IN_PROGRESS',
                           status_reason=outcome.reason or 'waiting',
@@ -449,7 +454,7 @@ class Unit:
                     self.row.physical_id, outcome.action, 'IN_PROGRESS',
                     timestamp=self.started))
             if not api.sync_wait(conn, self.trav.id, self.sp.node, wake_at,
-                                 wait.event):
+                                 event):
                 raise Lost()
         self.wake = wake_at
 
