@@ -217,6 +217,9 @@ API_OPTS = [
                     'poll takes one).'),
     cfg.FloatOpt('max_poll_wait', default=20.0, min=0.0,
                  help='Longest an agent\'s long poll is held, in seconds.'),
+    cfg.IntOpt('max_signals_per_request', default=500, min=1,
+               help='Most deployment signals one request of an agent host '
+                    '(POST /v1/agent/signals) may carry.'),
 ]
 
 SOFTWARE_OPTS = [

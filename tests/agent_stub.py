@@ -193,6 +193,23 @@ class StubAPI:
             self.cond.notify_all()
             return 200, {'accepted': True}
 
+    def batch_signals(self, body):
+        """An agent host's batch: a 503 as a whole, else each signal's
+        own answer, in order."""
+        with self.cond:
+            if self.fail_signals > 0:
+                self.fail_signals -= 1
+                return 503, {'message': 'unavailable'}
+        answers = []
+        for item in body.get('signals') or ():
+            code, answer = self.signal(
+                item.get('agent_id'), item.get('token'),
+                item.get('deployment_id'), item.get('run'),
+                item.get('payload') or {})
+            answers.append(answer if code == 200 else
+                           {'error': code, 'message': answer['message']})
+        return 200, {'signals': answers}
+
 
 class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
@@ -256,6 +273,8 @@ def _handler(stub):
             body = self._body()
             if url.path == '/v1/agent/poll':
                 return self._answer(*stub.poll(body))
+            if url.path == '/v1/agent/signals':
+                return self._answer(*stub.batch_signals(body))
             parts = url.path.split('/')
             if len(parts) == 6 and parts[1:4] == ['v1', 'agent',
                                                   'deployments'] \

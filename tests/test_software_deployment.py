@@ -599,3 +599,50 @@ def test_a_signal_that_comes_while_its_unit_looks_is_not_missed(
     assert done, 'the signal was missed: the unit waits for its recheck'
     assert et.status(done[0]) == 'CREATE_COMPLETE'
     assert _outputs(engine, done[0])['result'] == 'early'
+
+
+def test_an_agent_hosts_batch_of_signals_is_answered_one_by_one(
+        engine, api, tmp_path):
+    """POST /v1/agent/signals (an agent host's servers' signals in one
+    request): each signal is checked against its own credential and
+    answered in order; the refused ones change nothing."""
+    from converge.agent import client
+    from converge.drivers import tokens
+    started = _start(engine, tmp_path, _template(), name='sw')
+    agent = Agent(engine)
+    doc = agent.next_run()
+    mine = agent.settings
+    other = {'agent_id': 'a-server-that-is-not-this-one'}
+    other['token'] = tokens.token_for(engine.db, other['agent_id'])
+    engine.clients.agents.register(other['agent_id'], None, 'converge', 'x')
+
+    def item(creds, payload, deployment_id=doc['id']):
+        return {'deployment_id': deployment_id, 'run': doc['run'],
+                'agent_id': creds['agent_id'], 'token': creds['token'],
+                'payload': payload}
+    endpoint = client.Endpoint(mine['endpoint'])
+    answers = client.signals(endpoint, [
+        item(dict(mine, token='0' * 64), {'result': 'forged'}),
+        item(other, {'result': 'other'}),
+        item(mine, {'result': 'lost'}, deployment_id='no-such-deployment'),
+        item(mine, {'deploy_status_code': 0, 'result': 'mine'}),
+        item(mine, {'deploy_status_code': 0, 'result': 'again'}),
+    ])
+    assert [a.get('error') for a in answers] == [403, 403, 404, None, None]
+    assert [a.get('accepted') for a in answers[3:]] == [True, False]
+    assert answers[4]['reason'] == 'signalled already'
+    stack = _finish(engine, started)
+    assert et.status(stack) == 'CREATE_COMPLETE'
+    assert _outputs(engine, stack)['result'] == 'mine'
+
+    code, body = agent._request('POST', '/v1/agent/signals',
+                                body={'signals': [{'run': 'x'}]})
+    assert code == 400 and 'deployment_id' in body['error']['message']
+    conf.CONF.set_override('max_signals_per_request', 2, 'api')
+    try:
+        code, body = agent._request('POST', '/v1/agent/signals', body={
+            'signals': [item(mine, {})] * 3})
+    finally:
+        conf.CONF.clear_override('max_signals_per_request', 'api')
+    assert code == 400 and 'max_signals_per_request' in \
+        body['error']['message']

@@ -29,7 +29,8 @@ _COUNT_LOCK = threading.Lock()
 
 def _count(path):
     kind = ('poll' if path.endswith('/poll') else
-            'signal' if '/deployments/' in path else
+            'signal' if '/deployments/' in path or
+            path.endswith('/signals') else
             'waitcondition' if '/waitconditions/' in path else
             'deployments')
     with _COUNT_LOCK:
@@ -122,14 +123,23 @@ class Endpoint:
                 parsed = json.loads(raw.decode('utf-8'))
             except ValueError:
                 parsed = None
-        if status >= 500 or status in (408, 409, 429):
-            raise Unavailable('%s %s%s: HTTP %d' % (method, self.url, path,
-                                                    status))
-        if status in (403, 404):
-            raise Refused(status, _message(parsed, raw))
-        if status >= 400:
-            raise Rejected(status, _message(parsed, raw))
+        error = error_for(status, _message(parsed, raw),
+                          '%s %s%s' % (method, self.url, path))
+        if error is not None:
+            raise error
         return status, rhead, parsed
+
+
+def error_for(status, message, what):
+    """The exception an answer of HTTP `status` is to its caller (None
+    for a success): Unavailable, Refused or Rejected."""
+    if status >= 500 or status in (408, 409, 429):
+        return Unavailable('%s: HTTP %d' % (what, status))
+    if status in (403, 404):
+        return Refused(status, message)
+    if status >= 400:
+        return Rejected(status, message)
+    return None
 
 
 def _message(parsed, raw):
@@ -184,3 +194,16 @@ def signal(endpoint, creds, dep_id, run, payload):
     _s, _h, body = endpoint.request('POST', path, body=payload,
                                     headers=_auth(creds))
     return body if isinstance(body, dict) else {'accepted': True}
+
+
+def signals(endpoint, items):
+    """POST /v1/agent/signals: many agents' signals [{deployment_id,
+    agent_id, token, run, payload}] in one request; an answer per item,
+    in order ({"accepted", "reason"} or {"error": code, "message"})."""
+    _s, _h, body = endpoint.request('POST', '/v1/agent/signals',
+                                    body={'signals': items})
+    answers = body.get('signals') if isinstance(body, dict) else None
+    if not isinstance(answers, list) or len(answers) != len(items):
+        raise Unavailable('POST %s/v1/agent/signals: not an answer per '
+                          'signal' % endpoint.url)
+    return answers

@@ -12,8 +12,10 @@ its hook runs and is never run again; its result is signalled until
 converge-api takes it.
 """
 
+import concurrent.futures
 import heapq
 import itertools
+import json
 import logging
 import threading
 import time
@@ -35,6 +37,13 @@ POLL_SPACING = 0.25
 #: endpoint reads every agent's row on each ask, so a host of a thousand
 #: servers asks once a second (Heat's os-collect-config polls every 30 s)
 POLL_SPACING_AGENTS = 250
+#: seconds an agent host's signal waits for others to go in one request
+#: with it (a thousand servers finish their runs a few ms apart)
+SIGNAL_GATHER = 0.05
+#: most signals, and most bytes of results, one such request carries (a
+#: result of more bytes goes alone, on the single signal's route)
+SIGNAL_BATCH = 200
+SIGNAL_BATCH_BYTES = 256 * 1024
 BACKOFF_FIRST = 0.2
 BACKOFF_MAX = 3.0
 
@@ -95,7 +104,8 @@ class Timer:
 class ServerAgent:
     """The agent of one server: its credential, disk and journal."""
 
-    def __init__(self, creds, disk, timer, on_stop=None, backoff_max=None):
+    def __init__(self, creds, disk, timer, on_stop=None, backoff_max=None,
+                 signaller=None):
         self.agent_id = creds['agent_id']
         self.creds = {'agent_id': creds['agent_id'],
                       'token': creds['token']}
@@ -109,6 +119,8 @@ class ServerAgent:
         self.stop_reason = None
         self._timer = timer
         self._on_stop = on_stop
+        #: the host's, sending many agents' signals in one request
+        self._signaller = signaller
         self._lock = threading.Lock()
         self._deployments = []
         self._busy = False
@@ -294,8 +306,13 @@ class ServerAgent:
         """Signal one journalled result; True once it needs no more
         sending."""
         try:
-            answer = client.signal(self.endpoint, self.creds, entry['id'],
-                                   entry['run'], entry['result'])
+            if self._signaller is not None:
+                answer = self._signaller.signal(
+                    self.creds, entry['id'], entry['run'], entry['result'])
+            else:
+                answer = client.signal(self.endpoint, self.creds,
+                                       entry['id'], entry['run'],
+                                       entry['result'])
         except client.Unavailable as e:
             if self._backoff.delay == 0:
                 LOG.info('agent %s: cannot signal deployment %s yet (%s); '
@@ -461,6 +478,95 @@ class Poller:
                     agent.stop_reason)
 
 
+class Signaller:
+    """Sends the signals of every agent of one endpoint (an agent host's
+    servers): one request at a time, `POST /v1/agent/signals`, carrying
+    every signal that came within SIGNAL_GATHER of the first, each with
+    its agent's own credential. An agent's `signal` blocks until its
+    answer; it raises as the single signal's route would, and a request
+    that failed as a whole is Unavailable to each (each agent sends again,
+    with its own backoff)."""
+
+    def __init__(self, url):
+        self.url = url
+        self.endpoint = client.Endpoint(url)
+        self._cond = threading.Condition()
+        self._queue = []
+        self._stopped = False
+        self.requests = 0
+        self._thread = threading.Thread(target=self._loop, daemon=True,
+                                        name='agent-signal')
+        self._thread.start()
+
+    def signal(self, creds, dep_id, run, payload):
+        size = len(json.dumps(payload))
+        if size > SIGNAL_BATCH_BYTES:
+            return client.signal(self.endpoint, creds, dep_id, run, payload)
+        future = concurrent.futures.Future()
+        item = {'deployment_id': dep_id, 'agent_id': creds['agent_id'],
+                'token': creds['token'], 'run': run, 'payload': payload}
+        with self._cond:
+            if self._stopped:
+                raise client.Unavailable('the agent host is stopping')
+            self._queue.append((time.monotonic(), size, item, future))
+            self._cond.notify()
+        return future.result()
+
+    def stop(self):
+        with self._cond:
+            self._stopped = True
+            left, self._queue = self._queue, []
+            self._cond.notify()
+        self.endpoint.abort()   # an answer in flight: sent again later
+        for _at, _size, _item, future in left:
+            future.set_exception(client.Unavailable(
+                'the agent host is stopping'))
+
+    def _loop(self):
+        while True:
+            with self._cond:
+                while not self._stopped and not self._queue:
+                    self._cond.wait()
+                if self._stopped:
+                    return
+                self._cond.wait_for(
+                    lambda: self._stopped or
+                    len(self._queue) >= SIGNAL_BATCH,
+                    self._queue[0][0] + SIGNAL_GATHER - time.monotonic())
+                if self._stopped:
+                    return
+                batch, total = [], 0
+                while self._queue and len(batch) < SIGNAL_BATCH and (
+                        not batch or
+                        total + self._queue[0][1] <= SIGNAL_BATCH_BYTES):
+                    total += self._queue[0][1]
+                    batch.append(self._queue.pop(0))
+            self._send(batch)
+
+    def _send(self, batch):
+        self.requests += 1
+        try:
+            answers = client.signals(self.endpoint,
+                                     [item for _a, _s, item, _f in batch])
+        except Exception as e:   # the request as a whole: try again later
+            if not isinstance(e, client.Unavailable):
+                LOG.error('endpoint %s refused a batch of signals: %s',
+                          self.url, e)
+            for _a, _s, _item, future in batch:
+                future.set_exception(client.Unavailable(str(e)))
+            return
+        for (_a, _s, item, future), answer in zip(batch, answers):
+            error = client.error_for(
+                answer.get('error') or 200, str(answer.get('message')),
+                'signal of deployment %s' % item['deployment_id']) \
+                if isinstance(answer, dict) else client.Unavailable(
+                    'not an answer: %r' % (answer,))
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(answer)
+
+
 class Host:
     """Many server agents in one process."""
 
@@ -471,6 +577,7 @@ class Host:
         self.timer = Timer()
         self._lock = threading.Lock()
         self._pollers = {}
+        self._signallers = {}
         self.agents = {}
 
     def start(self, creds, disk):
@@ -479,8 +586,14 @@ class Host:
             old = self.agents.get(creds['agent_id'])
         if old is not None:   # its hooks cut off before the journal is read
             old.stop('replaced', kill_hooks=True)
+        url = creds['endpoint'].rstrip('/')
+        with self._lock:
+            signaller = self._signallers.get(url)
+            if signaller is None and self.batch:
+                signaller = self._signallers[url] = Signaller(url)
         agent = ServerAgent(creds, disk, self.timer, on_stop=self._gone,
-                            backoff_max=self.backoff_max)
+                            backoff_max=self.backoff_max,
+                            signaller=signaller)
         with self._lock:
             self.agents[agent.agent_id] = agent
             poller = self._pollers.get(agent.endpoint_url)
@@ -504,8 +617,9 @@ class Host:
         with self._lock:
             agents = list(self.agents.values())
             pollers = list(self._pollers.values())
+            signallers = list(self._signallers.values())
         for agent in agents:
             agent.stop('host stopping', kill_hooks=kill_hooks)
-        for poller in pollers:
+        for poller in pollers + signallers:
             poller.stop()
         self.timer.stop()

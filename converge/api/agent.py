@@ -14,6 +14,8 @@ def add_routes(mapper, controller):
                    conditions={'method': ['GET']})
     mapper.connect('/v1/agent/poll', handler=controller.poll,
                    conditions={'method': ['POST']})
+    mapper.connect('/v1/agent/signals', handler=controller.signals,
+                   conditions={'method': ['POST']})
     mapper.connect('/v1/agent/deployments/{deployment_id}/signal',
                    handler=controller.signal,
                    conditions={'method': ['POST']})
@@ -79,6 +81,25 @@ class Controller:
             self.engine, deployment_id, agent_id, token,
             req.params.get('run', ''), payload)
         return webob.Response(json={'accepted': accepted, 'reason': reason})
+
+    def signals(self, req):
+        """Many agents' signals in one request (an agent host's), each
+        with its own credential; an answer per signal, in order."""
+        body = wsgi.read_json(req)
+        items = body.get('signals') if isinstance(body, dict) else None
+        if not isinstance(items, list) or not all(
+                isinstance(i, dict) and i.get('deployment_id') and
+                i.get('agent_id') for i in items):
+            raise wsgi.Error(400, 'signals needs {"signals": [{'
+                                  '"deployment_id", "agent_id", "token", '
+                                  '"run", "payload"}, ...]}')
+        most = conf_mod.CONF.api.max_signals_per_request
+        if len(items) > most:
+            raise wsgi.Error(400, '%d signals in one request; at most %d '
+                                  '([api] max_signals_per_request)'
+                             % (len(items), most))
+        return webob.Response(json={
+            'signals': software.signals(self.engine, items)})
 
     def wait_condition_signal(self, req, handle_id):
         """curl_cli's request: the handle's token in X-Auth-Token."""

@@ -36,7 +36,10 @@ class WorkerClient:
         self.listeners = listeners_mod.Listeners() if listeners is None \
             else listeners
         target = oslo_messaging.Target(topic=topic(), version=VERSION)
-        self._client = oslo_messaging.get_rpc_client(transport(), target)
+        # prepared once: RPCClient.cast prepares a call context on every
+        # cast (4% of the engine's time on a stack of deployments)
+        self._client = oslo_messaging.get_rpc_client(
+            transport(), target).prepare()
 
     def check_resource(self, stack_id, traversal_id, node, attempt=0):
         kwargs = dict(stack_id=stack_id, traversal_id=traversal_id,

@@ -119,48 +119,87 @@ def poll(engine, agents, wait=0.0, interval=0.5, stopping=None):
 def signal(engine, deployment_id, agent_id, token, run, payload):
     """Record the result of run `run` of a deployment, by Heat's rules,
     and wake the unit waiting for it. Returns (accepted, reason): a
-    duplicate or stale signal is not accepted and changes nothing."""
-    payload = payload if isinstance(payload, dict) else {}
-    # the token first, outside the write transaction (it reads the key)
-    verified = tokens.verify(engine.db, agent_id, token)
+    duplicate or stale signal is not accepted and changes nothing.
+    Raises Forbidden or exception.NotFound."""
+    [answer] = signals(engine, [{
+        'deployment_id': deployment_id, 'agent_id': agent_id,
+        'token': token, 'run': run, 'payload': payload}], raising=True)
+    return answer['accepted'], answer['reason']
+
+
+def signals(engine, items, raising=False):
+    """Many agents' signals at once (an agent host's): each item
+    {deployment_id, agent_id, token, run, payload}, recorded as `signal`
+    does, all in one transaction. Returns an answer per item, in order:
+    {accepted, reason}, or {error: 403|404|400, message} for one refused
+    (with `raising`, that error is raised instead)."""
+    # the tokens first, outside the write transaction (the key read once)
+    verify = tokens.verifier(engine.db)
+    verified = [verify(i.get('agent_id'), i.get('token')) for i in items]
+    answers, woken = [], []
     with engine.db.begin() as conn:
-        agent = _check(engine, db_software.agent_get(conn, agent_id),
-                       agent_id, token, verified)
-        dep = db_software.deployment_get(conn, deployment_id)
-        if dep is None:
-            raise exception.NotFound('Deployment %s not found'
-                                     % deployment_id)
-        if agent.server_id is None or dep.server_id != agent.server_id:
-            raise Forbidden('Agent %s may not signal deployment %s'
-                            % (agent_id, deployment_id))
-        if dep.run == run and dep.status != 'IN_PROGRESS':
-            # again for a run recorded already (an agent's answer to a
-            # list read before its first signal was taken)
-            return False, 'signalled already'
-        if dep.status != 'IN_PROGRESS' or dep.run != run:
-            return False, ('deployment %s is %s (run %s); signal for run %s '
-                           'ignored' % (deployment_id, dep.status,
-                                        dep.run[:12], (run or '')[:12]))
-        status, reason, outputs = result(dep.config or {}, payload)
-        if not db_software.deployment_result(conn, deployment_id, run,
-                                             status, reason, outputs):
-            return False, 'signalled already'
-        day2 = db_software.action_result(conn, run, status, reason, outputs)
-        if day2 is not None:
-            api.event_add(conn, dep.stack_id, None, dep.resource_name,
-                          'OS::Heat::SoftwareDeployment', dep.id,
-                          day2.action.upper(), status, reason + (
-                              ' (member %s)' % dep.member
-                              if dep.member else ''))
-        # woken in this transaction, under no lock: a unit that read the
-        # deployment still running and records its wait after this
-        # commits finds the result there (its Wait's `still`)
-        stack_id = dep.stack_id
-        nodes = traversal.woken(conn, stack_id, dep.wake_event or
-                                sd.event(deployment_id)) if stack_id else []
-    drivers_software.CHANGES.notify()
-    traversal.send_woken(engine, stack_id, nodes)
-    return True, reason
+        for item, ok in zip(items, verified):
+            try:
+                answer, nodes = _signal(engine, conn, item, ok)
+            except exception.ConvergeError as e:
+                if raising:
+                    raise
+                answer, nodes = {'error': getattr(
+                    e, 'http_status', 404 if isinstance(
+                        e, exception.NotFound) else 400),
+                    'message': str(e)}, None
+            answers.append(answer)
+            if nodes:
+                woken.append(nodes)
+    if any(a.get('accepted') for a in answers):
+        drivers_software.CHANGES.notify()
+    for stack_id, nodes in woken:
+        traversal.send_woken(engine, stack_id, nodes)
+    return answers
+
+
+def _signal(engine, conn, item, verified):
+    """One signal in the caller's transaction: (answer, (stack id, the
+    nodes it woke) or None). Raises before writing anything when the
+    signal is refused."""
+    deployment_id, agent_id = item.get('deployment_id'), item.get('agent_id')
+    run = item.get('run') or ''
+    payload = item.get('payload')
+    payload = payload if isinstance(payload, dict) else {}
+    agent = _check(engine, db_software.agent_get(conn, agent_id),
+                   agent_id, item.get('token'), verified)
+    dep = db_software.deployment_get(conn, deployment_id)
+    if dep is None:
+        raise exception.NotFound('Deployment %s not found' % deployment_id)
+    if agent.server_id is None or dep.server_id != agent.server_id:
+        raise Forbidden('Agent %s may not signal deployment %s'
+                        % (agent_id, deployment_id))
+    if dep.run == run and dep.status != 'IN_PROGRESS':
+        # again for a run recorded already (an agent's answer to a list
+        # read before its first signal was taken)
+        return {'accepted': False, 'reason': 'signalled already'}, None
+    if dep.status != 'IN_PROGRESS' or dep.run != run:
+        return {'accepted': False, 'reason': (
+            'deployment %s is %s (run %s); signal for run %s ignored'
+            % (deployment_id, dep.status, dep.run[:12], run[:12]))}, None
+    status, reason, outputs = result(dep.config or {}, payload)
+    if not db_software.deployment_result(conn, deployment_id, run, status,
+                                         reason, outputs):
+        return {'accepted': False, 'reason': 'signalled already'}, None
+    day2 = db_software.action_result(conn, run, status, reason, outputs)
+    if day2 is not None:
+        api.event_add(conn, dep.stack_id, None, dep.resource_name,
+                      'OS::Heat::SoftwareDeployment', dep.id,
+                      day2.action.upper(), status, reason + (
+                          ' (member %s)' % dep.member if dep.member else ''))
+    answer = {'accepted': True, 'reason': reason}
+    if not dep.stack_id:
+        return answer, None
+    # woken in this transaction, under no lock: a unit that read the
+    # deployment still running and records its wait after this commits
+    # finds the result there (its Wait's `still`)
+    return answer, (dep.stack_id, traversal.woken(
+        conn, dep.stack_id, dep.wake_event or sd.event(deployment_id)))
 
 
 def result(config, payload):
