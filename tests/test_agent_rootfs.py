@@ -9,6 +9,7 @@ import pytest
 from converge.agent import hooks
 from converge.agent import rootfs
 
+
 @pytest.fixture(autouse=True)
 def simulated(monkeypatch):
     """The hooks run for simulated servers (as in the sim's agent host)."""
@@ -97,3 +98,40 @@ def test_with_namespaces_the_hosts_tmp_is_hidden(tmp_path):
     _disk, result = _read_host_file(tmp_path)
     assert result['deploy_status_code'] != 0
     assert 'No such file' in result['deploy_stderr']
+
+
+def _processes_seeing(path):
+    """Pids of the processes whose mounts include `path` as a source."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            with open('/proc/%s/mountinfo' % pid) as f:
+                if path in f.read():
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+@needs_namespaces
+def test_a_servers_hooks_share_its_namespace_which_goes_with_it(tmp_path):
+    """A server's hooks join one mount namespace kept for it (made once,
+    not per hook): what one hook leaves in /tmp the next sees, in the
+    directory it was started in; once the server stops, nothing of its
+    namespace is left running."""
+    disk = str(tmp_path / 'disk')
+    os.makedirs(disk)
+    runner = hooks.ProcessRunner()
+    code, _o, err = runner.run(['/bin/sh', '-c', 'echo one > /tmp/left; '
+                                'pwd > here'], dict(os.environ), disk,
+                               disk=disk)
+    assert code == 0, err
+    code, out, err = runner.run(['/bin/sh', '-c', 'cat /tmp/left'],
+                                dict(os.environ), disk, disk=disk)
+    assert (code, out) == (0, b'one\n'), err
+    with open(os.path.join(disk, 'here')) as f:
+        assert f.read().strip() == os.path.realpath(disk)
+    bound = os.path.join(os.path.realpath(disk), 'tmp')
+    assert _processes_seeing(bound), 'no namespace kept for the server'
+    runner.kill_all()
+    assert _processes_seeing(bound) == []

@@ -381,5 +381,7 @@ class Boot:
             agent = self.agent
         if kill_hooks:
             self.processes.kill_all()
+        else:   # its kept mount namespace goes
+            self.processes.close()
         if agent is not None:
             agent.stop(reason, kill_hooks=kill_hooks)

@@ -92,6 +92,7 @@ class ProcessRunner:
         self._lock = threading.Lock()
         self._running = set()
         self._dead = False
+        self._holder = None   # the server's mount namespace, kept
 
     def run(self, argv, env, cwd, disk=None):
         """(exit code, stdout, stderr) of argv, run to its end; with
@@ -102,7 +103,9 @@ class ProcessRunner:
         prefix = list(_SETPRIV_ARGV)
         preexec = None if prefix else _die_with_parent
         if binds:
-            enter = rootfs.chain(binds)
+            enter = self._enter(binds, cwd) if prefix else None
+            if enter is None:
+                enter = rootfs.chain(binds)
             if enter is not None and prefix:
                 prefix = enter + prefix
             else:
@@ -135,6 +138,35 @@ class ProcessRunner:
             raise Stopped()
         return proc.returncode, out, err
 
+    def _enter(self, binds, cwd):
+        """argv joining the server's kept mount namespace (made, or made
+        again when its binds changed or it died); None when it cannot be
+        kept here: each hook then makes its own."""
+        if not rootfs.Holder.possible():
+            return None
+        with self._lock:
+            if self._dead:
+                raise Stopped()
+            holder = self._holder
+            if holder is not None and (holder.binds != list(binds) or
+                                       not holder.alive()):
+                holder.close()
+                holder = self._holder = None
+            if holder is None:
+                try:
+                    holder = self._holder = rootfs.Holder(binds)
+                except OSError as e:
+                    LOG.warning('hooks make their own mounts: %s', e)
+                    return None
+            return holder.argv(os.path.abspath(cwd or os.getcwd()))
+
+    def close(self):
+        """Let the kept namespace go (the hooks still running keep it)."""
+        with self._lock:
+            holder, self._holder = self._holder, None
+        if holder is not None:
+            holder.close()
+
     def kill_all(self):
         with self._lock:
             self._dead = True
@@ -144,6 +176,7 @@ class ProcessRunner:
                 os.killpg(proc.pid, signal.SIGKILL)
             except OSError:
                 pass
+        self.close()
 
 
 class Stopped(Exception):

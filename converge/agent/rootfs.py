@@ -17,10 +17,13 @@ root, not Linux, a container that forbids it) hooks run as before, and
 the agent says so once in its log.
 """
 
+import concurrent.futures
 import ctypes
 import logging
 import os
+import queue
 import shlex
+import signal
 import shutil
 import subprocess
 import sys
@@ -82,12 +85,103 @@ def chain(binds):
     here); None when those tools are missing."""
     if not (_UNSHARE_BIN and _MOUNT_BIN):
         return None
+    return [_UNSHARE_BIN, '--mount', '--propagation', 'private', '--',
+            '/bin/sh', '-c', _chain_script(binds), 'converge-rootfs']
+
+
+def _chain_script(binds, ready=False):
+    """The shell that makes `binds`, then execs its arguments (or, for
+    a `Holder`, says ready and sleeps)."""
     mounts = ' && '.join('%s --rbind %s %s' % (
         shlex.quote(_MOUNT_BIN), shlex.quote(source), shlex.quote(target))
         for source, target in binds)
-    script = (mounts + ' && ' if mounts else '') + 'exec "$@"'
-    return [_UNSHARE_BIN, '--mount', '--propagation', 'private', '--',
-            '/bin/sh', '-c', script, 'converge-rootfs']
+    then = ('echo ready && exec %s infinity' % shlex.quote(_SLEEP_BIN)
+            if ready else 'exec "$@"')
+    return (mounts + ' && ' if mounts else '') + then
+
+
+_NSENTER_BIN = shutil.which('nsenter')
+_SETPRIV_BIN = shutil.which('setpriv')
+_SLEEP_BIN = shutil.which('sleep')
+
+
+class Holder:
+    """A server's mount namespace kept for its hooks: a process that
+    entered it, made the binds and sleeps. Each hook then joins it
+    (`argv`, util-linux's nsenter) instead of making its own: three
+    programs started per hook instead of eight (unshare, sh, a mount per
+    bind), ~2.5 ms of CPU against ~9 ms measured here, and a thousand
+    servers run thousands of hooks. It dies with the agent's process
+    (parent-death signal, set from a thread that lives as long) or when
+    `close`d; a hook that runs on in it keeps the namespace alive."""
+
+    def __init__(self, binds):
+        self.binds = list(binds)
+        self.proc = _SPAWNER.popen(
+            [_SETPRIV_BIN, '--pdeathsig', 'KILL', '--', _UNSHARE_BIN,
+             '--mount', '--propagation', 'private', '--', '/bin/sh', '-c',
+             _chain_script(binds, ready=True)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, start_new_session=True)
+        ready = self.proc.stdout.readline()
+        self.proc.stdout.close()
+        if ready.strip() != b'ready':
+            self.close()
+            raise OSError('the mount namespace of %s could not be made'
+                          % (binds[-1][0] if binds else '?'))
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def argv(self, cwd):
+        """argv that runs the rest of its arguments in the namespace, in
+        directory `cwd` (joining a mount namespace moves to its root)."""
+        return [_NSENTER_BIN, '--mount=/proc/%d/ns/mnt' % self.proc.pid,
+                '--wd=%s' % cwd, '--']
+
+    def close(self):
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.proc.wait()
+
+    @staticmethod
+    def possible():
+        return bool(_NSENTER_BIN and _SETPRIV_BIN and _SLEEP_BIN and
+                    _UNSHARE_BIN and _MOUNT_BIN)
+
+
+class _Spawner:
+    """Starts processes from one thread that lives as long as the agent:
+    a parent-death signal is sent when the *thread* that forked the child
+    ends, and the agents' own threads come and go."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._queue = None
+
+    def popen(self, argv, **kw):
+        with self._lock:
+            if self._queue is None:
+                self._queue = queue.SimpleQueue()
+                threading.Thread(target=self._loop, args=(self._queue,),
+                                 daemon=True, name='rootfs-spawner').start()
+        future = concurrent.futures.Future()
+        self._queue.put((argv, kw, future))
+        return future.result()
+
+    @staticmethod
+    def _loop(requests):
+        while True:
+            argv, kw, future = requests.get()
+            try:
+                future.set_result(subprocess.Popen(argv, **kw))
+            except Exception as e:
+                future.set_exception(e)
+
+
+_SPAWNER = _Spawner()
 
 
 def enable(on=True):

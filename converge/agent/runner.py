@@ -185,6 +185,8 @@ class ServerAgent:
             self.stop_reason = reason
         if kill_hooks:
             self.processes.kill_all()
+        else:   # its kept mount namespace goes
+            self.processes.close()
         if self._on_stop is not None:
             self._on_stop(self)
 
