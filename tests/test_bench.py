@@ -308,9 +308,10 @@ def test_tripleo_run_really_deploys(tmp_path):
     runs = 2 * len(scenarios.PER_NODE_DEPLOYMENTS)
     assert row['script_runs'] == runs
     assert row['exactly_once'] == 'yes'
-    # each deployment: at least its signal; polls are shared
-    assert row['agent_requests']['signal'] == runs
-    assert row['agent_requests_per_deployment'] >= 1
+    # the agent host's signals go in shared requests (one or more each),
+    # as its polls do
+    assert 1 <= row['agent_requests']['signal'] <= runs
+    assert 0 < row['agent_requests_per_deployment'] <= 2
     assert row['agent_rss_mb'] > 0
     # what the scripts wrote: their inputs, on their own server's disk
     disks = tmp_path / 'home' / 'sim-disks'

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from importlib import metadata
 
 from converge.agent import rootfs
@@ -158,6 +159,8 @@ class ProcessRunner:
                 except OSError as e:
                     LOG.warning('hooks make their own mounts: %s', e)
                     return None
+                # a runner dropped without close() lets it go too
+                weakref.finalize(self, holder.close)
             return holder.argv(os.path.abspath(cwd or os.getcwd()))
 
     def close(self):

@@ -117,6 +117,8 @@ class Holder:
 
     def __init__(self, binds):
         self.binds = list(binds)
+        self._lock = threading.Lock()
+        self._closed = False
         self.proc = _SPAWNER.popen(
             [_SETPRIV_BIN, '--pdeathsig', 'KILL', '--', _UNSHARE_BIN,
              '--mount', '--propagation', 'private', '--', '/bin/sh', '-c',
@@ -140,6 +142,10 @@ class Holder:
                 '--wd=%s' % cwd, '--']
 
     def close(self):
+        with self._lock:   # once: its pid may be another's once reaped
+            if self._closed:
+                return
+            self._closed = True
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except OSError:
