@@ -129,3 +129,10 @@ class CloudThrottled(CloudTransient):
 
     def __init__(self, message, retry_after=1.0):
         super().__init__(message, 429, retry_after)
+
+
+def http_status(exc):
+    """The HTTP status a ConvergeError is answered with: the one it says
+    (``http_status``), 404 for a NotFound, else 400 (input refused)."""
+    return getattr(exc, 'http_status',
+                   404 if isinstance(exc, NotFound) else 400)

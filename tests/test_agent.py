@@ -374,3 +374,52 @@ def test_endpoint_away_between_commands(stub, host, tmp_path):
     stub.wait_for(lambda: stub.signals_of(later['id']), what='a new one')
     assert count.read_text() == 'x\ny\n'
     assert [s['accepted'] for s in stub.signals] == [True, True]
+
+
+def test_a_batch_answer_that_is_no_answer_leaves_no_agent_waiting():
+    """An agent host's batch of signals answered with something that is
+    not an answer per signal: each agent is told the endpoint is
+    unavailable (it sends again later), none waits for ever."""
+    import http.server
+    from converge.agent import client
+
+    answers = [{'signals': ['not an answer']},
+               {'signals': [{'error': 'teapot'}]},
+               {'signals': []}]
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers['Content-Length']))
+            data = json.dumps(answers.pop(0)).encode()
+            self.send_response(200)
+            self.send_header('Content-Type', 'application/json')
+            self.send_header('Content-Length', str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    signaller = runner.Signaller('http://127.0.0.1:%d'
+                                 % server.server_address[1])
+    creds = {'agent_id': 'a', 'token': 't'}
+    try:
+        for _ in range(3):
+            result = []
+
+            def send():
+                try:
+                    result.append(signaller.signal(creds, 'd', 'r', {}))
+                except client.Unavailable as e:
+                    result.append(e)
+            sender = threading.Thread(target=send, daemon=True)
+            sender.start()
+            sender.join(30)   # a bound on failure: it would wait for ever
+            assert len(result) == 1, 'the agent still waits'
+            assert isinstance(result[0], client.Unavailable)
+    finally:
+        signaller.stop()
+        server.shutdown()
+    assert answers == []

@@ -146,10 +146,11 @@ class Holder:
             if self._closed:
                 return
             self._closed = True
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
+        if self.proc.poll() is None:   # not reaped yet: its pid is its own
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
         self.proc.wait()
 
     @staticmethod

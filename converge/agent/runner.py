@@ -495,7 +495,6 @@ class Signaller:
         self._cond = threading.Condition()
         self._queue = []
         self._stopped = False
-        self.requests = 0
         self._thread = threading.Thread(target=self._loop, daemon=True,
                                         name='agent-signal')
         self._thread.start()
@@ -546,7 +545,6 @@ class Signaller:
             self._send(batch)
 
     def _send(self, batch):
-        self.requests += 1
         try:
             answers = client.signals(self.endpoint,
                                      [item for _a, _s, item, _f in batch])
@@ -558,11 +556,16 @@ class Signaller:
                 future.set_exception(client.Unavailable(str(e)))
             return
         for (_a, _s, item, future), answer in zip(batch, answers):
+            code = answer.get('error') if isinstance(answer, dict) else ''
+            if not isinstance(code, (int, type(None))):
+                # not an answer: no agent may wait for ever on it
+                future.set_exception(client.Unavailable(
+                    'signal of deployment %s: not an answer: %.200r'
+                    % (item['deployment_id'], answer)))
+                continue
             error = client.error_for(
-                answer.get('error') or 200, str(answer.get('message')),
-                'signal of deployment %s' % item['deployment_id']) \
-                if isinstance(answer, dict) else client.Unavailable(
-                    'not an answer: %r' % (answer,))
+                code, str(answer.get('message')), 'signal of deployment '
+                '%s' % item['deployment_id']) if code else None
             if error is not None:
                 future.set_exception(error)
             else:

@@ -43,12 +43,9 @@ class App:
             return handler(req, **match)
         except Error as e:
             return error_response(e.code, e.message, title=e.title)
-        except exception.NotFound as e:
-            return error_response(404, str(e), type(e).__name__)
         except exception.ConvergeError as e:
-            # an error may say its HTTP status; any other bad input is 400
-            code = getattr(e, 'http_status', 400)
-            return error_response(code, str(e), type(e).__name__)
+            return error_response(exception.http_status(e), str(e),
+                                  type(e).__name__)
         except Exception:
             LOG.exception('%s %s failed', req.method, req.path)
             return error_response(500, 'The server could not complete the '

@@ -144,10 +144,8 @@ def signals(engine, items, raising=False):
             except exception.ConvergeError as e:
                 if raising:
                     raise
-                answer, nodes = {'error': getattr(
-                    e, 'http_status', 404 if isinstance(
-                        e, exception.NotFound) else 400),
-                    'message': str(e)}, None
+                answer, nodes = {'error': exception.http_status(e),
+                                 'message': str(e)}, None
             answers.append(answer)
             if nodes:
                 woken.append(nodes)
