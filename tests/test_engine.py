@@ -492,27 +492,55 @@ def test_sweeper_resends_lost_messages(engine, tmp_path):
         'CREATE_COMPLETE'
 
 
-def test_sweeper_leaves_queued_nodes_of_a_moving_traversal(engine, tmp_path):
-    """Ready nodes waiting behind others in the queue are not lost: while
-    their traversal still finishes nodes, they are not sent again."""
-    from converge.workers import sweeper
+def _two_queued(engine, tmp_path, name):
+    """A stack of two independent nodes whose messages were never
+    delivered; (its start, stack id, traversal id)."""
     b = et.bundle(tmp_path, et.hot({'a': {'type': 'OS::Heat::None'},
                                     'b': {'type': 'OS::Heat::None'}}))
     real = engine.client
     engine._client = _Dropping()
     t0 = time.time()
-    stack_id, trav = stacks.create(engine, 'queued', b, {})
+    stack_id, trav = stacks.create(engine, name, b, {})
     engine._client = real
-    with engine.db.write() as s:  # 'a' finished 15 s later
-        s.execute(sa.update(models.SyncPoint).where(
-            models.SyncPoint.traversal_id == trav,
-            models.SyncPoint.node == 'u:a').values(done=True,
-                                                   updated_at=t0 + 15))
+    return t0, stack_id, trav
+
+
+def _b_sent_again_only_once_nothing_moves(engine, stack_id, trav, t0):
+    """'a' moved at t0 + 15: 'b' (queued since t0) is left alone 5 s
+    later, and sent again once 10 s pass with nothing moving."""
+    from converge.workers import sweeper
     members = {engine.engine_id}
     assert sweeper.sweep(engine, members, stall_timeout=10,
                          now=t0 + 20) == []
     assert sweeper.sweep(engine, members, stall_timeout=10,
                          now=t0 + 30) == [(stack_id, trav, 'u:b')]
+
+
+def test_sweeper_leaves_queued_nodes_of_a_moving_traversal(engine, tmp_path):
+    """Ready nodes waiting behind others in the queue are not lost: while
+    their traversal still finishes nodes, they are not sent again."""
+    t0, stack_id, trav = _two_queued(engine, tmp_path, 'queued')
+    with engine.db.write() as s:  # 'a' finished 15 s later
+        s.execute(sa.update(models.SyncPoint).where(
+            models.SyncPoint.traversal_id == trav,
+            models.SyncPoint.node == 'u:a').values(done=True,
+                                                   updated_at=t0 + 15))
+    _b_sent_again_only_once_nothing_moves(engine, stack_id, trav, t0)
+
+
+def test_sweeper_leaves_queued_nodes_while_units_end_in_waits(
+        engine, tmp_path):
+    """Units that end in a wait (9,000 deployments' creates, each waiting
+    for its signal) move the queue as much as units that finish: the
+    nodes queued behind them are not sent again, however long no node
+    finishes. Once nothing moves, they are."""
+    t0, stack_id, trav = _two_queued(engine, tmp_path, 'waiting')
+    with engine.db.begin() as conn:  # 'a' ran 15 s later, and waits
+        assert api.sync_wait(conn, trav, 'u:a', None, 'signal:a')
+        conn.execute(sa.update(models.SyncPoint).where(
+            models.SyncPoint.traversal_id == trav,
+            models.SyncPoint.node == 'u:a').values(updated_at=t0 + 15))
+    _b_sent_again_only_once_nothing_moves(engine, stack_id, trav, t0)
 
 
 def test_sweeper_ends_a_failing_traversal_with_nothing_in_flight(

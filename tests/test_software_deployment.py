@@ -646,3 +646,29 @@ def test_an_agent_hosts_batch_of_signals_is_answered_one_by_one(
         conf.CONF.clear_override('max_signals_per_request', 'api')
     assert code == 400 and 'max_signals_per_request' in \
         body['error']['message']
+
+
+def test_a_held_poll_of_many_agents_answers_only_what_changed(engine):
+    """An agent host's held poll for many servers answers nothing while
+    nothing changed, and, once one server's deployments change (here by
+    another process, which no in-process notice reaches), that server
+    alone, at its next look."""
+    from converge.db import software as db_software
+    from converge.drivers import tokens
+    from converge.engine import software
+    ids = ['agent-%d' % i for i in range(50)]
+    with engine.db.begin() as conn:
+        for i, agent_id in enumerate(ids):
+            db_software.agent_register(conn, agent_id, None, 'converge', 'x')
+            db_software.agent_bind(conn, agent_id, 'server-%d' % i)
+    with engine.db.connect() as conn:
+        entries = [{'agent_id': a, 'token': tokens.token_for(engine.db, a),
+                    'version': db_software.agent_get(conn, a).version}
+                   for a in ids]
+    assert software.poll(engine, entries, wait=0.3, interval=0.05) == []
+    with engine.db.begin() as conn:  # the server of agent-7 is another now
+        db_software.agent_bind(conn, 'agent-7', 'server-new')
+    answer = software.poll(engine, entries, wait=10, interval=0.05)
+    assert answer == [{'agent_id': 'agent-7',
+                       'version': entries[7]['version'] + 1,
+                       'deployments': []}]

@@ -26,6 +26,8 @@ bp = sa.bindparam
 _AGENT_GET = sa.select(AGENTS).where(AGENTS.c.agent_id == bp('b_agent'))
 _AGENTS_GET = sa.select(AGENTS).where(
     AGENTS.c.agent_id.in_(bp('b_agents', expanding=True)))
+_AGENTS_SUM = sa.select(sa.func.count(), sa.func.sum(AGENTS.c.version)).where(
+    AGENTS.c.agent_id.in_(bp('b_agents', expanding=True)))
 _BUMP = AGENTS.update().where(AGENTS.c.server_id == bp('b_server')).values(
     version=AGENTS.c.version + 1)
 _DEPLOYMENT_GET = sa.select(DEPLOYMENTS).where(
@@ -113,6 +115,17 @@ def agents_get(conn, agent_ids):
         return {}
     return {r.agent_id: r for r in conn.execute(
         _AGENTS_GET, {'b_agents': list(agent_ids)})}
+
+
+def agents_version_sum(conn, agent_ids):
+    """(how many of the credentials exist, the sum of their versions):
+    versions only grow (a revocation too bumps one), so while both stay
+    what an agent host knows, none of its servers has anything new. One
+    row for a host's thousand agents, where reading each costs more than
+    the look is worth."""
+    count, total = conn.execute(_AGENTS_SUM,
+                                {'b_agents': list(agent_ids)}).one()
+    return count, total or 0
 
 
 def _bump(conn, server_id):

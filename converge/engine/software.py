@@ -88,23 +88,17 @@ def poll(engine, agents, wait=0.0, interval=0.5, stopping=None):
                             'message': str(e)})
     if refused:
         return refused
+    versions = [e.get('version') for e in valid.values()]
+    as_known = ((len(valid), sum(versions))
+                if all(type(v) is int for v in versions) else None)
     while True:
         mark = drivers_software.CHANGES.mark()
+        changed = []
         with engine.db.connect() as conn:
-            rows = db_software.agents_get(conn, list(valid))
-            changed = []
-            for agent_id, entry in valid.items():
-                row = rows.get(agent_id)
-                if row is None or row.revoked_at is not None:
-                    changed.append({'agent_id': agent_id, 'error': 403,
-                                    'message': 'credential revoked'})
-                elif row.version != entry.get('version'):
-                    docs = (db_software.deployments_for_agent(
-                        conn, row.server_id) if row.server_id else [])
-                    changed.append({'agent_id': agent_id,
-                                    'version': row.version,
-                                    'deployments': [_document(r)
-                                                    for r in docs]})
+            # most looks of a held poll find nothing new: one row says so
+            if as_known is None or db_software.agents_version_sum(
+                    conn, valid) != as_known:
+                changed = _changes(conn, valid)
         left = deadline - time.monotonic()
         if changed or left <= 0 or (stopping is not None and
                                     stopping.is_set()):
@@ -114,6 +108,24 @@ def poll(engine, agents, wait=0.0, interval=0.5, stopping=None):
         if drivers_software.CHANGES.wait(mark, min(interval, left)) and \
                 stopping is not None:
             stopping.wait(min(COALESCE, max(0.0, left)))
+
+
+def _changes(conn, valid):
+    """The entries of `valid` whose server has something new, each with
+    its deployments, or refused now."""
+    rows = db_software.agents_get(conn, list(valid))
+    changed = []
+    for agent_id, entry in valid.items():
+        row = rows.get(agent_id)
+        if row is None or row.revoked_at is not None:
+            changed.append({'agent_id': agent_id, 'error': 403,
+                            'message': 'credential revoked'})
+        elif row.version != entry.get('version'):
+            docs = (db_software.deployments_for_agent(conn, row.server_id)
+                    if row.server_id else [])
+            changed.append({'agent_id': agent_id, 'version': row.version,
+                            'deployments': [_document(r) for r in docs]})
+    return changed
 
 
 def signal(engine, deployment_id, agent_id, token, run, payload):

@@ -11,10 +11,15 @@ Four ways work gets stranded, all covered here:
 - a message was lost (a broker restart, a worker killed after taking the
   message but before claiming the row): a node is ready (all inputs in)
   but not done, nothing has touched it for ``stall_timeout``, and its
-  traversal as a whole has finished no node in that time. (A ready node of
-  a traversal that is still finishing nodes is waiting in the queue behind
-  them: 20,000 leaves cast at once wait longer than any timeout, and
-  sending them all again would only double the queue.)
+  traversal as a whole has moved no node on in that time: finished none,
+  and recorded no node's wait. (A ready node of a traversal whose units
+  still end is waiting in the queue behind them: 20,000 leaves cast at
+  once wait longer than any timeout, and so do the signals' wakes behind
+  9,000 deployments' creates that each end in a wait; sending them all
+  again would only double the queue. A unit that ends in a wait ran, so
+  the queue moves. The price: while some node of the traversal keeps
+  re-checking, say a server polled as it builds, a lost message of the
+  same traversal is sent again only once those checks stop.)
 - a failing traversal that nobody ended: the unit that failed saw another
   still in flight, and that one checked the traversal's state just before
   the failure committed.
@@ -127,9 +132,11 @@ def sweep(engine, members, stall_timeout, now=None):
 
 
 def _without_progress(s, candidates, since):
-    """The candidates whose traversal finished no node after `since`."""
+    """The candidates whose traversal moved no node on after `since`: no
+    node finished and none recorded a wait (a unit that ends either way
+    ran, so the queue the candidates wait in moves)."""
     moving = _touched(s, {c.traversal_id for c in candidates}, since,
-                      done_only=True)
+                      moved_only=True)
     return [c for c in candidates if c.traversal_id not in moving]
 
 
@@ -176,16 +183,18 @@ def _failing_and_quiet(s, since):
             not api.resources_in_flight(s, st.id, t.id)]
 
 
-def _touched(s, traversal_ids, since, done_only=False):
-    """Those of the traversals with a sync point updated (finished, with
-    done_only) after `since`."""
+def _touched(s, traversal_ids, since, moved_only=False):
+    """Those of the traversals with a sync point updated after `since`
+    (with moved_only: finished, or its wait recorded, not merely released
+    or sent again)."""
     if not traversal_ids:
         return set()
     S = models.SyncPoint
     q = sa.select(S.traversal_id).where(S.traversal_id.in_(traversal_ids),
                                         S.updated_at >= since)
-    if done_only:
-        q = q.where(S.done.is_(True))
+    if moved_only:
+        q = q.where(sa.or_(S.done.is_(True), S.wake_at.is_not(None),
+                           S.wait_event.is_not(None)))
     return set(s.scalars(q.group_by(S.traversal_id)))
 
 
