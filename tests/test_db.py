@@ -112,3 +112,18 @@ def test_migrations_match_the_models(tmp_path):
         diff = compare_metadata(MigrationContext.configure(conn),
                                 models.Base.metadata)
     assert diff == []
+
+
+def test_a_signal_finds_the_nodes_waiting_for_it_without_reading_the_stack(
+        tmp_path):
+    """The wake of a signal is looked up by its event: with the stack's
+    index instead, each of 9,000 signals read all 22,000 nodes of a
+    1,000-server overcloud inside the write transaction."""
+    db = _db(tmp_path)
+    with db.connect() as conn:
+        compiled = api._WAITING_FOR.compile(dialect=conn.dialect)
+        plan = conn.exec_driver_sql(
+            'EXPLAIN QUERY PLAN ' + str(compiled),
+            tuple(None for _ in compiled.positiontup)).all()
+    steps = ' '.join(row[-1] for row in plan)
+    assert 'wait_event=?' in steps, steps

@@ -161,7 +161,12 @@ class SyncPoint(Base):
     wake_at: Mapped[float | None] = mapped_column(Double, nullable=True,
                                                   index=True)
     wait_event: Mapped[str | None] = mapped_column(String(255),
-                                                   nullable=True, index=True)
+                                                   nullable=True)
+    # a signal finds the nodes waiting for it by (event, stack): with an
+    # index on each column alone, SQLite took the stack's and read every
+    # node of the stack per signal (22,000 on tripleo 1,000, 9,000 times)
+    __table_args__ = (Index('ix_sync_points_wait_event_stack',
+                            'wait_event', 'stack_id'),)
 
 
 class LeaseKey(Base):
