@@ -41,6 +41,8 @@ _DEPLOYMENT_RUNS = sa.select(DEPLOYMENTS.c.id, DEPLOYMENTS.c.run,
     DEPLOYMENTS.c.id).with_for_update()
 _DEPLOYMENT_SERVER = sa.select(DEPLOYMENTS.c.server_id).where(
     DEPLOYMENTS.c.id == bp('b_id'))
+_DEPLOYMENT_INSERT = DEPLOYMENTS.insert()
+_DEPLOYMENT_UPDATE = DEPLOYMENTS.update().where(DEPLOYMENTS.c.id == bp('b_id'))
 _DEPLOYMENT_DELETE = DEPLOYMENTS.delete().where(
     DEPLOYMENTS.c.id == bp('b_id'))
 _DEPLOYMENT_RESULT = DEPLOYMENTS.update().where(
@@ -151,13 +153,16 @@ def deployment_put(conn, values):
     """Insert or replace one deployment (by id); the server's agent (and a
     former server's, if it moved) sees a new version."""
     old = conn.execute(_DEPLOYMENT_SERVER, {'b_id': values['id']}).first()
-    values = dict(values, updated_at=utcnow())
+    now = utcnow()
+    # the columns come from the parameters' keys: one compiled statement
+    # per set of keys, not a statement built (and its cache key made) on
+    # every put
     if old is None:
-        conn.execute(DEPLOYMENTS.insert().values(created_at=utcnow(),
-                                                 **values))
+        conn.execute(_DEPLOYMENT_INSERT,
+                     dict(values, updated_at=now, created_at=now))
     else:
-        conn.execute(DEPLOYMENTS.update().where(
-            DEPLOYMENTS.c.id == values['id']).values(**values))
+        conn.execute(_DEPLOYMENT_UPDATE,
+                     dict(values, updated_at=now, b_id=values['id']))
         if old.server_id != values['server_id']:
             _bump(conn, old.server_id)
     _bump(conn, values['server_id'])
