@@ -135,3 +135,22 @@ def test_a_servers_hooks_share_its_namespace_which_goes_with_it(tmp_path):
     assert _processes_seeing(bound), 'no namespace kept for the server'
     runner.kill_all()
     assert _processes_seeing(bound) == []
+
+
+def test_a_kept_namespace_is_started_while_no_script_is_open(monkeypatch):
+    """A process forked while another thread has a script open for
+    writing keeps it open until it execs, and that script's exec fails
+    with "Text file busy" (seen at 1,000 servers: deployments FAILED with
+    exit 126). The spawner of kept namespaces starts its processes under
+    the lock the scripts are written under, as the hooks' runners do."""
+    seen = []
+
+    def popen(argv, **kw):
+        seen.append(rootfs.FORK_LOCK.locked())
+        raise OSError('not started: the test only looks')
+
+    monkeypatch.setattr(rootfs.subprocess, 'Popen', popen)
+    with pytest.raises(OSError):
+        rootfs._Spawner().popen(['true'])
+    assert seen == [True]
+    assert hooks.FORK_LOCK is rootfs.FORK_LOCK

@@ -36,11 +36,8 @@ GROUP = 'converge.agent.hooks'
 #: a request of at most 1 MiB)
 MAX_OUTPUT = 900 * 1024
 _TRIMMED = '[... trimmed: only the last %d bytes are kept ...]\n'
-# A process forked while another thread has a script open for writing
-# holds that descriptor until it execs, and exec of the script then fails
-# with "Text file busy": scripts are written, and processes started, one
-# at a time.
-FORK_LOCK = threading.Lock()
+#: scripts are written, and processes started, one at a time (rootfs.py)
+FORK_LOCK = rootfs.FORK_LOCK
 
 
 def trim(text):

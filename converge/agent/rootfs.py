@@ -159,6 +159,14 @@ class Holder:
                     _UNSHARE_BIN and _MOUNT_BIN)
 
 
+# A process forked while another thread has a script open for writing
+# holds that descriptor until it execs, and exec of the script then fails
+# with "Text file busy": scripts are written, and processes started, one
+# at a time, whichever thread starts them (the hooks' runners, first boot,
+# the spawner of kept namespaces below).
+FORK_LOCK = threading.Lock()
+
+
 class _Spawner:
     """Starts processes from one thread that lives as long as the agent:
     a parent-death signal is sent when the *thread* that forked the child
@@ -183,7 +191,9 @@ class _Spawner:
         while True:
             argv, kw, future = requests.get()
             try:
-                future.set_result(subprocess.Popen(argv, **kw))
+                with FORK_LOCK:
+                    proc = subprocess.Popen(argv, **kw)
+                future.set_result(proc)
             except Exception as e:
                 future.set_exception(e)
 
