@@ -120,11 +120,12 @@ def agents_get(conn, agent_ids):
 
 
 def agents_version_sum(conn, agent_ids):
-    """(how many of the credentials exist, the sum of their versions):
-    versions only grow (a revocation too bumps one), so while both stay
-    what an agent host knows, none of its servers has anything new. One
-    row for a host's thousand agents, where reading each costs more than
-    the look is worth."""
+    """(how many of the credentials exist, the sum of their versions).
+    A credential is never deleted (it is revoked, which bumps it) and its
+    version only grows, so each is at least what an agent host was told:
+    while the sum is what the host knows, no version moved and none of
+    its servers has anything new. One row for a host's thousand agents,
+    where reading each costs more than the look is worth."""
     count, total = conn.execute(_AGENTS_SUM,
                                 {'b_agents': list(agent_ids)}).one()
     return count, total or 0

@@ -186,7 +186,9 @@ def _failing_and_quiet(s, since):
 def _touched(s, traversal_ids, since, moved_only=False):
     """Those of the traversals with a sync point updated after `since`
     (with moved_only: finished, or its wait recorded, not merely released
-    or sent again)."""
+    or sent again; one that waited and that a sweep sent again counts,
+    which puts off the next sweep's look at that traversal by one
+    stall_timeout)."""
     if not traversal_ids:
         return set()
     S = models.SyncPoint
