@@ -41,6 +41,11 @@ DEFAULT_OPTS = [
                     'take (yaql\'s memoryQuota).'),
     cfg.IntOpt('max_resources_per_stack', default=30000, min=1,
                help='Most resources one stack may hold.'),
+    cfg.IntOpt('max_nested_stack_depth', default=5, min=0,
+               help='How deeply stacks may nest (provider templates, '
+                    'OS::Heat::Stack, groups): a stack of depth 0 may own '
+                    'nested stacks down to this depth. Heat\'s option and '
+                    'default.'),
     cfg.IntOpt('max_resources_in_progress_per_stack', default=0, min=0,
                help='Most resources of one stack being acted on at once '
                     '(created, updated, deleted; a server building '

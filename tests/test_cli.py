@@ -240,7 +240,7 @@ resources:
      'resources: {}\n', ['--parameter', 'p=9'], 'p'),
     ('heat_template_version: 2018-08-31\nresources:\n  a:\n'
      '    type: OS::Heat::Value\n    properties:\n'
-     '      value: {get_file: ../../etc/passwd}\n', [], 'outside'),
+     '      value: {get_file: ../../etc/passwd}\n', [], 'file not found'),
     ('heat_template_version: 2018-08-31\nresources:\n  a:\n'
      '    type: OS::Heat::RandomString\n    properties: {length: lots}\n',
      [], 'length'),

@@ -476,13 +476,37 @@ def test_registry_aliases_chains_wildcards_and_overrides(make):
     assert d.resources['special'].type == 'Test::Server'
 
 
-def test_registry_provider_template_rejected(make):
+def test_registry_provider_template_is_read_relative_to_the_environment(
+        make, tmp_path):
+    (tmp_path / 'lib').mkdir()
+    (tmp_path / 'lib' / 'nested.yaml').write_text(
+        HDR + 'parameters:\n  size: {type: number}\n'
+        'outputs:\n  twice: {value: 2}\n')
+    d = make(HDR + 'resources:\n  a: {type: My::Nested, properties: '
+             '{size: 3}}\n  b: {type: Test::Value, properties: {value: '
+             '{get_attr: [a, twice]}}}\n',
+             envs=['resource_registry: {My::Nested: lib/nested.yaml}\n'])
+    rd = d.resources['a']
+    assert rd.type == 'file://%s' % (tmp_path / 'lib' / 'nested.yaml')
+    assert set(rd.plugin.properties_schema) == {'size'}
+    # a property the provider has no parameter for, or a missing one
+    e = fails(make, HDR + 'resources:\n  a: {type: My::Nested, properties:'
+              ' {size: 3, colour: red}}\n',
+              envs=['resource_registry: {My::Nested: lib/nested.yaml}\n'])
+    assert 'colour' in e.message and e.line == 3
+    e = fails(make, HDR + 'resources:\n  a: {type: My::Nested}\n',
+              envs=['resource_registry: {My::Nested: lib/nested.yaml}\n'])
+    assert 'size' in e.message
+
+
+def test_a_missing_provider_template_names_the_file_and_line(make):
     e = fails(make, HDR + 'resources:\n  a: {type: My::Nested}\n',
               envs=['resource_registry: {My::Nested: nested.yaml}\n'])
-    assert 'provider templates are not supported yet' in e.message
-    assert 'nested.yaml' in e.message and e.line == 3
+    assert 'provider template nested.yaml: file not found' in e.message
+    assert e.filename.endswith('env0.yaml') and e.line == 1
     e = fails(make, HDR + 'resources:\n  a: {type: ./x.yaml}\n')
-    assert 'provider templates' in e.message
+    assert 'provider template ./x.yaml: file not found' in e.message
+    assert e.filename.endswith('t.yaml') and e.line == 3
 
 
 def test_registry_unknown_type_after_mapping(make):

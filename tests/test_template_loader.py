@@ -53,6 +53,10 @@ def test_template_over_size_limit(tmp_path):
     load_bundle(t, max_size=34)
 
 
+def url(*parts):
+    return 'file://' + os.path.join(*[str(p) for p in parts])
+
+
 def test_get_file_collected_relative_and_file_url(tmp_path):
     write(tmp_path, 'scripts/a.sh', 'echo a\n')
     write(tmp_path, 'b.txt', 'b')
@@ -67,39 +71,32 @@ resources:
       c: [{get_file: scripts/a.sh}]
 ''' % os.path.join(str(tmp_path), 'b.txt'))
     b = load_bundle(t)
-    assert b.files['scripts/a.sh'] == 'echo a\n'
-    assert b.files['file://%s' % os.path.join(str(tmp_path), 'b.txt')] == \
-        'b'
+    # keyed by absolute URL, as python-heatclient sends them; the
+    # template is left as written
+    assert b.files == {url(tmp_path, 'scripts/a.sh'): 'echo a\n',
+                       url(tmp_path, 'b.txt'): 'b'}
+    assert b.template['resources']['r']['properties']['a'] == {
+        'get_file': 'scripts/a.sh'}
+    assert b.file_key('scripts/a.sh') == url(tmp_path, 'scripts/a.sh')
 
 
-def test_get_file_outside_directory(tmp_path):
+def test_get_file_above_the_template_is_read_as_heatclient_does(tmp_path):
     write(tmp_path, 'secret.txt', 'x')
+    write(tmp_path, 'lib/data.txt', 'y')
     t = write(tmp_path, 'sub/t.yaml', '''heat_template_version: 2015-10-15
 resources:
   r:
     type: OS::Heat::None
     properties:
       a: {get_file: ../secret.txt}
+      b: {get_file: ../lib/data.txt}
 ''')
-    with pytest.raises(exception.InvalidTemplate) as exc:
-        load_bundle(t)
-    e = exc.value
-    assert "outside the template's directory" in e.message
-    assert e.path == ['resources', 'r', 'properties', 'a', 'get_file']
-    assert e.line == 6 and e.filename == t
+    b = load_bundle(t)
+    assert b.files == {url(tmp_path, 'secret.txt'): 'x',
+                       url(tmp_path, 'lib/data.txt'): 'y'}
 
 
-def test_get_file_absolute_outside_and_missing(tmp_path):
-    t = write(tmp_path, 'sub/t.yaml', '''heat_template_version: 2015-10-15
-resources:
-  r:
-    type: OS::Heat::None
-    properties:
-      a: {get_file: /etc/passwd}
-''')
-    with pytest.raises(exception.InvalidTemplate) as exc:
-        load_bundle(t)
-    assert "outside the template's directory" in exc.value.message
+def test_get_file_missing_names_file_and_line(tmp_path):
     t = write(tmp_path, 'sub/t2.yaml', '''heat_template_version: 2015-10-15
 resources:
   r:

@@ -132,12 +132,23 @@ class DeleteStack(command.Command):
 class ListStack(lister.Lister):
     """List stacks."""
 
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--show-nested', action='store_true',
+                            help='Include nested stacks (with their '
+                                 'parent\'s id)')
+        return parser
+
     def take_action(self, args):
-        cols = ('ID', 'Stack Name', 'Stack Status', 'Creation Time',
-                'Updated Time')
-        keys = ('id', 'stack_name', 'stack_status', 'creation_time',
-                'updated_time')
-        rows = self.app.service().stack_list(self.app.context())
+        cols = ['ID', 'Stack Name', 'Stack Status', 'Creation Time',
+                'Updated Time']
+        keys = ['id', 'stack_name', 'stack_status', 'creation_time',
+                'updated_time']
+        if args.show_nested:
+            cols.append('Parent')
+            keys.append('parent')
+        rows = self.app.service().stack_list(self.app.context(),
+                                             show_nested=args.show_nested)
         return cols, [tuple(r[k] for k in keys) for r in rows]
 
 

@@ -100,8 +100,10 @@ def stack_status(conn, stack_id):
     return _record(conn.execute(_STACK_STATUS, {'b_id': stack_id}).first())
 
 
-def stack_list(session, project_id=None):
+def stack_list(session, project_id=None, show_nested=False):
     q = sa.select(models.Stack).where(models.Stack.deleted_at.is_(None))
+    if not show_nested:
+        q = q.where(models.Stack.parent_id.is_(None))
     if project_id is not None:
         q = q.where(models.Stack.project_id == project_id)
     return session.scalars(q.order_by(models.Stack.created_at)).all()

@@ -47,6 +47,14 @@ class Stack(Base):
     timeout_mins: Mapped[int | None] = mapped_column(Integer, nullable=True)
     tags: Mapped[list] = mapped_column(JSON, default=list)
     outputs: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    # a nested stack: the stack and the resource (a provider template's,
+    # OS::Heat::Stack's, a group's) that own it, and how deep it is
+    parent_id: Mapped[str | None] = mapped_column(String(36), nullable=True,
+                                                  index=True)
+    parent_resource: Mapped[str | None] = mapped_column(String(255),
+                                                        nullable=True)
+    nested_depth: Mapped[int] = mapped_column(Integer, default=0,
+                                              server_default='0')
     created_at: Mapped[datetime.datetime] = mapped_column(DateTime,
                                                           default=utcnow)
     updated_at: Mapped[datetime.datetime | None] = mapped_column(

@@ -11,6 +11,7 @@ import threading
 import uuid
 
 from converge import conf as conf_mod
+from converge import template
 from converge.db import migrate
 from converge.db import session as db_session
 from converge.drivers import clients as clients_mod
@@ -18,8 +19,10 @@ from converge.engine import definitions
 from converge.engine import gate
 from converge.engine import listeners as listeners_mod
 from converge.engine import locks as locks_mod
+from converge.engine import nested
 from converge.engine import rpc
 from converge.resources import base
+from converge.resources import nested as nested_resource
 from converge.resources import registry
 
 
@@ -38,6 +41,8 @@ class Engine:
         self._locks = None
         self._client = None
         self.clients = clients_mod.Clients(conf_mod.sim_url(), self.db)
+        #: what a resource that owns a nested stack asks of the engine
+        self.clients.stacks = nested.NestedStacks(self)
         self.definitions = definitions.Cache(self.db)
         #: the worker pool this process runs, if any (workers/pool.py)
         self.workers = None
@@ -72,12 +77,19 @@ class Engine:
 
     # -- plug-ins -----------------------------------------------------------
     def plugin_class(self, type_name):
-        return registry.get(type_name)
+        found = registry.get(type_name)
+        if found is None and template.is_provider(type_name):
+            # a provider template's resource: deleting or showing it needs
+            # its nested stack, not the file's parameters
+            return nested_resource.TemplateResource
+        return found
 
-    def plugin(self, cls, row, props, stack, update_policy=None):
-        return cls(row.name, props,
+    def plugin(self, cls, row, props, stack, update_policy=None,
+               metadata=None):
+        return cls(row.name, props, metadata=metadata,
                    stack=base.StackInfo(stack.id, stack.name,
-                                        stack.project_id),
+                                        stack.project_id,
+                                        getattr(stack, 'template_id', None)),
                    uuid=row.uuid, physical_id=row.physical_id,
                    data=row.data, clients=self.clients,
                    update_policy=update_policy)

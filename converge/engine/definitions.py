@@ -17,7 +17,8 @@ from converge.db import api
 def limits():
     """The template limits every parse is held to."""
     CONF = conf_mod.CONF
-    return {'max_resources_per_stack': CONF.max_resources_per_stack}
+    return {'max_resources_per_stack': CONF.max_resources_per_stack,
+            'max_nested_stack_depth': CONF.max_nested_stack_depth}
 
 
 class Cache:

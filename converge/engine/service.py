@@ -182,13 +182,17 @@ class Service:
 
     # -- stacks -------------------------------------------------------------
     @_read
-    def stack_list(self, ctx):
+    def stack_list(self, ctx, show_nested=False):
+        """The project's live stacks; nested stacks only when asked (each
+        with its parent's id)."""
         with self.engine.db.read() as s:
-            rows = api.stack_list(s, project_id=request.project_of(ctx))
+            rows = api.stack_list(s, project_id=request.project_of(ctx),
+                                  show_nested=show_nested)
             return [{'id': st.id, 'stack_name': st.name,
                      'stack_status': '%s_%s' % (st.action, st.status),
                      'creation_time': views.iso(st.created_at),
-                     'updated_time': views.iso(st.updated_at)}
+                     'updated_time': views.iso(st.updated_at),
+                     'parent': st.parent_id}
                     for st in rows]
 
     @_read
@@ -221,14 +225,18 @@ class Service:
     @_read
     def resource_list(self, ctx, ident, filters=None, nested_depth=0):
         """The resource each name stands for now; `filters` match name,
-        status, type or action exactly. With `nested_depth` N the members
-        of nested stacks down to N levels follow their parent (Heat's
-        nested_depth): a deployment group's members, by member name, with
-        their stack (`stack_name`) and `parent_resource`."""
+        status, type or action exactly. With `nested_depth` N the
+        resources of nested stacks down to N levels follow their owner
+        (Heat's nested_depth), each with its stack (`stack_name`) and
+        `parent_resource`: a nested stack's resources, a deployment
+        group's members by member name."""
         st = self._stack(ctx, ident)
-        rows = sorted(views.resources(self.engine, st).items())
+        out = self._resource_rows(st, nested_depth, None)
+        return [r for r in out if _matches(r, filters)]
+
+    def _resource_rows(self, st, depth, parent_resource):
         out = []
-        for name, row in rows:
+        for name, row in sorted(views.resources(self.engine, st).items()):
             out.append({'resource_name': name,
                         'physical_resource_id': row.physical_id or '',
                         'resource_type': row.type,
@@ -237,10 +245,15 @@ class Service:
                         'resource_action': row.action,
                         'updated_time': views.iso(row.updated_at or
                                                   row.created_at),
-                        'stack_name': st.name, 'parent_resource': None})
-            if nested_depth > 0:
-                out.extend(self._members(st, name, row, nested_depth))
-        return [r for r in out if _matches(r, filters)]
+                        'stack_name': st.name,
+                        'parent_resource': parent_resource})
+            if depth > 0:
+                child = views.child_stack(self.engine, st, row)
+                if child is not None:
+                    out.extend(self._resource_rows(child, depth - 1, name))
+                else:
+                    out.extend(self._members(st, name, row, depth))
+        return out
 
     def _members(self, st, name, row, depth):
         """A resource's members, as resource_list rows (`depth` levels:
@@ -294,10 +307,7 @@ class Service:
         st = self._stack(ctx, ident, include_deleted=True)
         stacks = [(st.id, st.name)]
         if nested_depth > 0 and st.deleted_at is None:
-            for _, row in sorted(views.resources(self.engine, st).items()):
-                found = views.nested(self.engine, st, row)
-                if found is not None:
-                    stacks.append(found[:2])
+            stacks += self._nested_stacks(st, nested_depth)
         events = []
         with self.engine.db.read() as s:
             for stack_id, name in stacks:
@@ -309,6 +319,21 @@ class Service:
         if limit:
             events = events[-limit:]
         return events
+
+    def _nested_stacks(self, st, depth):
+        """(id, name) of the stacks nested in `st`, `depth` levels down."""
+        found = []
+        for _, row in sorted(views.resources(self.engine, st).items()):
+            child = views.child_stack(self.engine, st, row)
+            if child is not None:
+                found.append((child.id, child.name))
+                if depth > 1:
+                    found += self._nested_stacks(child, depth - 1)
+                continue
+            members = views.nested(self.engine, st, row)
+            if members is not None:
+                found.append(members[:2])
+        return found
 
     @_read
     def events_since(self, ctx, stack_id, traversal_ids, after_id=0,

@@ -43,8 +43,31 @@ def check_timeout(timeout):
     return timeout
 
 
+def check_depth(depth):
+    """Refuse a nested stack deeper than max_nested_stack_depth."""
+    from converge import conf
+    maximum = conf.CONF.max_nested_stack_depth
+    if depth > maximum:
+        raise exception.InvalidInput(
+            'Recursion depth exceeds %d (max_nested_stack_depth): nested '
+            'stacks (provider templates, OS::Heat::Stack) nest too deeply '
+            'or include themselves' % maximum)
+
+
+def _lineage(parent):
+    if parent is None:
+        return {}
+    parent_id, resource, depth = parent
+    return {'parent_id': parent_id, 'parent_resource': resource,
+            'nested_depth': depth}
+
+
 def validate(bundle, params, stack_name='stack', stack_id='',
-             validate_values=True, project_id=None):
+             validate_values=True, project_id=None, depth=0):
+    """The stack definition, checked through: its graph, and the nested
+    stacks its provider templates (and inline OS::Heat::Stack templates)
+    make, down to max_nested_stack_depth, with the property values
+    known before anything is created."""
     defn = template.StackDefinition(bundle, params, stack_name=stack_name,
                                     stack_id=stack_id,
                                     project_id=project_id or engine_project(),
@@ -54,19 +77,63 @@ def validate(bundle, params, stack_name='stack', stack_id='',
         dependencies.build(defn.dependencies())
     except exception.InvalidTemplate as exc:
         raise exc.locate(bundle.template_path, bundle.line_of(exc.path))
+    for name, child, child_params in _nested_children(defn):
+        try:
+            check_depth(depth + 1)
+        except exception.InvalidInput as exc:
+            path = ['resources', name, 'type']
+            raise exception.InvalidTemplate(str(exc), path=path).locate(
+                bundle.template_path, bundle.line_of(path))
+        validate(child, child_params, stack_name='%s-%s' % (stack_name, name),
+                 validate_values=False, project_id=project_id, depth=depth + 1)
     return defn
 
 
+def _nested_children(defn):
+    """(resource name, child bundle, known parameters) of each nested
+    stack whose template is known before anything is created."""
+    from converge.engine import nested
+    from converge.resources import nested as nested_res
+    for name, rdef in defn.resources.items():
+        plugin = rdef.plugin
+        if not isinstance(plugin, type) or \
+                not issubclass(plugin, nested_res.Nested):
+            continue
+        values = defn.known_properties(name)
+        if issubclass(plugin, nested_res.TemplateResource):
+            if plugin.provider_template is None:
+                continue
+            child = {'template': plugin.provider_template,
+                     'path': plugin.provider, 'params': values}
+        else:
+            tmpl = values.get('template')
+            if not isinstance(tmpl, (str, dict)):
+                continue
+            params = values.get('parameters')
+            child = {'template': tmpl,
+                     'params': params if isinstance(params, dict) else {}}
+        child['params'] = {k: v for k, v in child['params'].items()
+                           if v is not None and not template.is_unknown(v)}
+        yield name, nested.child_bundle(defn.bundle, defn.stack_name, name,
+                                        child), child['params']
+
+
 def create(engine, name, bundle, params, disable_rollback=True,
-           timeout=None, tags=None, project_id=None):
+           timeout=None, tags=None, project_id=None, stack_id=None,
+           parent=None):
     """Store a new stack of `project_id` (default: the configured project)
-    and start creating it; returns (stack id, traversal id)."""
-    check_name(name)
+    and start creating it; returns (stack id, traversal id). A nested
+    stack has a `parent`: (parent stack id, owning resource, depth)."""
+    if parent is None:
+        check_name(name)
+    else:
+        check_depth(parent[2])
     check_timeout(timeout)
     project_id = project_id or engine_project()
-    stack_id = api.new_id()
+    stack_id = stack_id or api.new_id()
     defn = validate(bundle, params, stack_name=name, stack_id=stack_id,
-                    project_id=project_id)
+                    project_id=project_id,
+                    depth=parent[2] if parent else 0)
     try:
         with engine.db.write() as s:
             if api.stack_name_taken(s, project_id, name):
@@ -75,7 +142,8 @@ def create(engine, name, bundle, params, disable_rollback=True,
                                status='IN_PROGRESS', status_reason='',
                                disable_rollback=disable_rollback,
                                timeout_mins=timeout, tags=tags or [],
-                               project_id=project_id))
+                               project_id=project_id,
+                               **_lineage(parent)))
             s.flush()
             template_id = api.template_create(s, stack_id, bundle.to_dict(),
                                               params)

@@ -93,6 +93,9 @@ def start(engine, session, stack, template_id, action, defn, rollback=False,
     options = {'rollback': bool(rollback)}
     if parent:
         options['parent'] = parent
+    if getattr(stack, 'parent_id', None):
+        # a nested stack's: whom to wake when it ends (traversal.ended)
+        options['parent_stack'] = stack.parent_id
     if stack.timeout_mins and action not in ('DELETE', 'ROLLBACK'):
         options['deadline'] = time.time() + stack.timeout_mins * 60
     trav = models.Traversal(id=trav_id, stack_id=stack.id, action=action,
@@ -159,10 +162,30 @@ def cancel(session, stack):
                     .where(models.Stack.id == stack.id)
                     .values(current_traversal=new_trav, status='FAILED',
                             status_reason=reason, updated_at=utcnow()))
+    ended(session, stack.id, stack.parent_id)
     return new_trav
 
 
 # -- end ----------------------------------------------------------------------
+
+def stack_event(stack_id):
+    """The event of a stack's traversal ending (what the resource owning
+    a nested stack waits for)."""
+    return 'stack:%s' % stack_id
+
+
+def ended(session, stack_id, parent_id):
+    """The stack's traversal ended (in the caller's transaction): the
+    parent's node waiting for it, if it is a nested stack, is due now
+    (any engine's timer sends it)."""
+    if parent_id:
+        api.sync_wake_event(session, parent_id, stack_event(stack_id),
+                            time.time())
+
+
+def _parent(trav):
+    return (trav.options or {}).get('parent_stack')
+
 
 def complete(session, traversal, stack_id):
     """The stack node was reached: every node is done."""
@@ -184,6 +207,7 @@ def complete(session, traversal, stack_id):
                                 else 'failed', ['running'],
                                 finished_at=utcnow())
         api.sync_purge(session, traversal.id)
+        ended(session, stack_id, _parent(traversal))
 
 
 def fail(session, traversal, reason):
@@ -212,6 +236,7 @@ def settle(engine, trav, stack):
         if not rollback:
             api.stack_set_status(s, stack.id, trav.id, trav.action,
                                  'FAILED', reason)
+            ended(s, stack.id, _parent(current))
         api.sync_purge(s, trav.id)
         if rollback:
             new = start_rollback(engine, s, stack.id, current)

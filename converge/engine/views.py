@@ -7,6 +7,7 @@ from converge.db import api
 from converge.engine import rows as rows_mod
 from converge.graph import dot as dot_mod
 from converge.resources import base
+from converge.resources import nested as nested_res
 
 
 def iso(dt):
@@ -79,7 +80,7 @@ def stack(engine, st, with_outputs=True):
         'timeout_mins': st.timeout_mins,
         'tags': st.tags or None,
         'project': st.project_id,
-        'parent': None,
+        'parent': st.parent_id,
     }
     if defn is not None:
         hidden = getattr(defn, 'hidden_parameters', set())
@@ -114,6 +115,21 @@ def nested(engine, st, row):
     if found is None:
         return None
     return plugin.nested_stack_id(), plugin.nested_stack_name(), found
+
+
+def child_stack(engine, st, row):
+    """The live nested stack `row`'s resource owns (a provider template,
+    OS::Heat::Stack, a group), as a record; None when it owns none."""
+    cls = engine.plugin_class(row.type)
+    if cls is None or not row.physical_id or \
+            not issubclass(cls, nested_res.Nested):
+        return None
+    with engine.db.read() as s:
+        child = api.stack_record(s, row.physical_id)
+    if child is None or child.deleted_at is not None or \
+            child.parent_id != st.id:
+        return None
+    return child
 
 
 def resource_detail(engine, st, name):

@@ -70,10 +70,14 @@ class MemberEvent:
 class StackInfo:
     """What a plug-in may know about its stack."""
 
-    def __init__(self, id, name, project_id='converge'):
+    def __init__(self, id, name, project_id='converge', template_id=None):
         self.id = id
         self.name = name
         self.project_id = project_id
+        #: the template version the stack is being converged to (a nested
+        #: stack's resource builds its child from that version's files
+        #: and environment)
+        self.template_id = template_id
 
 
 class Resource:
@@ -92,6 +96,10 @@ class Resource:
     #: call and its record leaves the row INIT; the next create (or the
     #: delete, through observe()) finds the real thing by its key
     adopts_by_key = False
+    #: a plug-in that reads its resource's resolved metadata and deletion
+    #: policy (``self.metadata``, ``self.deletion_policy``) sets this; the
+    #: engine resolves them for it only
+    wants_facade = False
     #: name -> properties.Schema of the update_policy keys the plug-in
     #: honours (batch_create, rolling_update); None: not checked
     update_policy_schema = None
@@ -208,6 +216,12 @@ class Resource:
     def drift(self, observed):
         """Names of properties whose observed value differs from desired."""
         return set()
+
+    def changed(self):
+        """Whether what the resource is built from changed though its
+        properties did not (a nested stack's provider file, say): it is
+        then updated. Default: never."""
+        return False
 
     def needs_replace(self, prior):
         """True when the change from `prior` cannot be made in place.

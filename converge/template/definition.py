@@ -7,6 +7,7 @@ from converge.resources import registry as default_registry
 from converge.resources.properties import UNKNOWN
 from converge.template import functions as fn
 from converge.template import parameters as params_mod
+from converge.template import providers
 
 TOP_KEYS = ('heat_template_version', 'description', 'parameter_groups',
             'parameters', 'resources', 'outputs', 'conditions')
@@ -22,7 +23,8 @@ def _err(msg, path=()):
     return exception.InvalidTemplate(msg, path=list(path))
 
 
-def _is_file(type_name):
+def is_provider(type_name):
+    """Whether a resource type names a template file (a provider)."""
     return (type_name.endswith(PROVIDER_SUFFIXES) or '/' in type_name or
             '://' in type_name)
 
@@ -69,6 +71,9 @@ class StackDefinition:
         self.files = bundle.files
         self.stack_name = stack_name
         self.stack_id = stack_id
+        #: a nested stack's view of the resource owning it
+        #: (``resource_facade``); None for a stack of its own
+        self.facade = bundle.facade
         self.project_id = project_id
         self.registry = registry
         self.validate_values = validate_values
@@ -338,10 +343,8 @@ class StackDefinition:
         t = type_name
         seen = set()
         while True:
-            if _is_file(t):
-                raise _err('provider templates are not supported yet (type '
-                           '%s)' % (type_name if t == type_name else
-                                    '%s \u2192 %s' % (type_name, t)), path)
+            if is_provider(t):
+                return t
             if t in seen:
                 raise _err('resource_registry maps type %s in a loop' %
                            type_name, path)
@@ -396,7 +399,12 @@ class StackDefinition:
                 self._disabled.add(name)
                 continue
             mapped = self._map_type(name, t, path + ['type'])
-            plugin = self.registry.get(mapped)
+            if is_provider(mapped):
+                plugin = providers.provider_class(
+                    self.bundle.file_key(mapped), self.files,
+                    path + ['type'])
+            else:
+                plugin = self.registry.get(mapped)
             if plugin is None:
                 extra = '' if mapped == t else ' (mapped from %s)' % t
                 raise _err('Unknown resource type "%s"%s for resource %s'
@@ -557,6 +565,16 @@ class StackDefinition:
             return self._check_props(rd, values)
         except exception.InvalidTemplate as e:
             raise self._locate(e)
+
+    def known_properties(self, name):
+        """The resource's property values known before anything is
+        created (those that read another resource are UNKNOWN)."""
+        rd = self._resource(name)
+        try:
+            values = fn.resolve(rd._properties, fn.Context(self))
+        except exception.InvalidTemplate as e:
+            raise self._locate(e)
+        return values if isinstance(values, dict) else {}
 
     def resolve_metadata(self, name, data):
         rd = self._resource(name)

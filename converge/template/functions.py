@@ -401,10 +401,11 @@ class GetFile(Function):
         if not isinstance(name, str):
             raise self.error('the argument must be a file name')
         files = ctx.scope.files
-        if name not in files:
+        key = ctx.scope.bundle.file_key(name)
+        if key not in files:
             raise self.error('No content found in the files section for '
                              '%s' % name)
-        return files[name]
+        return files[key]
 
 
 class Digest(Function):
@@ -788,6 +789,25 @@ class NotYet(Function):
                    self.path)
 
 
+class ResourceFacade(Function):
+    """What the resource owning this (nested) stack says of itself:
+    its metadata, deletion_policy or update_policy."""
+
+    CHOICES = ('metadata', 'deletion_policy', 'update_policy')
+    DEFAULTS = {'metadata': {}, 'deletion_policy': 'Delete',
+                'update_policy': {}}
+
+    def parse(self, parser, args):
+        if args not in self.CHOICES:
+            raise self.error('the argument must be one of %s' %
+                             ', '.join(self.CHOICES))
+        self.args = args
+
+    def resolve(self, ctx):
+        facade = getattr(ctx.scope, 'facade', None) or {}
+        return facade.get(self.args, self.DEFAULTS[self.args])
+
+
 class If(Function):
     """Handled by the parser (it is a macro); never resolved."""
 
@@ -806,7 +826,8 @@ ADDED = {
     '2013-05-23': {'get_param': GetParam, 'get_resource': GetResource,
                    'get_attr': GetAttr, 'list_join': ListJoin,
                    'str_replace': StrReplace, 'get_file': GetFile,
-                   'resource_facade': NotYet, 'Fn::Select': Select},
+                   'resource_facade': ResourceFacade,
+                   'Fn::Select': Select},
     '2015-04-30': {'repeat': Repeat, 'digest': Digest},
     '2015-10-15': {'str_split': StrSplit},
     '2016-04-08': {'map_merge': MapMerge},

@@ -6,6 +6,8 @@ stack definition, JSON-serialisable so the engine can store it.
 
 import json
 import os
+import urllib.parse
+import urllib.request
 
 import yaml
 
@@ -414,7 +416,8 @@ def _read(path, max_size=None, what='Template'):
         raise exception.InvalidTemplate('Could not read %s: %s' % (path, e))
 
 
-def _walk_get_file(node, path, found):
+def walk_get_file(node, path, found):
+    """(target, key path) of every get_file in `node`, into `found`."""
     if isinstance(node, dict):
         if len(node) == 1 and 'get_file' in node:
             arg = node['get_file']
@@ -422,10 +425,10 @@ def _walk_get_file(node, path, found):
                 found.append((arg, path + ['get_file']))
                 return
         for k, v in node.items():
-            _walk_get_file(v, path + [k], found)
+            walk_get_file(v, path + [k], found)
     elif isinstance(node, list):
         for i, v in enumerate(node):
-            _walk_get_file(v, path + [i], found)
+            walk_get_file(v, path + [i], found)
 
 
 def _merge_env(env, new, filename, text):
@@ -482,7 +485,8 @@ class Bundle:
     """A template with its files and merged environment."""
 
     def __init__(self, template, files=None, environment=None,
-                 template_path='<template>', source_text=None):
+                 template_path='<template>', source_text=None, facade=None,
+                 base_url=None):
         self.template = template
         self.files = dict(files or {})
         env = _empty_env()
@@ -490,7 +494,21 @@ class Bundle:
         self.environment = env
         self.template_path = template_path
         self.source_text = source_text
+        #: a nested stack's: what ``resource_facade`` reads of the resource
+        #: that owns it (metadata, deletion_policy, update_policy)
+        self.facade = facade
+        #: where the template was read from (a file:// URL): what its
+        #: relative get_file targets and provider types are relative to
+        self.base_url = base_url
         self._lines = {}
+
+    def file_key(self, ref):
+        """The files-map key `ref` (as the template writes it) stands
+        for: itself when the map has it as written, else the URL it
+        names relative to this template."""
+        if ref in self.files or not self.base_url:
+            return ref
+        return join_url(self.base_url, ref)
 
     def line_of(self, path):
         """Line of the item at `path` (list of keys) in the template."""
@@ -502,17 +520,23 @@ class Bundle:
         return self._lines[key]
 
     def to_dict(self):
-        return {'template': self.template, 'files': self.files,
-                'environment': self.environment,
-                'template_path': self.template_path,
-                'source_text': self.source_text}
+        d = {'template': self.template, 'files': self.files,
+             'environment': self.environment,
+             'template_path': self.template_path,
+             'source_text': self.source_text}
+        if self.facade is not None:
+            d['facade'] = self.facade
+        if self.base_url is not None:
+            d['base_url'] = self.base_url
+        return d
 
     @classmethod
     def from_dict(cls, d):
         return cls(d.get('template') or {}, d.get('files') or {},
                    d.get('environment') or {},
                    d.get('template_path') or '<template>',
-                   d.get('source_text'))
+                   d.get('source_text'), d.get('facade'),
+                   d.get('base_url'))
 
     def merged_over(self, old):
         """This bundle with its environment layered over `old`'s (for an
@@ -524,28 +548,157 @@ class Bundle:
         files = dict(old.files)
         files.update(self.files)
         return Bundle(self.template, files, env, self.template_path,
-                      self.source_text)
+                      self.source_text, self.facade, self.base_url)
 
 
-def _resolve_file(name, base_dir):
-    target = name
-    if target.startswith('file://'):
-        target = target[len('file://'):]
-    if '://' in target:
-        return None, 'get_file URL %s is not supported' % name
-    if not os.path.isabs(target):
-        target = os.path.join(base_dir, target)
-    real = os.path.realpath(target)
-    root = os.path.realpath(base_dir)
-    if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
-        return None, ("get_file %s is outside the template's directory" %
-                      name)
-    return real, None
+def file_url(path):
+    """The files-map key of a file on this machine: its absolute
+    ``file://`` URL, as python-heatclient makes it."""
+    return 'file://' + urllib.request.pathname2url(os.path.abspath(path))
+
+
+def join_url(base, ref):
+    """`ref` (a get_file target, a provider type, a registry entry) as
+    seen from the document at URL `base`: relative to its directory,
+    ``../`` included; an absolute path or a URL as it is."""
+    if '://' in ref:
+        return ref
+    if ref.startswith('/'):
+        return file_url(ref)
+    if not base:
+        return ref
+    return urllib.parse.urljoin(base, ref)
+
+
+def url_path(url):
+    return urllib.request.url2pathname(urllib.parse.urlsplit(url).path)
+
+
+class _Files:
+    """The client's side of Heat's files map: every file a template, a
+    provider template or an environment names, read relative to the
+    document naming it, each once, keyed by its absolute URL."""
+
+    def __init__(self, max_size, given):
+        self.max_size = max_size
+        self.given = dict(given or {})
+        self.files = {}
+
+    def read(self, url, what, where, name=None):
+        """The text of `url` (stored in the map); `where` = (document,
+        its text, key path) and `name` (the reference as written) for the
+        error naming the reference."""
+        if url in self.files:
+            return self.files[url]
+        what = '%s %s' % (what, name or url)
+        if not url.startswith('file://'):
+            self._fail('%s: only local files can be read' % what, where)
+        real = url_path(url)
+        err = None
+        if not os.path.isfile(real):
+            err = '%s: file not found (%s)' % (what, real)
+        elif self.max_size is not None and \
+                os.path.getsize(real) > self.max_size:
+            err = ('%s: file size (%d bytes) exceeds maximum allowed '
+                   'size (%d bytes)' % (what, os.path.getsize(real),
+                                        self.max_size))
+        else:
+            try:
+                with open(real, encoding='utf-8') as f:
+                    self.files[url] = f.read()
+            except (OSError, UnicodeDecodeError) as e:
+                err = '%s: could not read it: %s' % (what, e)
+        if err is not None:
+            self._fail(err, where)
+        return self.files[url]
+
+    @staticmethod
+    def _fail(msg, where):
+        doc, text, path = where
+        raise exception.InvalidTemplate(
+            msg, path=path, filename=doc,
+            line=line_in_text(text, path) if text else None)
+
+    def template(self, tmpl, url, doc, text):
+        """Every file `tmpl` (the document at `url`) names: its get_file
+        targets, and its provider templates with theirs, recursively."""
+        found = []
+        walk_get_file(tmpl, [], found)
+        for name, path in found:
+            if name in self.given:
+                continue   # given by the caller: not read from the disk
+            target = join_url(url, name)
+            known = target in self.files
+            content = self.read(target, 'get_file', (doc, text, path), name)
+            if not known and _is_template_ref(name):
+                self._inline(target, content)
+        resources = tmpl.get('resources') if isinstance(tmpl, dict) else None
+        for rname, res in (resources or {}).items():
+            rtype = res.get('type') if isinstance(res, dict) else None
+            if isinstance(rtype, str) and _is_template_ref(rtype):
+                self.provider(join_url(url, rtype),
+                              (doc, text, ['resources', rname, 'type']),
+                              rtype)
+
+    def _inline(self, url, content):
+        """A template read by get_file (OS::Heat::Stack's `template`):
+        its own files too, relative to it."""
+        try:
+            tmpl = parse_text(content, url_path(url))
+        except exception.InvalidTemplate:
+            return   # not a template after all: only a file
+        if isinstance(tmpl, dict) and 'heat_template_version' in tmpl:
+            self.template(tmpl, url, url_path(url), content)
+
+    def provider(self, url, where, name=None):
+        if url in self.files or url in self.given:
+            return
+        text = self.read(url, 'provider template', where, name)
+        doc = url_path(url)
+        tmpl = parse_text(text, doc)
+        if not isinstance(tmpl, dict):
+            raise exception.InvalidTemplate(
+                'The provider template is not a YAML mapping',
+                filename=doc, line=1)
+        self.template(tmpl, url, doc, text)
+
+    def environment(self, env, url, doc, text):
+        """Its resource_registry's files, relative to the environment
+        file; each entry rewritten to its URL (as python-heatclient
+        does), since the engine cannot know where the file was."""
+        reg = env.get('resource_registry') if isinstance(env, dict) else None
+        if not isinstance(reg, dict):
+            return
+        base = reg.get('base_url') or url
+
+        def visit(mapping, path):
+            for key, value in list(mapping.items()):
+                if key == 'resources' and isinstance(value, dict) and \
+                        path == ['resource_registry']:
+                    for rname, sub in value.items():
+                        if isinstance(sub, dict):
+                            visit(sub, path + [key, rname])
+                elif isinstance(value, str) and _is_template_ref(value):
+                    target = join_url(base, value)
+                    self.provider(target, (doc, text, path + [key]), value)
+                    mapping[key] = target
+        visit(reg, ['resource_registry'])
+
+
+def _is_template_ref(value):
+    """Whether a resource type (or a registry entry) names a template
+    file rather than a type (types have no slash and end otherwise)."""
+    return ('::' not in value or '://' in value) and (
+        value.endswith(('.yaml', '.yml', '.template', '.json')) or
+        '/' in value)
 
 
 def load_bundle(template_path, environment_paths=(), max_size=None,
                 extra_files=None):
-    """Read a template, its environments and get_file files."""
+    """Read a template, its environments and every file they name (as
+    python-heatclient does: get_file targets and provider templates
+    relative to the file naming them, registry entries relative to the
+    environment file)."""
     text = _read(template_path, max_size)
     tmpl = parse_text(text, template_path)
     if not isinstance(tmpl, dict):
@@ -553,36 +706,16 @@ def load_bundle(template_path, environment_paths=(), max_size=None,
             'The template is not a JSON object or YAML mapping.',
             filename=template_path, line=1)
 
+    reader = _Files(max_size, extra_files)
     env = _empty_env()
     for env_path in environment_paths or ():
         env_text = _read(env_path, max_size, what='Environment')
-        _merge_env(env, parse_text(env_text, env_path), env_path, env_text)
-
-    files = {}
-    found = []
-    _walk_get_file(tmpl, [], found)
-    base_dir = os.path.dirname(os.path.abspath(template_path))
-    for name, path in found:
-        if name in files or name in (extra_files or {}):
-            continue   # given by the caller: not read from the disk
-        real, err = _resolve_file(name, base_dir)
-        if err is None and not os.path.isfile(real):
-            err = 'get_file %s: file not found (%s)' % (name, real)
-        if err is None and max_size is not None and \
-                os.path.getsize(real) > max_size:
-            err = ('get_file %s: file size (%d bytes) exceeds maximum '
-                   'allowed size (%d bytes)' % (name, os.path.getsize(real),
-                                                max_size))
-        if err is None:
-            try:
-                with open(real, encoding='utf-8') as f:
-                    files[name] = f.read()
-            except (OSError, UnicodeDecodeError) as e:
-                err = 'get_file %s: could not read it: %s' % (name, e)
-        if err is not None:
-            raise exception.InvalidTemplate(
-                err, path=path, filename=template_path,
-                line=line_in_text(text, path))
+        new = parse_text(env_text, env_path)
+        reader.environment(new, file_url(env_path), env_path, env_text)
+        _merge_env(env, new, env_path, env_text)
+    url = file_url(template_path)
+    reader.template(tmpl, url, template_path, text)
+    files = reader.files
     if extra_files:
         files.update(extra_files)
-    return Bundle(tmpl, files, env, template_path, text)
+    return Bundle(tmpl, files, env, template_path, text, base_url=url)

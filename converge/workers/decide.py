@@ -23,7 +23,8 @@ def for_update(stack_action, row, plugin, observed):
         return REPLACE if plugin.needs_replace(prior) else UPDATE
     # an action that failed, or did not finish (its unit died, or its wait
     # was stopped), may have changed the real thing halfway: do it again
-    if row.status in ('FAILED', 'IN_PROGRESS') or plugin.drift(observed):
+    if row.status in ('FAILED', 'IN_PROGRESS') or plugin.changed() or \
+            plugin.drift(observed):
         return UPDATE
     return NOTHING
 

@@ -297,6 +297,8 @@ class Unit:
         policy = rdef.deletion_policy if rdef else 'Delete'
         if rdef is not None and rdef.external_id:
             policy = 'Retain'  # adopted, never ours to delete
+        if rdef is not None and rdef.type == row.type:
+            plugin_cls = rdef.plugin   # a provider file's own class
         if plugin_cls is not None:
             self.plugin = self.engine.plugin(
                 plugin_cls, row, row.properties or {}, self.stack)
@@ -582,9 +584,17 @@ class Unit:
 
     # -- small things -------------------------------------------------------
     def _plugin(self, row, props=None):
-        return self.engine.plugin(self.rdef.plugin, row,
-                                  self.props if props is None else props,
-                                  self.stack, self.rdef.update_policy)
+        cls = self.rdef.plugin
+        metadata = None
+        if cls.wants_facade:
+            metadata = self.defn.resolve_metadata(self.name, self.deps)
+        plugin = self.engine.plugin(cls, row,
+                                    self.props if props is None else props,
+                                    self.stack, self.rdef.update_policy,
+                                    metadata=metadata)
+        if cls.wants_facade:
+            plugin.deletion_policy = self.rdef.deletion_policy
+        return plugin
 
     def _waiting(self):
         """A plug-in that talks to the cloud waits outside the gate."""

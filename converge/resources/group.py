@@ -1,0 +1,132 @@
+"""OS::Heat::ResourceGroup: `count` copies of one resource definition in
+a nested stack, as in Heat.
+
+Members are named "0", "1", … in order, skipping the names a removal
+policy took out (they are never used again, Heat's blacklist); the
+member definition's strings have ``index_var`` (``%index%``) replaced by
+the member's name. The group's attributes are read from its members:
+``refs`` and ``refs_map``, ``attributes`` (``get_attr: [g, attributes,
+X]``: X of each member by name), ``resource.N`` (the member's
+attributes, or ``resource.N.X`` one of them), ``removed_rsrc_list``, and
+any other name X: the list of each member's X, in order.
+"""
+
+import copy
+import itertools
+
+from converge.resources import nested
+from converge.resources import properties as p
+
+#: plug-in data key: member names a removal policy took out
+REMOVED = 'removed'
+
+
+def member_names(count, removed):
+    """The first `count` names "0", "1", … that were not removed."""
+    taken = set(removed)
+    return list(itertools.islice(
+        (n for n in map(str, itertools.count()) if n not in taken), count))
+
+
+def _with_index(value, var, index):
+    if isinstance(value, str):
+        return value.replace(var, index) if var else value
+    if isinstance(value, dict):
+        return {_with_index(k, var, index): _with_index(v, var, index)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_with_index(v, var, index) for v in value]
+    return value
+
+
+class ResourceGroup(nested.Nested):
+    properties_schema = {
+        'count': p.Schema(p.INTEGER, 'How many members.', default=1, min=0,
+                          update_allowed=True),
+        'index_var': p.Schema(p.STRING, 'Replaced by each member\'s index '
+                              'in the member definition\'s strings.',
+                              default='%index%', update_allowed=True),
+        'resource_def': p.Schema(p.MAP, 'The member definition: type, '
+                                 'properties, metadata.', required=True,
+                                 update_allowed=True, schema={
+                                     'type': p.Schema(p.STRING,
+                                                      required=True),
+                                     'properties': p.Schema(p.MAP),
+                                     'metadata': p.Schema(p.MAP)}),
+        'removal_policies': p.Schema(
+            p.LIST, 'Members to remove: [{resource_list: [names or '
+            'ids]}]; their names are not used again.', default=[],
+            update_allowed=True,
+            schema={'resource_list': p.Schema(p.LIST, default=[])}),
+        'removal_policies_mode': p.Schema(
+            p.STRING, 'append: the names add to those removed before; '
+            'update: they replace them.', default='append',
+            allowed_values=['append', 'update'], update_allowed=True),
+    }
+    attributes_schema = {
+        'refs': 'Each member\'s reference id, in order.',
+        'refs_map': 'Each member\'s reference id, by member name.',
+        'attributes': 'get_attr: [group, attributes, X]: X of each '
+                      'member, by name.',
+        'removed_rsrc_list': 'The member names removal policies took out.',
+    }
+    #: resource.N, resource.N.X and any member attribute X (as a list)
+    allow_unknown_attributes = True
+
+    def _removed(self):
+        given = []
+        for policy in self.properties.get('removal_policies') or ():
+            given += [str(n) for n in policy.get('resource_list') or ()]
+        before = [] if self.properties.get('removal_policies_mode') == \
+            'update' else list(self.data.get(REMOVED) or ())
+        members = self.data.get('members') or {}
+        # a physical id given instead of a name means its member
+        by_id = {v: k for k, v in members.items()}
+        names = [by_id.get(n, n) for n in given]
+        return before + [n for n in names if n not in before]
+
+    def child(self):
+        removed = self._removed()
+        self.data[REMOVED] = removed
+        rdef = self.properties['resource_def']
+        var = self.properties.get('index_var')
+        resources = {}
+        for name in member_names(self.properties.get('count', 1), removed):
+            member = {'type': rdef['type']}
+            for key in ('properties', 'metadata'):
+                if rdef.get(key):
+                    member[key] = _with_index(copy.deepcopy(rdef[key]),
+                                              var, name)
+            resources[name] = member
+        return {'template': {'heat_template_version': '2015-04-30',
+                             'resources': resources},
+                'params': {}, 'timeout': None}
+
+    @classmethod
+    def has_attribute(cls, name):
+        return True
+
+    def attributes_from(self, outputs, observed):
+        members = sorted(self.members() or (),
+                         key=lambda m: int(m['resource_name'])
+                         if m['resource_name'].isdigit() else -1)
+        refs = {m['resource_name']: m['reference_id'] for m in members}
+        self.data['members'] = {m['resource_name']: m['physical_resource_id']
+                                for m in members}
+        names = sorted({k for m in members for k in m['attributes']})
+        values = {
+            'refs': [refs[m['resource_name']] for m in members],
+            'refs_map': refs,
+            'attributes': {x: {m['resource_name']: m['attributes'].get(x)
+                               for m in members} for x in names},
+            'removed_rsrc_list': list(self.data.get(REMOVED) or ()),
+        }
+        for m in members:
+            key = 'resource.%s' % m['resource_name']
+            values[key] = m['attributes']
+            for x, v in m['attributes'].items():
+                values['%s.%s' % (key, x)] = v
+        for x in names:
+            if x not in values:
+                values[x] = [m['attributes'].get(x) for m in members]
+        return values

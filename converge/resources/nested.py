@@ -1,0 +1,237 @@
+"""Resources that own a nested stack: a provider template's (a template
+file used as a resource type) and OS::Heat::Stack.
+
+The plug-in never walks the child itself: it asks the engine
+(``self.clients.stacks``, engine/nested.py) to create, update or delete
+the child stack, whose resources then converge on the same workers as
+the parent's, and waits for the child's traversal to end without holding
+a thread (a `Wait` on the child's event, sent when the child's traversal
+ends, with a slow poll behind it). The child's outputs are the
+resource's attributes.
+
+What the child is built from (its template, parameters, the resource's
+metadata and policies for ``resource_facade``) is digested: the resource
+is updated when that digest differs from the one it last applied, so a
+change inside a provider file or the environment reaches the child even
+when no property changed.
+"""
+
+from converge import exception
+from converge.resources import base
+from converge.resources import properties as p
+
+#: seconds between looks at a child whose end was not announced (a lost
+#: wake); the wake itself comes at once
+RECHECK = 5.0
+#: the plug-in data key of the digest last applied to the child
+APPLIED = 'applied'
+#: the plug-in data key of the child traversal this resource waits for
+TRAVERSAL = 'traversal'
+
+
+class Nested(base.Resource):
+    """What a resource owning a child stack does; subclasses say what the
+    child is built from (`child`)."""
+
+    #: the engine passes the resource's resolved metadata and deletion
+    #: policy (``resource_facade`` in the child reads them)
+    wants_facade = True
+    deletion_policy = 'Delete'
+
+    def child(self):
+        """{'template': dict or text, 'params': {...}, 'timeout': mins or
+        None}: what the child stack is made of."""
+        raise NotImplementedError
+
+    def _desired(self):
+        child = dict(self.child())
+        child['facade'] = self._facade()
+        return child
+
+    def _digest(self, child):
+        return self.clients.stacks.digest(self.stack, self.name, child)
+
+    def _facade(self):
+        return {'metadata': self.metadata or {},
+                'update_policy': self.update_policy or {},
+                'deletion_policy': self.deletion_policy}
+
+    # -- steps ----------------------------------------------------------
+    def observe(self):
+        if not self.physical_id:
+            return None
+        found = self.clients.stacks.status(self.physical_id)
+        if found is None or found['deleted']:
+            return None
+        return found
+
+    def create(self):
+        if not self.physical_id:
+            child = self._desired()
+            self.physical_id, trav = self.clients.stacks.create(
+                self.stack, self.name, self.uuid, child)
+            self.data[APPLIED] = self._digest(child)
+            self.data[TRAVERSAL] = trav
+        return self._until_done('CREATE')
+
+    def update(self, prior, observed):
+        child = self._desired()
+        wanted = self._digest(child)
+        if self.data.get(APPLIED) != wanted or (
+                observed and observed['status'] == 'FAILED' and
+                self.data.get(TRAVERSAL) == observed['traversal']):
+            # not yet asked for (a unit coming back from its own wait
+            # finds it asked): the child is updated once per change
+            self.data[TRAVERSAL] = self.clients.stacks.update(
+                self.physical_id, self.stack, self.name, child)
+            self.data[APPLIED] = wanted
+        return self._until_done('UPDATE')
+
+    def delete(self):
+        if not self.physical_id:
+            return None
+        found = self.clients.stacks.status(self.physical_id)
+        if found is None or found['deleted']:
+            return None
+        if found['action'] != 'DELETE' or found['status'] == 'FAILED':
+            self.data[TRAVERSAL] = self.clients.stacks.delete(
+                self.physical_id)
+        return self._until_done('DELETE')
+
+    def check(self, observed):
+        super().check(observed)
+        if observed['status'] == 'FAILED':
+            raise exception.ResourceFailure(
+                'nested stack %s is %s_FAILED: %s' % (
+                    self.physical_id, observed['action'],
+                    observed['reason']))
+
+    def _until_done(self, action):
+        """None once the child's traversal for `action` completed; a Wait
+        while it runs; the child's failure as this resource's."""
+        found = self.clients.stacks.status(self.physical_id)
+        if action == 'DELETE' and (found is None or found['deleted']):
+            return None
+        if found is None:
+            raise exception.ResourceFailure(
+                'nested stack %s is gone' % self.physical_id)
+        ours = found['traversal'] == self.data.get(TRAVERSAL)
+        if ours and found['status'] == 'COMPLETE':
+            self.seen = found
+            return None
+        if ours and found['status'] == 'FAILED':
+            raise exception.ResourceFailure(
+                'nested stack %s %s failed: %s' % (
+                    found['name'], action, found['reason']))
+        child = self.physical_id
+        trav = self.data.get(TRAVERSAL)
+        return base.Wait(
+            after=RECHECK, event=self.clients.stacks.event(child),
+            reason='waiting for nested stack %s' % found['name'],
+            still=lambda conn: self.clients.stacks.running(conn, child,
+                                                           trav))
+
+    def changed(self):
+        """What the child was last built from is not what it should be
+        now: a provider file, a file it reads, the environment or the
+        owner's metadata changed."""
+        return self.data.get(APPLIED) != self._digest(self._desired())
+
+    def drift(self, observed):
+        """The child's last traversal failed."""
+        if observed and observed['status'] == 'FAILED':
+            return {'status'}
+        return set()
+
+    # -- what the parent sees -------------------------------------------
+    def get_attributes(self, observed):
+        outputs = self.clients.stacks.outputs(self.physical_id) \
+            if self.physical_id else {}
+        return self.attributes_from(outputs, observed)
+
+    def attributes_from(self, outputs, observed):
+        raise NotImplementedError
+
+    def nested_stack_id(self):
+        return self.physical_id
+
+    def nested_stack_name(self):
+        found = self.physical_id and self.clients.stacks.status(
+            self.physical_id)
+        return found['name'] if found else None
+
+    def members(self):
+        if not self.physical_id:
+            return None
+        return self.clients.stacks.members(self.physical_id)
+
+    def reference_id(self):
+        return self.physical_id or self.name
+
+
+class StackResource(Nested):
+    """OS::Heat::Stack: a stack described inline (its template as text or
+    a map) with its parameters. Heat's can reach another region; here the
+    child lives in this engine (``context`` is accepted and kept)."""
+
+    properties_schema = {
+        'template': p.Schema(p.ANY, 'The nested stack\'s template: HOT as '
+                             'text, or a map.', required=True,
+                             update_allowed=True),
+        'parameters': p.Schema(p.MAP, 'Its parameters.', default={},
+                               update_allowed=True),
+        'timeout': p.Schema(p.INTEGER, 'Its timeout in minutes.',
+                            update_allowed=True, min=1),
+        'context': p.Schema(p.MAP, 'Where it lives (region_name); only '
+                            'this engine is supported.', default={}),
+    }
+    attributes_schema = {
+        'stack_name': 'The nested stack\'s name.',
+        'outputs': 'The nested stack\'s outputs, by name.',
+    }
+
+    def child(self):
+        return {'template': self.properties['template'],
+                'params': dict(self.properties.get('parameters') or {}),
+                'timeout': self.properties.get('timeout')}
+
+    def attributes_from(self, outputs, observed):
+        return {'stack_name': (observed or {}).get('name') or
+                self.nested_stack_name(),
+                'outputs': outputs}
+
+
+class TemplateResource(Nested):
+    """A provider template used as a resource type (``type: x.yaml`` or a
+    resource_registry entry): its properties are the file's parameters,
+    its attributes the file's outputs (plus ``OS::stack_id``). The
+    definition makes a subclass per file with that schema
+    (template/providers.py); this class alone serves the steps that need
+    no schema (delete, show)."""
+
+    allow_unknown_properties = True
+    #: the provider file (its files-map key) and its parsed template
+    provider = None
+    provider_template = None
+
+    def child(self):
+        params = {k: v for k, v in self.properties.items() if v is not None}
+        return {'template': self.provider_template, 'path': self.provider,
+                'params': params, 'timeout': None}
+
+    @classmethod
+    def has_attribute(cls, name):
+        if cls.provider_template is None:
+            return True
+        outputs = cls.provider_template.get('outputs') or {}
+        return name in outputs or name in ('OS::stack_id', 'show')
+
+    @classmethod
+    def attribute_names(cls):
+        outputs = (cls.provider_template or {}).get('outputs') or {}
+        return set(outputs) | {'OS::stack_id', 'show'}
+
+    def attributes_from(self, outputs, observed):
+        values = {k: v for k, v in outputs.items()}
+        values['OS::stack_id'] = self.physical_id
+        return values

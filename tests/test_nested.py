@@ -1,0 +1,253 @@
+"""Nested stacks as a user meets them through the CLI: provider templates
+(a file as a resource type, directly or through the environment's
+resource_registry), OS::Heat::Stack, files read relative to the file that
+names them, the child's outputs as attributes, resource_facade, updates
+that reach a child through a file, delete, the depth limit, and the
+listings (--show-nested, --nested-depth)."""
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+HOT = 'heat_template_version: 2018-08-31\n'
+
+CHILD = HOT + '''
+parameters:
+  greeting: {type: string}
+  times: {type: number, default: 2}
+resources:
+  text:
+    type: OS::Heat::Value
+    properties:
+      value:
+        str_replace:
+          template: $g x $n ($f)
+          params:
+            $g: {get_param: greeting}
+            $n: {get_param: times}
+            $f: {get_file: ../data/word.txt}
+  facade:
+    type: OS::Heat::Value
+    properties:
+      value: {resource_facade: metadata}
+outputs:
+  text: {value: {get_attr: [text, value]}}
+  meta: {value: {get_attr: [facade, value]}}
+  me: {value: {get_param: OS::stack_id}}
+'''
+
+INNER = HOT + '''
+parameters:
+  x: {type: string}
+outputs:
+  y: {value: {list_join: ['-', [{get_param: x}, inner]]}}
+'''
+
+TOP = HOT + '''
+resources:
+  web:
+    type: lib/child.yaml
+    metadata: {role: web}
+    properties:
+      greeting: hello
+  copy:
+    type: OS::Heat::Value
+    properties:
+      value: {get_attr: [web, text]}
+  db:
+    type: My::Child
+    properties:
+      greeting: {get_attr: [copy, value]}
+      times: 1
+  inline:
+    type: OS::Heat::Stack
+    properties:
+      template: {get_file: inner.yaml}
+      parameters: {x: {get_attr: [db, text]}}
+outputs:
+  web: {value: {get_attr: [web, text]}}
+  role: {value: {get_attr: [web, meta, role]}}
+  child_id: {value: {get_attr: [web, OS::stack_id]}}
+  inner: {value: {get_attr: [inline, outputs, y]}}
+'''
+
+# the environment sits elsewhere: its registry entry is relative to it
+ENV = '''resource_registry:
+  My::Child: ../tmpl/lib/child.yaml
+'''
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / 'tmpl' / 'lib').mkdir(parents=True)
+    (tmp_path / 'tmpl' / 'data').mkdir()
+    (tmp_path / 'envs').mkdir()
+    (tmp_path / 'tmpl' / 'lib' / 'child.yaml').write_text(CHILD)
+    (tmp_path / 'tmpl' / 'data' / 'word.txt').write_text('apple')
+    (tmp_path / 'tmpl' / 'inner.yaml').write_text(INNER)
+    (tmp_path / 'tmpl' / 'top.yaml').write_text(TOP)
+    (tmp_path / 'envs' / 'env.yaml').write_text(ENV)
+    return tmp_path
+
+
+def outputs(cli, name):
+    return cli.json('stack', 'output', 'show', name, '--all')
+
+
+def test_providers_and_nested_stacks_create_update_delete(cli, files):
+    top = str(files / 'tmpl' / 'top.yaml')
+    env = str(files / 'envs' / 'env.yaml')
+    cli.run('stack', 'create', 'ov', '-t', top, '-e', env, '--wait')
+    out = outputs(cli, 'ov')
+    # properties became the child's parameters, its outputs attributes
+    # (with a path), get_file relative to the provider file, ../ included
+    assert out['web'] == 'hello x 2 (apple)'
+    assert out['role'] == 'web'   # resource_facade: the owner's metadata
+    assert out['inner'] == 'hello x 2 (apple) x 1 (apple)-inner'
+    shown = cli.json('stack', 'show', 'ov')
+    nested = cli.json('stack', 'list', '--show-nested')
+    children = [s for s in nested if s['Parent'] == shown['id']]
+    assert len(children) == 3
+    assert out['child_id'] in {s['ID'] for s in children}
+    assert all(s['Stack Status'] == 'CREATE_COMPLETE' for s in children)
+    # a plain list shows the stacks the user made, not their children
+    assert [s['Stack Name'] for s in cli.json('stack', 'list')] == ['ov']
+    res = cli.json('stack', 'resource', 'list', 'ov', '--nested-depth', '1')
+    web = next(s['Stack Name'] for s in children
+               if s['Stack Name'].startswith('ov-web-'))
+    assert {(r['resource_name'], r['stack_name']) for r in res} >= {
+        ('web', 'ov'), ('text', web), ('facade', web)}
+    assert {r['parent_resource'] for r in res
+            if r['stack_name'] == web} == {'web'}
+
+    # a change inside a file reaches the children built from it and what
+    # depends on them, though no property of the parent changed
+    (files / 'tmpl' / 'data' / 'word.txt').write_text('pear')
+    cli.run('stack', 'update', 'ov', '-t', top, '-e', env, '--wait')
+    out = outputs(cli, 'ov')
+    assert out['web'] == 'hello x 2 (pear)'
+    assert out['inner'] == 'hello x 2 (pear) x 1 (pear)-inner'
+    # an update that changes nothing leaves every child as it was
+    before = {s['ID']: s['Updated Time']
+              for s in cli.json('stack', 'list', '--show-nested')}
+    cli.run('stack', 'update', 'ov', '-t', top, '-e', env, '--wait')
+    after = {s['ID']: s['Updated Time']
+             for s in cli.json('stack', 'list', '--show-nested')}
+    assert {k: v for k, v in after.items() if k != shown['id']} == \
+        {k: v for k, v in before.items() if k != shown['id']}
+
+    cli.run('stack', 'delete', 'ov', '--wait')
+    assert cli.json('stack', 'list', '--show-nested') == []
+
+
+def test_a_child_that_fails_fails_its_parent_with_the_reason(cli, tmp_path):
+    (tmp_path / 'bad.yaml').write_text(HOT + '''
+parameters:
+  v: {type: string}
+resources:
+  t:
+    type: OS::Heat::TestResource
+    properties: {fail: true, value: {get_param: v}}
+''')
+    (tmp_path / 'top.yaml').write_text(HOT + '''
+resources:
+  n:
+    type: bad.yaml
+    properties: {v: x}
+''')
+    proc = cli.run('stack', 'create', 'f', '-t', str(tmp_path / 'top.yaml'),
+                   '--wait', check=False)
+    assert proc.returncode != 0
+    show = cli.json('stack', 'show', 'f')
+    assert show['stack_status'] == 'CREATE_FAILED'
+    assert 'nested stack f-n-' in show['stack_status_reason']
+
+
+def test_bad_nested_templates_are_refused_before_anything_is_stored(
+        cli, tmp_path):
+    (tmp_path / 'loop.yaml').write_text(HOT + '''
+resources:
+  again: {type: loop.yaml}
+''')
+    (tmp_path / 'child.yaml').write_text(HOT + '''
+resources:
+  r:
+    type: OS::Heat::Value
+    properties:
+      value: 1
+      colour: red
+''')
+    (tmp_path / 'top.yaml').write_text(HOT + '''
+resources:
+  c: {type: child.yaml}
+''')
+    proc = cli.run('stack', 'create', 'l', '-t', str(tmp_path / 'loop.yaml'),
+                   check=False)
+    assert proc.returncode != 0
+    assert 'loop.yaml:4' in proc.stderr
+    assert 'Recursion depth exceeds 5' in proc.stderr
+    proc = cli.run('stack', 'create', 'c', '-t', str(tmp_path / 'top.yaml'),
+                   check=False)
+    assert proc.returncode != 0
+    # the file and line of the bad property, inside the provider
+    assert '%s:8' % (tmp_path / 'child.yaml') in proc.stderr
+    assert 'colour' in proc.stderr
+    assert cli.json('stack', 'list', '--show-nested') == []
+
+
+GROUP = HOT + '''
+parameters:
+  count: {type: number, default: 3}
+  removed: {type: json, default: []}
+resources:
+  servers:
+    type: OS::Heat::ResourceGroup
+    properties:
+      count: {get_param: count}
+      removal_policies: [{resource_list: {get_param: removed}}]
+      resource_def:
+        type: OS::Heat::Value
+        properties:
+          value: node-%index%
+  joined:
+    type: OS::Heat::Value
+    properties:
+      value: {list_join: [',', {get_attr: [servers, value]}]}
+outputs:
+  joined: {value: {get_attr: [joined, value]}}
+  first: {value: {get_attr: [servers, resource.0, value]}}
+  by_name: {value: {get_attr: [servers, attributes, value]}}
+  refs: {value: {get_attr: [servers, refs]}}
+  removed: {value: {get_attr: [servers, removed_rsrc_list]}}
+'''
+
+
+def test_a_resource_group_names_its_members_and_removes_by_policy(
+        cli, tmp_path):
+    (tmp_path / 'g.yaml').write_text(GROUP)
+    t = str(tmp_path / 'g.yaml')
+    cli.run('stack', 'create', 'g', '-t', t, '--wait')
+    out = outputs(cli, 'g')
+    assert out['joined'] == 'node-0,node-1,node-2'
+    assert out['first'] == 'node-0'
+    assert out['by_name'] == {'0': 'node-0', '1': 'node-1', '2': 'node-2'}
+    assert len(out['refs']) == 3
+    members = cli.json('stack', 'resource', 'list', 'g', '--nested-depth',
+                       '1')
+    assert sorted(r['resource_name'] for r in members
+                  if r['parent_resource'] == 'servers') == ['0', '1', '2']
+    # scale up, then take member 1 out: its name is never used again
+    cli.run('stack', 'update', 'g', '--existing', '--parameter', 'count=4',
+            '--wait')
+    assert outputs(cli, 'g')['joined'] == 'node-0,node-1,node-2,node-3'
+    cli.run('stack', 'update', 'g', '--existing', '--parameter',
+            'removed=["1"]', '--wait')
+    out = outputs(cli, 'g')
+    assert out['joined'] == 'node-0,node-2,node-3,node-4'
+    assert out['removed'] == ['1']
+    # scale down: the highest names go
+    cli.run('stack', 'update', 'g', '--existing', '--parameter', 'count=2',
+            '--wait')
+    assert outputs(cli, 'g')['joined'] == 'node-0,node-2'
+    cli.run('stack', 'delete', 'g', '--wait')
+    assert cli.json('stack', 'list', '--show-nested') == []
