@@ -251,3 +251,47 @@ def test_a_resource_group_names_its_members_and_removes_by_policy(
     assert outputs(cli, 'g')['joined'] == 'node-0,node-2'
     cli.run('stack', 'delete', 'g', '--wait')
     assert cli.json('stack', 'list', '--show-nested') == []
+
+
+ROLLING = HOT + '''
+parameters:
+  stamp: {type: string, default: one}
+resources:
+  group:
+    type: OS::Heat::ResourceGroup
+    update_policy:
+      rolling_update: {max_batch_size: 3, min_in_service: 4, pause_time: 0}
+    properties:
+      count: 6
+      resource_def:
+        type: OS::Heat::TestResource
+        properties:
+          value: {get_param: stamp}
+          action_wait_secs: {update: 0.3}
+outputs:
+  values: {value: {get_attr: [group, output]}}
+'''
+
+
+def test_a_rolling_update_keeps_the_minimum_in_service(cli, tmp_path):
+    (tmp_path / 'r.yaml').write_text(ROLLING)
+    cli.run('stack', 'create', 'r', '-t', str(tmp_path / 'r.yaml'), '--wait')
+    cli.run('stack', 'update', 'r', '--existing', '--parameter',
+            'stamp=two', '--wait')
+    assert outputs(cli, 'r')['values'] == ['two'] * 6
+    events = cli.json('stack', 'event', 'list', 'r', '--nested-depth', '1')
+    updates = [e for e in events if e.get('stack_name', 'r') != 'r' and
+               e['resource_status'].startswith('UPDATE_')]
+    # 6 members, at least 4 in service: two at a time, highest first,
+    # each pair done before the next starts
+    busy, most, order = set(), 0, []
+    for e in updates:   # in time order
+        if e['resource_status'] == 'UPDATE_IN_PROGRESS':
+            busy.add(e['resource_name'])
+            order.append(e['resource_name'])
+            most = max(most, len(busy))
+        elif e['resource_status'] == 'UPDATE_COMPLETE':
+            busy.discard(e['resource_name'])
+    assert most == 2
+    assert [set(order[i:i + 2]) for i in (0, 2, 4)] == [
+        {'5', '4'}, {'3', '2'}, {'1', '0'}]

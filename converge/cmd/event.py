@@ -17,8 +17,9 @@ class ListEvent(lister.Lister):
         parser.add_argument('--nested-depth', type=int, default=0,
                             metavar='<depth>',
                             help='Also the events of nested stacks (a '
-                                 'deployment group\'s members) to this '
-                                 'depth, with their stack_name')
+                                 'provider\'s, a group\'s, a deployment '
+                                 'group\'s members) to this depth, with '
+                                 'their stack_name')
         return parser
 
     def take_action(self, args):

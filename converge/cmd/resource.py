@@ -16,7 +16,8 @@ class ListResource(lister.Lister):
         parser.add_argument('-n', '--nested-depth', type=int, default=0,
                             metavar='<nested-depth>',
                             help='Depth of nested stacks to list resources '
-                                 'of (a deployment group\'s members)')
+                                 'of (a provider\'s, a group\'s, a '
+                                 'deployment group\'s members)')
         return parser
 
     def take_action(self, args):

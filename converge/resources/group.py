@@ -13,12 +13,25 @@ any other name X: the list of each member's X, in order.
 
 import copy
 import itertools
+import time
 
+from converge.resources import base
 from converge.resources import nested
 from converge.resources import properties as p
+from converge.resources import rolling
 
-#: plug-in data key: member names a removal policy took out
+#: plug-in data keys: member names a removal policy took out; the member
+#: definitions last applied in full; a rolling update under way
 REMOVED = 'removed'
+APPLIED_DEFS = 'member_defs'
+ROLLOUT = 'rollout'
+
+_BATCH = {
+    'max_batch_size': p.Schema(p.INTEGER, default=1, min=1),
+    'pause_time': p.Schema(p.NUMBER, default=0, min=0),
+}
+_ROLLING = dict(_BATCH,
+                min_in_service=p.Schema(p.INTEGER, default=0, min=0))
 
 
 def member_names(count, removed):
@@ -72,6 +85,89 @@ class ResourceGroup(nested.Nested):
     }
     #: resource.N, resource.N.X and any member attribute X (as a list)
     allow_unknown_attributes = True
+    update_policy_schema = {
+        'batch_create': p.Schema(p.MAP, schema=_BATCH),
+        'rolling_update': p.Schema(p.MAP, schema=_ROLLING),
+    }
+
+    # -- a rolling update ---------------------------------------------------
+    def create(self):
+        if not self.physical_id:
+            self.data[APPLIED_DEFS] = self._members_of(self._desired())
+        return super().create()
+
+    def update(self, prior, observed):
+        """With ``rolling_update``, members whose definition changes are
+        updated a batch at a time, in place (rolling.py): the plan is kept
+        in the resource's data, so a worker dying mid-rollout leaves it to
+        the next at the same batch; a pause between batches is a wait
+        that holds no thread. A change of count or removals, and members
+        whose definition did not change, are applied after the last
+        batch, in one update."""
+        child = self._desired()
+        plan = self.data.get(ROLLOUT)
+        policy = (self.update_policy or {}).get('rolling_update')
+        if plan is None:
+            old = self.data.get(APPLIED_DEFS) or {}
+            new = self._members_of(child)
+            changing = [n for n in new if n in old and new[n] != old[n]]
+            if not policy or not changing:
+                return self._apply_all(child, observed)
+            batches = rolling.in_place_batches(
+                rolling.update_order(changing), len(old),
+                policy.get('max_batch_size', 1),
+                policy.get('min_in_service', 0))
+            plan = self.data[ROLLOUT] = {'batches': batches, 'done': 0,
+                                         'phase': 'start', 'until': None}
+        return self._roll(plan, child, policy or {})
+
+    def _roll(self, plan, child, policy):
+        batches = plan['batches']
+        while True:
+            if plan['phase'] == 'pause':
+                left = plan['until'] - time.time()
+                if left > 0:
+                    return base.Wait(after=left, reason=(
+                        'rolling update: pausing after batch %d of %d'
+                        % (plan['done'], len(batches))))
+                plan['phase'] = 'start'
+            if plan['done'] >= len(batches):
+                del self.data[ROLLOUT]
+                return self._apply_all(child, None)
+            batch = batches[plan['done']]
+            if plan['phase'] == 'start':
+                self._push(self._part(child, batches[:plan['done'] + 1]))
+                plan['phase'] = 'running'
+            waiting = self._until_done('UPDATE')
+            if waiting is not None:
+                waiting.reason = 'rolling update: batch %d of %d (%s)' % (
+                    plan['done'] + 1, len(batches), ', '.join(batch))
+                return waiting
+            plan['done'] += 1
+            pause = policy.get('pause_time') or 0
+            if pause and plan['done'] < len(batches):
+                plan.update(phase='pause', until=time.time() + pause)
+            else:
+                plan['phase'] = 'start'
+
+    def _part(self, child, batches):
+        """The child with the members of `batches` on their new
+        definition and every other member as last applied."""
+        old = self.data.get(APPLIED_DEFS) or {}
+        new = self._members_of(child)
+        moved = {n for b in batches for n in b}
+        part = copy.deepcopy(child)
+        part['template']['resources'] = {
+            n: (new[n] if n in moved else d) for n, d in old.items()}
+        return part
+
+    def _apply_all(self, child, observed):
+        self.data[APPLIED_DEFS] = self._members_of(child)
+        return self._apply(child, observed)
+
+    @staticmethod
+    def _members_of(child):
+        return copy.deepcopy(child['template']['resources'])
 
     def _removed(self):
         given = []

@@ -75,17 +75,24 @@ class Nested(base.Resource):
         return self._until_done('CREATE')
 
     def update(self, prior, observed):
-        child = self._desired()
+        return self._apply(self._desired(), observed)
+
+    def _apply(self, child, observed=None):
+        """Converge the child to `child` (asked once per change: a unit
+        coming back from its own wait finds it asked), then wait for
+        it."""
         wanted = self._digest(child)
         if self.data.get(APPLIED) != wanted or (
                 observed and observed['status'] == 'FAILED' and
                 self.data.get(TRAVERSAL) == observed['traversal']):
-            # not yet asked for (a unit coming back from its own wait
-            # finds it asked): the child is updated once per change
-            self.data[TRAVERSAL] = self.clients.stacks.update(
-                self.physical_id, self.stack, self.name, child)
+            self._push(child)
             self.data[APPLIED] = wanted
         return self._until_done('UPDATE')
+
+    def _push(self, child):
+        """Start the child's update to `child`."""
+        self.data[TRAVERSAL] = self.clients.stacks.update(
+            self.physical_id, self.stack, self.name, child)
 
     def delete(self):
         if not self.physical_id:

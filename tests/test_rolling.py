@@ -1,0 +1,58 @@
+"""Rolling updates' batch arithmetic: Heat's tables
+(heat/tests/openstack/heat/test_resource_group.py::TestGetBatches and the
+notes' worked examples), and the in-place plan converge groups follow."""
+
+import pytest
+
+from converge.resources import rolling
+
+
+# (target, current, batch size, min in service) -> ResourceGroup batches
+# as (capacity after the batch, members on the new definition)
+HEAT_RESOURCE_GROUP = [
+    ((4, 4, 1, 0), [(4, 1)] * 4),
+    ((4, 4, 1, 4), [(5, 1)] * 5 + [(4, 0)]),
+    ((4, 4, 2, 4), [(6, 2)] * 3 + [(4, 0)]),
+    ((5, 5, 2, 0), [(5, 2), (5, 2), (5, 1)]),
+    ((4, 4, 4, 1), [(5, 4), (4, 1)]),
+    ((4, 4, 4, 4), [(8, 4), (8, 4), (4, 0)]),
+    ((4, 7, 2, 4), [(6, 2), (6, 2), (4, 0)]),
+    ((6, 4, 2, 0), [(6, 2)] * 3),
+    ((6, 4, 5, 6), [(9, 5), (10, 4), (7, 1), (6, 0)]),
+    ((10, 10, 3, 8), [(11, 3)] * 3 + [(10, 2)]),
+    ((10, 10, 4, 8), [(12, 4)] * 3 + [(10, 0)]),
+]
+
+
+@pytest.mark.parametrize('args,batches', HEAT_RESOURCE_GROUP)
+def test_heat_resource_group_batches(args, batches):
+    assert rolling.heat_batches(*args, group='resource') == batches
+
+
+def test_an_instance_group_counts_surge_members_as_updated():
+    # the same change, one batch shorter at the end than ResourceGroup's
+    assert rolling.heat_batches(10, 10, 3, 8, group='instance') == \
+        [(11, 3)] * 3 + [(10, 1)]
+
+
+@pytest.mark.parametrize('target,current,updated,expected', [
+    (4, 4, 4, False), (4, 4, 3, True), (4, 5, 4, True), (5, 4, 4, True),
+    (0, 0, 0, False),
+])
+def test_needs_update(target, current, updated, expected):
+    assert rolling.needs_update(target, current, updated) is expected
+
+
+def test_in_place_batches_keep_the_minimum_in_service_without_surge():
+    names = rolling.update_order([str(i) for i in range(10)])
+    assert names[:3] == ['9', '8', '7']
+    # 10 members, at least 8 in service: two at a time, never more
+    assert rolling.in_place_batches(names, 10, 5, 8) == [
+        ['9', '8'], ['7', '6'], ['5', '4'], ['3', '2'], ['1', '0']]
+    # the batch size binds first
+    assert [len(b) for b in rolling.in_place_batches(names, 10, 3, 0)] == \
+        [3, 3, 3, 1]
+    # a minimum of the whole group still moves: one at a time
+    assert [len(b) for b in rolling.in_place_batches(names, 10, 4, 10)] == \
+        [1] * 10
+    assert rolling.in_place_batches([], 10, 2, 0) == []
