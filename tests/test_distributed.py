@@ -344,3 +344,39 @@ def test_in_progress_cap_holds_across_workers(tmp_path):
         assert d.sql("SELECT count(*) FROM leases")[0][0] == 0
     finally:
         d.close()
+
+
+def test_nested_stacks_converge_across_workers_killed_mid_create(
+        dist, tmp_path):
+    """A group of provider-template members, each a server: the parents
+    wait for their children in the database, so every worker can die
+    while the servers build and a new one finishes the whole tree, each
+    server created once."""
+    (tmp_path / 'node.yaml').write_text(
+        'heat_template_version: 2018-08-31\n'
+        'parameters:\n  index: {type: string}\n'
+        'resources:\n  server:\n    type: OS::Nova::Server\n'
+        '    properties:\n      image: cirros\n      flavor: m1.tiny\n'
+        '      name: {list_join: [-, [node, {get_param: index}]]}\n'
+        'outputs:\n  name: {value: {get_attr: [server, name]}}\n')
+    (tmp_path / 'top.yaml').write_text(
+        'heat_template_version: 2018-08-31\n'
+        'resources:\n  nodes:\n    type: OS::Heat::ResourceGroup\n'
+        '    properties:\n      count: 4\n'
+        '      resource_def:\n        type: node.yaml\n'
+        '        properties: {index: "%index%"}\n'
+        'outputs:\n  names: {value: {get_attr: [nodes, name]}}\n')
+    dist.cli('sim', 'fault', 'set', 'create', '--latency', '3')
+    for _ in range(2):
+        dist.start_worker()
+    dist.cli('stack', 'create', 'tree', '-t', str(tmp_path / 'top.yaml'))
+    wait_for(lambda: len(dist.json('sim', 'server', 'list')) == 4)
+    dist.kill(0)
+    dist.kill(1)
+    dist.start_worker()
+    wait_for(lambda: dist.json('stack', 'show', 'tree')['stack_status'] ==
+             'CREATE_COMPLETE', timeout=180)
+    out = dist.json('stack', 'output', 'show', 'tree', '--all')
+    assert out['names'] == ['node-0', 'node-1', 'node-2', 'node-3']
+    assert sorted(_creates(dist).values()) == [1, 1, 1, 1]
+    assert len(dist.json('stack', 'list', '--show-nested')) == 6

@@ -252,3 +252,28 @@ def test_event_loader_on_every_corpus_file():
             assert got == want, name
             checked += 1
     assert checked > 50
+
+
+def test_provider_templates_are_read_where_any_type_names_them(tmp_path):
+    # a resource's type, a group's resource_def type (as python-heatclient
+    # finds them), and the provider's own files relative to it
+    write(tmp_path, 'roles/node.yaml', '''heat_template_version: 2015-10-15
+resources:
+  r:
+    type: OS::Heat::Value
+    properties: {value: {get_file: ../scripts/boot.sh}}
+''')
+    write(tmp_path, 'scripts/boot.sh', 'echo boot\n')
+    write(tmp_path, 'db.yaml', 'heat_template_version: 2015-10-15\n')
+    t = write(tmp_path, 't.yaml', '''heat_template_version: 2015-10-15
+resources:
+  db: {type: db.yaml}
+  nodes:
+    type: OS::Heat::ResourceGroup
+    properties:
+      resource_def: {type: roles/node.yaml}
+''')
+    b = load_bundle(t)
+    assert set(b.files) == {url(tmp_path, 'roles/node.yaml'),
+                            url(tmp_path, 'scripts/boot.sh'),
+                            url(tmp_path, 'db.yaml')}

@@ -99,12 +99,8 @@ def _refs(tmpl):
     """The get_file targets and template-file types a template names."""
     found = []
     template.walk_get_file(tmpl, [], found)
-    refs = [name for name, _ in found]
-    for res in (tmpl.get('resources') or {}).values():
-        rtype = res.get('type') if isinstance(res, dict) else None
-        if isinstance(rtype, str) and template.is_provider(rtype):
-            refs.append(rtype)
-    return refs
+    template.walk_types(tmpl.get('resources'), [], found)
+    return [name for name, _ in found]
 
 
 def files_read(bundle):

@@ -416,6 +416,21 @@ def _read(path, max_size=None, what='Template'):
         raise exception.InvalidTemplate('Could not read %s: %s' % (path, e))
 
 
+def walk_types(node, path, found):
+    """(value, key path) of every ``type`` naming a template file in
+    `node`: a resource's, and one inside its properties (a group's
+    ``resource_def``), into `found` (as python-heatclient looks)."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == 'type' and isinstance(v, str) and _is_template_ref(v):
+                found.append((v, path + [k]))
+            else:
+                walk_types(v, path + [k], found)
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            walk_types(v, path + [i], found)
+
+
 def walk_get_file(node, path, found):
     """(target, key path) of every get_file in `node`, into `found`."""
     if isinstance(node, dict):
@@ -632,13 +647,11 @@ class _Files:
             content = self.read(target, 'get_file', (doc, text, path), name)
             if not known and _is_template_ref(name):
                 self._inline(target, content)
-        resources = tmpl.get('resources') if isinstance(tmpl, dict) else None
-        for rname, res in (resources or {}).items():
-            rtype = res.get('type') if isinstance(res, dict) else None
-            if isinstance(rtype, str) and _is_template_ref(rtype):
-                self.provider(join_url(url, rtype),
-                              (doc, text, ['resources', rname, 'type']),
-                              rtype)
+        types = []
+        walk_types(tmpl.get('resources') if isinstance(tmpl, dict) else None,
+                   ['resources'], types)
+        for rtype, path in types:
+            self.provider(join_url(url, rtype), (doc, text, path), rtype)
 
     def _inline(self, url, content):
         """A template read by get_file (OS::Heat::Stack's `template`):
