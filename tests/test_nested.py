@@ -5,6 +5,8 @@ names them, the child's outputs as attributes, resource_facade, updates
 that reach a child through a file, delete, the depth limit, and the
 listings (--show-nested, --nested-depth)."""
 
+import os
+
 import pytest
 
 pytestmark = pytest.mark.slow
@@ -295,3 +297,33 @@ def test_a_rolling_update_keeps_the_minimum_in_service(cli, tmp_path):
     assert most == 2
     assert [set(order[i:i + 2]) for i in (0, 2, 4)] == [
         {'5', '4'}, {'3', '2'}, {'1', '0'}]
+
+
+CORPUS_GROUPS = [
+    # (corpus file, parameters, output: what it must hold)
+    ('heat-templates/hot/resource_group/resource_group.yaml', [],
+     'all_values', lambda v: len(v) == 2 and all(len(x) == 32 for x in v)),
+    ('heat-templates/hot/resource_group/resource_group_index_lookup.yaml',
+     [], 'all_values', lambda v: [len(x) for x in v] == [4, 5, 6]),
+    ('heat/rally-scenarios/extra/rg_template_with_outputs.yaml',
+     ['--parameter', 'attr_wait_secs=0'], 'val10', lambda v: v),
+    ('heat-templates/hot/multi_region_hello_world.yaml',
+     ['--parameter', 'key_name=demo', '--parameter', 'image=cirros',
+      '--parameter', 'admin_pass=Secret1'], None, None),
+]
+
+
+@pytest.mark.parametrize('rel,params,key,check', CORPUS_GROUPS)
+def test_corpus_groups_and_nested_stacks_converge(cli, rel, params, key,
+                                                  check):
+    from tests.conftest import CORPUS
+    path = os.path.join(CORPUS, rel)
+    if not os.path.exists(path):
+        pytest.skip('corpus not found at %s' % CORPUS)
+    cli.run('stack', 'create', 'c', '-t', path, *params, '--wait')
+    assert cli.json('stack', 'show', 'c')['stack_status'] == \
+        'CREATE_COMPLETE'
+    if key:
+        assert check(outputs(cli, 'c')[key])
+    cli.run('stack', 'delete', 'c', '--wait')
+    assert cli.json('stack', 'list', '--show-nested') == []

@@ -93,26 +93,13 @@ def _nested_children(defn):
     """(resource name, child bundle, known parameters) of each nested
     stack whose template is known before anything is created."""
     from converge.engine import nested
-    from converge.resources import nested as nested_res
     for name, rdef in defn.resources.items():
-        plugin = rdef.plugin
-        if not isinstance(plugin, type) or \
-                not issubclass(plugin, nested_res.Nested):
+        plan = getattr(rdef.plugin, 'child_to_validate', None)
+        child = plan(defn.known_properties(name)) if plan else None
+        if child is None:
             continue
-        values = defn.known_properties(name)
-        if issubclass(plugin, nested_res.TemplateResource):
-            if plugin.provider_template is None:
-                continue
-            child = {'template': plugin.provider_template,
-                     'path': plugin.provider, 'params': values}
-        else:
-            tmpl = values.get('template')
-            if not isinstance(tmpl, (str, dict)):
-                continue
-            params = values.get('parameters')
-            child = {'template': tmpl,
-                     'params': params if isinstance(params, dict) else {}}
-        child['params'] = {k: v for k, v in child['params'].items()
+        child['params'] = {k: v for k, v in
+                           (child.get('params') or {}).items()
                            if v is not None and not template.is_unknown(v)}
         yield name, nested.child_bundle(defn.bundle, defn.stack_name, name,
                                         child), child['params']

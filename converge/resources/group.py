@@ -52,6 +52,24 @@ def _with_index(value, var, index):
     return value
 
 
+def _child(values, names):
+    """The nested stack of members `names` the group's property values
+    describe."""
+    rdef = values['resource_def']
+    var = values.get('index_var', '%index%')
+    resources = {}
+    for name in names:
+        member = {'type': rdef['type']}
+        for key in ('properties', 'metadata'):
+            if isinstance(rdef.get(key), dict):
+                member[key] = _with_index(copy.deepcopy(rdef[key]), var,
+                                          name)
+        resources[name] = member
+    return {'template': {'heat_template_version': '2015-04-30',
+                         'resources': resources},
+            'params': {}, 'timeout': None}
+
+
 class ResourceGroup(nested.Nested):
     properties_schema = {
         'count': p.Schema(p.INTEGER, 'How many members.', default=1, min=0,
@@ -184,19 +202,19 @@ class ResourceGroup(nested.Nested):
     def child(self):
         removed = self._removed()
         self.data[REMOVED] = removed
-        rdef = self.properties['resource_def']
-        var = self.properties.get('index_var')
-        resources = {}
-        for name in member_names(self.properties.get('count', 1), removed):
-            member = {'type': rdef['type']}
-            for key in ('properties', 'metadata'):
-                if rdef.get(key):
-                    member[key] = _with_index(copy.deepcopy(rdef[key]),
-                                              var, name)
-            resources[name] = member
-        return {'template': {'heat_template_version': '2015-04-30',
-                             'resources': resources},
-                'params': {}, 'timeout': None}
+        return _child(self.properties,
+                      member_names(self.properties.get('count', 1), removed))
+
+    @classmethod
+    def child_to_validate(cls, values):
+        """One member, as the group would make it (when its type is
+        known): a member's provider template is checked before anything
+        is created."""
+        rdef = values.get('resource_def')
+        if not isinstance(rdef, dict) or not isinstance(rdef.get('type'),
+                                                        str):
+            return None
+        return _child(values, ['0'])
 
     @classmethod
     def has_attribute(cls, name):

@@ -43,6 +43,13 @@ class Nested(base.Resource):
         None}: what the child stack is made of."""
         raise NotImplementedError
 
+    @classmethod
+    def child_to_validate(cls, values):
+        """The child (as `child` gives it) made of the property values
+        known before anything is created, for validation; None when its
+        template is not known yet."""
+        return None
+
     def _desired(self):
         child = dict(self.child())
         child['facade'] = self._facade()
@@ -202,6 +209,14 @@ class StackResource(Nested):
                 'params': dict(self.properties.get('parameters') or {}),
                 'timeout': self.properties.get('timeout')}
 
+    @classmethod
+    def child_to_validate(cls, values):
+        tmpl, params = values.get('template'), values.get('parameters')
+        if not isinstance(tmpl, (str, dict)):
+            return None
+        return {'template': tmpl,
+                'params': params if isinstance(params, dict) else {}}
+
     def attributes_from(self, outputs, observed):
         return {'stack_name': (observed or {}).get('name') or
                 self.nested_stack_name(),
@@ -225,6 +240,13 @@ class TemplateResource(Nested):
         params = {k: v for k, v in self.properties.items() if v is not None}
         return {'template': self.provider_template, 'path': self.provider,
                 'params': params, 'timeout': None}
+
+    @classmethod
+    def child_to_validate(cls, values):
+        if cls.provider_template is None:
+            return None
+        return {'template': cls.provider_template, 'path': cls.provider,
+                'params': dict(values)}
 
     @classmethod
     def has_attribute(cls, name):
