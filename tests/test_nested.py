@@ -327,3 +327,21 @@ def test_corpus_groups_and_nested_stacks_converge(cli, rel, params, key,
         assert check(outputs(cli, 'c')[key])
     cli.run('stack', 'delete', 'c', '--wait')
     assert cli.json('stack', 'list', '--show-nested') == []
+
+
+def test_suspend_and_resume_reach_nested_stacks(cli, tmp_path):
+    (tmp_path / 'child.yaml').write_text(HOT + '''
+resources:
+  v: {type: OS::Heat::Value, properties: {value: 1}}
+''')
+    (tmp_path / 'top.yaml').write_text(HOT + '''
+resources:
+  c: {type: child.yaml}
+''')
+    cli.run('stack', 'create', 's', '-t', str(tmp_path / 'top.yaml'),
+            '--wait')
+    for verb, state in (('suspend', 'SUSPEND_COMPLETE'),
+                        ('resume', 'RESUME_COMPLETE')):
+        cli.run('stack', verb, 's', '--wait')
+        assert {s['Stack Status'] for s in
+                cli.json('stack', 'list', '--show-nested')} == {state}

@@ -202,6 +202,11 @@ class NestedStacks:
     def delete(self, stack_id):
         return stacks.delete(self.engine, stack_id)[1]
 
+    def again(self, stack_id, action):
+        """Suspend or resume the child: its traversal's id."""
+        walk = {'SUSPEND': stacks.suspend, 'RESUME': stacks.resume}[action]
+        return walk(self.engine, stack_id)[1]
+
     def status(self, stack_id):
         """The child's state as the owning resource reads it, or None."""
         with self.engine.db.read() as s:

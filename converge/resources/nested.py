@@ -112,6 +112,25 @@ class Nested(base.Resource):
                 self.physical_id)
         return self._until_done('DELETE')
 
+    def suspend(self, observed):
+        """Heat's order: the child is suspended with its owner (its own
+        resources dependents first)."""
+        return self._again('SUSPEND')
+
+    def resume(self, observed):
+        return self._again('RESUME')
+
+    def _again(self, action):
+        found = self.clients.stacks.status(self.physical_id)
+        if found is None or found['deleted']:
+            raise exception.ResourceFailure(
+                'nested stack %s is gone' % self.physical_id)
+        if found['action'] != action or \
+                found['traversal'] != self.data.get(TRAVERSAL):
+            self.data[TRAVERSAL] = self.clients.stacks.again(
+                self.physical_id, action)
+        return self._until_done(action)
+
     def check(self, observed):
         super().check(observed)
         if observed['status'] == 'FAILED':
