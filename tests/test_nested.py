@@ -345,3 +345,41 @@ resources:
         cli.run('stack', verb, 's', '--wait')
         assert {s['Stack Status'] for s in
                 cli.json('stack', 'list', '--show-nested')} == {state}
+
+
+def test_a_resource_chain_creates_its_types_in_order(cli, tmp_path):
+    (tmp_path / 'svc.yaml').write_text(HOT + '''
+parameters:
+  EndpointMap: {type: json, default: {}}
+resources:
+  v:
+    type: OS::Heat::Value
+    properties: {value: {get_param: [EndpointMap, host]}}
+outputs:
+  role_data: {value: {get_attr: [v, value]}}
+''')
+    (tmp_path / 'env.yaml').write_text('''resource_registry:
+  My::Services::A: svc.yaml
+  My::Services::B: OS::Heat::TestResource
+''')
+    (tmp_path / 'top.yaml').write_text(HOT + '''
+resources:
+  chain:
+    type: OS::Heat::ResourceChain
+    properties:
+      resources: [My::Services::A, My::Services::A]
+      resource_properties:
+        EndpointMap: {host: db1}
+outputs:
+  data: {value: {get_attr: [chain, role_data]}}
+''')
+    cli.run('stack', 'create', 'ch', '-t', str(tmp_path / 'top.yaml'),
+            '-e', str(tmp_path / 'env.yaml'), '--wait')
+    assert outputs(cli, 'ch')['data'] == ['db1', 'db1']
+    events = [e for e in cli.json('stack', 'event', 'list', 'ch',
+                                  '--nested-depth', '1')
+              if e['resource_name'] in ('0', '1')]
+    # not concurrent: 1 starts only once 0 is complete
+    names = [(e['resource_name'], e['resource_status']) for e in events]
+    assert names.index(('0', 'CREATE_COMPLETE')) < \
+        names.index(('1', 'CREATE_IN_PROGRESS'))

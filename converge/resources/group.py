@@ -244,3 +244,55 @@ class ResourceGroup(nested.Nested):
             if x not in values:
                 values[x] = [m['attributes'].get(x) for m in members]
         return values
+
+
+class ResourceChain(ResourceGroup):
+    """OS::Heat::ResourceChain: a nested stack of one resource per type in
+    `resources`, named "0", "1", … in order, each with
+    `resource_properties`; each depends on the one before unless
+    `concurrent`. Its attributes are a group's."""
+
+    properties_schema = {
+        'resources': p.Schema(p.LIST, 'The resource types, in order.',
+                              required=True, update_allowed=True,
+                              schema=p.Schema(p.STRING)),
+        'concurrent': p.Schema(p.BOOLEAN, 'Create them all at once.',
+                               default=False, update_allowed=True),
+        'resource_properties': p.Schema(p.MAP, 'Properties of every '
+                                        'resource of the chain.',
+                                        default={}, update_allowed=True),
+    }
+    update_policy_schema = None
+
+    def child(self):
+        return _chain(self.properties)
+
+    @classmethod
+    def child_to_validate(cls, values):
+        if not isinstance(values.get('resources'), list) or not all(
+                isinstance(t, str) for t in values['resources']):
+            return None
+        return _chain(values)
+
+    def update(self, prior, observed):
+        return self._apply(self._desired(), observed)
+
+    def create(self):
+        return nested.Nested.create(self)
+
+
+def _chain(values):
+    resources, before = {}, None
+    props = values.get('resource_properties')
+    for i, rtype in enumerate(values.get('resources') or ()):
+        name = str(i)
+        member = {'type': rtype}
+        if isinstance(props, dict) and props:
+            member['properties'] = copy.deepcopy(props)
+        if before is not None and not values.get('concurrent'):
+            member['depends_on'] = [before]
+        resources[name] = member
+        before = name
+    return {'template': {'heat_template_version': '2015-04-30',
+                         'resources': resources},
+            'params': {}, 'timeout': None}
