@@ -275,6 +275,47 @@ outputs:
 '''
 
 
+def _most_at_once(events, status):
+    """The most members in `status`_IN_PROGRESS at once, and the order
+    they started in (the events in time order)."""
+    busy, most, order = set(), 0, []
+    for e in events:
+        if e['resource_status'] == status + '_IN_PROGRESS':
+            busy.add(e['resource_name'])
+            order.append(e['resource_name'])
+            most = max(most, len(busy))
+        elif e['resource_status'] == status + '_COMPLETE':
+            busy.discard(e['resource_name'])
+    return most, order
+
+
+def test_batch_create_creates_members_a_batch_at_a_time(cli, tmp_path):
+    (tmp_path / 'b.yaml').write_text(HOT + '''
+resources:
+  group:
+    type: OS::Heat::ResourceGroup
+    update_policy:
+      batch_create: {max_batch_size: 2}
+    properties:
+      count: 5
+      resource_def:
+        type: OS::Heat::TestResource
+        properties:
+          action_wait_secs: {create: 0.3}
+outputs:
+  refs: {value: {get_attr: [group, refs]}}
+''')
+    cli.run('stack', 'create', 'b', '-t', str(tmp_path / 'b.yaml'), '--wait')
+    assert len(outputs(cli, 'b')['refs']) == 5
+    events = [e for e in cli.json('stack', 'event', 'list', 'b',
+                                  '--nested-depth', '1')
+              if e.get('stack_name', 'b') != 'b']
+    most, order = _most_at_once(events, 'CREATE')
+    assert most == 2
+    assert [set(order[i:i + 2]) for i in (0, 2, 4)] == [
+        {'0', '1'}, {'2', '3'}, {'4'}]
+
+
 def test_a_rolling_update_keeps_the_minimum_in_service(cli, tmp_path):
     (tmp_path / 'r.yaml').write_text(ROLLING)
     cli.run('stack', 'create', 'r', '-t', str(tmp_path / 'r.yaml'), '--wait')
@@ -286,14 +327,7 @@ def test_a_rolling_update_keeps_the_minimum_in_service(cli, tmp_path):
                e['resource_status'].startswith('UPDATE_')]
     # 6 members, at least 4 in service: two at a time, highest first,
     # each pair done before the next starts
-    busy, most, order = set(), 0, []
-    for e in updates:   # in time order
-        if e['resource_status'] == 'UPDATE_IN_PROGRESS':
-            busy.add(e['resource_name'])
-            order.append(e['resource_name'])
-            most = max(most, len(busy))
-        elif e['resource_status'] == 'UPDATE_COMPLETE':
-            busy.discard(e['resource_name'])
+    most, order = _most_at_once(updates, 'UPDATE')
     assert most == 2
     assert [set(order[i:i + 2]) for i in (0, 2, 4)] == [
         {'5', '4'}, {'3', '2'}, {'1', '0'}]

@@ -110,9 +110,32 @@ class ResourceGroup(nested.Nested):
 
     # -- a rolling update ---------------------------------------------------
     def create(self):
+        """With ``batch_create``, the members are created a batch at a
+        time (in name order), as the child grows batch by batch; the plan
+        is kept as a rolling update's is."""
+        child = self._desired()
+        policy = (self.update_policy or {}).get('batch_create')
+        if not policy:
+            if not self.physical_id:
+                self.data[APPLIED_DEFS] = self._members_of(child)
+            return super().create()
+        plan = self.data.get(ROLLOUT)
         if not self.physical_id:
-            self.data[APPLIED_DEFS] = self._members_of(self._desired())
-        return super().create()
+            names = list(self._members_of(child))
+            size = policy.get('max_batch_size', 1)
+            batches = [names[i:i + size]
+                       for i in range(0, len(names), size)] or [[]]
+            plan = self.data[ROLLOUT] = {'batches': batches, 'done': 0,
+                                         'phase': 'running', 'until': None,
+                                         'create': True}
+            first = self._part(child, batches[:1])
+            self.physical_id, self.data[nested.TRAVERSAL] = \
+                self.clients.stacks.create(self.stack, self.name, self.uuid,
+                                           first)
+            self.data[nested.APPLIED] = self._digest(first)
+        if plan is None:   # the batches are done: the last update's wait
+            return self._apply_all(child, None)
+        return self._roll(plan, child, policy)
 
     def update(self, prior, observed):
         """With ``rolling_update``, members whose definition changes are
@@ -146,7 +169,7 @@ class ResourceGroup(nested.Nested):
                 left = plan['until'] - time.time()
                 if left > 0:
                     return base.Wait(after=left, reason=(
-                        'rolling update: pausing after batch %d of %d'
+                        'pausing after batch %d of %d'
                         % (plan['done'], len(batches))))
                 plan['phase'] = 'start'
             if plan['done'] >= len(batches):
@@ -156,9 +179,12 @@ class ResourceGroup(nested.Nested):
             if plan['phase'] == 'start':
                 self._push(self._part(child, batches[:plan['done'] + 1]))
                 plan['phase'] = 'running'
-            waiting = self._until_done('UPDATE')
+            creating = plan.get('create')
+            waiting = self._until_done(
+                'CREATE' if creating and plan['done'] == 0 else 'UPDATE')
             if waiting is not None:
-                waiting.reason = 'rolling update: batch %d of %d (%s)' % (
+                waiting.reason = '%s: batch %d of %d (%s)' % (
+                    'batch create' if creating else 'rolling update',
                     plan['done'] + 1, len(batches), ', '.join(batch))
                 return waiting
             plan['done'] += 1
@@ -170,13 +196,17 @@ class ResourceGroup(nested.Nested):
 
     def _part(self, child, batches):
         """The child with the members of `batches` on their new
-        definition and every other member as last applied."""
+        definition and every other member as last applied (while the
+        group is created in batches: only the members of `batches`)."""
         old = self.data.get(APPLIED_DEFS) or {}
         new = self._members_of(child)
-        moved = {n for b in batches for n in b}
+        moved = [n for b in batches for n in b]
         part = copy.deepcopy(child)
-        part['template']['resources'] = {
-            n: (new[n] if n in moved else d) for n, d in old.items()}
+        if (self.data.get(ROLLOUT) or {}).get('create'):
+            part['template']['resources'] = {n: new[n] for n in moved}
+        else:
+            part['template']['resources'] = {
+                n: (new[n] if n in moved else d) for n, d in old.items()}
         return part
 
     def _apply_all(self, child, observed):
