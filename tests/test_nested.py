@@ -6,6 +6,8 @@ that reach a child through a file, delete, the depth limit, and the
 listings (--show-nested, --nested-depth)."""
 
 import os
+import signal
+import time
 
 import pytest
 
@@ -417,3 +419,34 @@ outputs:
     names = [(e['resource_name'], e['resource_status']) for e in events]
     assert names.index(('0', 'CREATE_COMPLETE')) < \
         names.index(('1', 'CREATE_IN_PROGRESS'))
+
+
+def test_a_rollout_resumes_at_its_batch_after_kill_9(cli, tmp_path):
+    (tmp_path / 'r.yaml').write_text(ROLLING.replace(
+        'pause_time: 0', 'pause_time: 4'))
+    cli.run('stack', 'create', 'r', '-t', str(tmp_path / 'r.yaml'), '--wait')
+    proc = cli.popen('stack', 'update', 'r', '--existing', '--parameter',
+                     'stamp=two', '--wait')
+
+    def pausing():
+        reason = cli.json('stack', 'resource', 'show', 'r', 'group')[
+            'resource_status_reason']
+        return reason.startswith('pausing after batch 1 of 3')
+    deadline = time.time() + 60
+    while not pausing():
+        assert time.time() < deadline, 'the rollout never paused'
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert cli.json('stack', 'show', 'r')['stack_status'] == \
+        'UPDATE_IN_PROGRESS'
+    cli.run('stack', 'converge', 'r', '--wait')
+    assert outputs(cli, 'r')['values'] == ['two'] * 6
+    events = [e for e in cli.json('stack', 'event', 'list', 'r',
+                                  '--nested-depth', '1')
+              if e.get('stack_name', 'r') != 'r']
+    most, order = _most_at_once(events, 'UPDATE')
+    # the plan went on where it stopped: each member updated once, two at
+    # a time, in the same order
+    assert most == 2 and sorted(order) == ['0', '1', '2', '3', '4', '5']
+    assert [set(order[i:i + 2]) for i in (0, 2, 4)] == [
+        {'5', '4'}, {'3', '2'}, {'1', '0'}]
