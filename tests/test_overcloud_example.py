@@ -13,7 +13,7 @@ from tests.conftest import REPO
 pytestmark = pytest.mark.slow
 
 TEMPLATE = os.path.join(REPO, 'examples', 'overcloud', 'overcloud.yaml')
-COMPUTES = 10
+COMPUTES = 5
 
 
 def _batches(events, stack_prefix):
@@ -60,9 +60,9 @@ def test_the_overcloud_updates_controllers_one_by_one_then_computes(cli):
     computes, m_most, m_first, _ = _batches(events, 'overcloud-Compute-')
     # never two controllers at once (two of three always in service)
     assert c_most == 1 and len(controllers) == 3
-    # a fifth of the computes at a time, highest names first
+    # a fifth of the computes at a time (here one), highest names first
     assert m_most == COMPUTES // 5
-    assert computes[0] == {str(COMPUTES - 1), str(COMPUTES - 2)}
+    assert computes[0] == {str(COMPUTES - 1)}
     assert sorted(n for g in computes for n in g) == sorted(
         str(i) for i in range(COMPUTES))
     # the computes start after the last controller passed its gate
