@@ -435,3 +435,79 @@ def test_a_rollout_resumes_at_its_batch_after_kill_9(cli, tmp_path):
     assert most == 2 and sorted(order) == ['0', '1', '2', '3', '4', '5']
     assert [set(order[i:i + 2]) for i in (0, 2, 4)] == [
         {'5', '4'}, {'3', '2'}, {'1', '0'}]
+
+
+def _group_reason(cli, stack):
+    return cli.json('stack', 'resource', 'show', stack, 'group')[
+        'resource_status_reason']
+
+
+def _until(what, check, timeout=60):
+    deadline = time.time() + timeout
+    while not check():
+        assert time.time() < deadline, what
+
+
+def test_a_canary_batch_waits_for_the_operator(cli, tmp_path):
+    (tmp_path / 'c.yaml').write_text(ROLLING.replace(
+        'count: 6', 'count: 5').replace(
+        'min_in_service: 4, pause_time: 0',
+        'min_in_service: 0, canary_size: 1'))
+    cli.run('stack', 'create', 'c', '-t', str(tmp_path / 'c.yaml'), '--wait')
+    proc = cli.popen('stack', 'update', 'c', '--existing', '--parameter',
+                     'stamp=two', '--wait')
+    _until('the canary never finished', lambda: _group_reason(
+        cli, 'c').startswith('canary batch done (4); waiting for '
+                             '`converge stack update --resume c`'))
+    updated = {e['resource_name'] for e in cli.json(
+        'stack', 'event', 'list', 'c', '--nested-depth', '1')
+        if e['resource_status'] == 'UPDATE_COMPLETE'}
+    assert updated == {'4'}
+    cli.run('stack', 'update', '--resume', 'c', '--wait')
+    assert proc.wait(timeout=120) == 0
+    assert outputs(cli, 'c')['values'] == ['two'] * 5
+    events = cli.json('stack', 'event', 'list', 'c', '--nested-depth', '1')
+    most, order = _most_at_once(
+        [e for e in events if e.get('stack_name', 'c') != 'c'], 'UPDATE')
+    assert most == 3 and order[0] == '4'
+    assert [set(order[1:4]), set(order[4:])] == [{'3', '2', '1'}, {'0'}]
+    assert 'resumed by the operator after batch 1 of 3' in [
+        e['resource_status_reason'] for e in events
+        if e['resource_name'] == 'group']
+    again = cli.run('stack', 'update', '--resume', 'c', check=False)
+    assert again.returncode != 0
+    assert 'Stack c has no rolling update waiting to be resumed' in \
+        again.stderr
+
+
+def test_converge_resumes_a_rollout_killed_mid_batch(cli, tmp_path):
+    """kill -9 of the engine while a batch's members update: `stack
+    converge` picks the child's stranded work up at once (the sweeper,
+    set to wait an hour here, is not what saves it), at the same batch
+    of the same plan, and no member is updated twice."""
+    conf = tmp_path / 'converge.conf'
+    conf.write_text('[worker]\nstall_timeout = 3600\n')
+    (tmp_path / 'r.yaml').write_text(ROLLING.replace(
+        '{update: 0.3}', '{update: 1.5}'))
+    cli.run('--config-file', str(conf), 'stack', 'create', 'r', '-t',
+            str(tmp_path / 'r.yaml'), '--wait')
+    proc = cli.popen('--config-file', str(conf), 'stack', 'update', 'r',
+                     '--existing', '--parameter', 'stamp=two', '--wait')
+    _until('batch 2 never started', lambda: _group_reason(
+        cli, 'r').startswith('rolling update: batch 2 of 3 (3, 2)'))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    cli.run('--config-file', str(conf), 'stack', 'converge', 'r', '--wait',
+            timeout=120)
+    assert outputs(cli, 'r')['values'] == ['two'] * 6
+    events = cli.json('stack', 'event', 'list', 'r', '--nested-depth', '1')
+    done = [e['resource_name'] for e in events
+            if e.get('stack_name', 'r') != 'r' and
+            e['resource_status'] == 'UPDATE_COMPLETE']
+    assert sorted(done) == ['0', '1', '2', '3', '4', '5']
+    started = [e['resource_status_reason'] for e in events
+               if e['resource_name'] == 'group' and
+               ' started; ' in e['resource_status_reason']]
+    # the plan kept: batch 3 of the same 3 after the kill, none recomputed
+    assert [s.split(' (')[0] for s in started] == [
+        'rolling update: batch %d of 3' % n for n in (1, 2, 3)]

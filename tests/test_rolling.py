@@ -56,3 +56,43 @@ def test_in_place_batches_keep_the_minimum_in_service_without_surge():
     assert [len(b) for b in rolling.in_place_batches(names, 10, 4, 10)] == \
         [1] * 10
     assert rolling.in_place_batches([], 10, 2, 0) == []
+
+
+def test_a_canary_batch_goes_first_then_full_batches():
+    names = rolling.update_order([str(i) for i in range(7)])
+    assert rolling.in_place_batches(names, 7, 3, 0, canary=1) == [
+        ['6'], ['5', '4', '3'], ['2', '1', '0']]
+    # never larger than the room a batch has
+    assert rolling.in_place_batches(names, 7, 3, 5, canary=4)[0] == \
+        ['6', '5']
+
+
+def test_failure_domains_never_share_a_batch():
+    zone = {'0': 'a', '1': 'a', '2': 'b', '3': 'b', '4': 'c', '5': None}
+    names = rolling.update_order(list(zone), 'lowest_index')
+    # in order, skipping a member whose zone the batch holds already; a
+    # member with no zone goes anywhere
+    assert rolling.in_place_batches(names, 6, 3, 0, domain=zone.get) == [
+        ['0', '2', '4'], ['1', '3', '5']]
+
+
+@pytest.mark.parametrize('order,key,expected', [
+    ('highest_index', None, ['10', '9', '2', '1']),
+    ('lowest_index', None, ['1', '2', '9', '10']),
+    # oldest first: by creation time, ties by index
+    ('oldest', {'1': 30.0, '2': 10.0, '9': 20.0, '10': 10.0}.get,
+     ['2', '10', '9', '1']),
+    # by a member property, lowest first; members without it last
+    ('property', {'1': 'rack-b', '2': 'rack-a', '10': 'rack-a'}.get,
+     ['2', '10', '1', '9']),
+])
+def test_update_orders(order, key, expected):
+    assert rolling.update_order(['1', '2', '9', '10'], order, key) == \
+        expected
+
+
+@pytest.mark.parametrize('value,total,allowed', [
+    ('0', 10, 0), (3, 10, 3), ('3', 10, 3), ('20%', 10, 2),
+    ('20%', 6, 1), ('12.5%', 16, 2), ('100%', 7, 7)])
+def test_failure_budget(value, total, allowed):
+    assert rolling.budget(value, total) == allowed

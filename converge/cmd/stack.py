@@ -75,12 +75,27 @@ class UpdateStack(_StackShowOne):
         common.add_timeout(parser, 'Stack update timeout')
         parser.add_argument('--tags', metavar='<tag1,tag2...>',
                             help='Replace the stack\'s tags')
+        parser.add_argument('--resume', action='store_true',
+                            help='Move on a rolling update waiting for '
+                                 'the operator after its canary batch '
+                                 '(nothing else changes)')
         common.add_wait(parser)
         parser.add_argument('stack', metavar='<stack>',
                             help='Name or ID of the stack to update')
         return parser
 
     def take_action(self, args):
+        if args.resume:
+            if args.template or args.existing or args.parameter or \
+                    args.environment or args.tags is not None:
+                raise exception.InvalidInput(
+                    '--resume moves a waiting rollout on and changes '
+                    'nothing: give it no template, --existing, '
+                    '--parameter, -e or --tags')
+            stack = common.run(
+                self.app, args, args.stack,
+                lambda svc, ctx: svc.stack_resume_rollout(ctx, args.stack))
+            return self._show(stack.id)
         bundle = common.bundle(args) if args.template else None
         params = common.parameters(args)
         rollback = {'enabled': True, 'disabled': False,

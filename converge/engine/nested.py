@@ -154,6 +154,24 @@ def digest(bundle, params):
         sort_keys=True, default=str).encode()).hexdigest()
 
 
+def tree(engine, stack_id):
+    """The ids of a stack and of every stack nested in it, at any
+    depth."""
+    found, level = [stack_id], [stack_id]
+    with engine.db.read() as s:
+        while level:
+            level = list(s.scalars(sa.select(models.Stack.id).where(
+                models.Stack.parent_id.in_(level),
+                models.Stack.deleted_at.is_(None))))
+            found += level
+    return found
+
+
+def _stamp(when):
+    return when.replace(tzinfo=datetime.timezone.utc).timestamp() \
+        if when else None
+
+
 class NestedStacks:
     def __init__(self, engine):
         self.engine = engine
@@ -191,16 +209,30 @@ class NestedStacks:
             project_id=parent.project_id, stack_id=new_id,
             parent=(parent.id, resource_name, depth))
 
-    def update(self, stack_id, parent, resource_name, child):
-        """Converge the child to what the resource now says; the id of
-        the traversal doing it."""
+    def update(self, stack_id, parent, resource_name, child, hold=()):
+        """Converge the child to what the resource now says, leaving
+        the resources named in `hold` as they are; the id of the
+        traversal doing it."""
         bundle, params = self._bundle(parent, resource_name, child)
         return stacks.update(self.engine, stack_id, bundle, params,
-                             rollback=False,
-                             timeout=child.get('timeout'))[1]
+                             rollback=False, timeout=child.get('timeout'),
+                             hold=hold)[1]
 
     def delete(self, stack_id):
         return stacks.delete(self.engine, stack_id)[1]
+
+    def converge(self, stack_id):
+        """`stack converge` reaching the child: walk it again against
+        reality (its own nested stacks in turn); the traversal's id."""
+        return stacks.converge(self.engine, stack_id)[1]
+
+    def resend(self, stack_id):
+        """`stack converge` reaching a child whose traversal is still
+        running: send again what a dead worker left of it (and of its
+        own children), now rather than after the sweeper's stall
+        timeout. How many nodes were sent."""
+        return len(traversal.resend(self.engine,
+                                    tree(self.engine, stack_id)))
 
     def again(self, stack_id, action):
         """Suspend or resume the child: its traversal's id."""
@@ -250,15 +282,14 @@ class NestedStacks:
             return None
         out = []
         for name, row in sorted(views.resources(self.engine, st).items()):
-            when = row.updated_at or row.created_at
             out.append({'resource_name': name, 'resource_type': row.type,
                         'physical_resource_id': row.physical_id or '',
                         'reference_id': (row.reference_id or
                                          row.physical_id or name),
                         'action': row.action, 'status': row.status,
                         'status_reason': row.status_reason,
-                        'updated_at': when.replace(
-                            tzinfo=datetime.timezone.utc).timestamp()
-                        if when else None,
+                        'created_at': _stamp(row.created_at),
+                        'updated_at': _stamp(row.updated_at or
+                                             row.created_at),
                         'attributes': row.attributes or {}})
         return out

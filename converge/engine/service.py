@@ -23,6 +23,7 @@ from converge import exception
 from converge.db import api
 from converge.engine import abandon
 from converge.engine import request
+from converge.engine import rollouts
 from converge.engine import software
 from converge.engine import stacks
 from converge.engine import views
@@ -139,6 +140,12 @@ class Service:
             self.engine, ident, bundle, params, existing=existing,
             rollback=rollback, clear_parameters=clear_parameters,
             timeout=timeout, tags=tags, project_id=request.project_of(ctx)))
+
+    def stack_resume_rollout(self, ctx, ident):
+        """Move on the rollouts of the stack waiting for the operator
+        (after a canary batch)."""
+        return self._started(*rollouts.resume(
+            self.engine, ident, project_id=request.project_of(ctx)))
 
     def stack_delete(self, ctx, ident):
         return self._started(*stacks.delete(

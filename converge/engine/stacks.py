@@ -149,7 +149,7 @@ def create(engine, name, bundle, params, disable_rollback=True,
 
 def update(engine, ident, bundle=None, params=None, existing=False,
            rollback=None, clear_parameters=(), timeout=None, tags=None,
-           project_id=None):
+           project_id=None, hold=()):
     check_timeout(timeout)
     with engine.db.read() as s:
         stack = api.stack_get(s, ident, project_id=project_id)
@@ -185,7 +185,8 @@ def update(engine, ident, bundle=None, params=None, existing=False,
         engine.remember(template_id, stack, defn)
         trav = traversal.start(engine, s, stack, template_id, 'UPDATE',
                                defn, rollback=rollback,
-                               prev_template_id=stack.template_id)
+                               prev_template_id=stack.template_id,
+                               hold=hold)
     traversal.kick(engine, trav)
     return stack.id, trav.id
 
@@ -221,15 +222,15 @@ def converge(engine, ident, project_id=None):
         action = 'UPDATE'
     if action == 'DELETE':
         return delete(engine, stack.id, project_id)
-    return _again(engine, stack.id, action, project_id)
+    return _again(engine, stack.id, action, project_id, converge=True)
 
 
-def _again(engine, ident, action, project_id=None):
+def _again(engine, ident, action, project_id=None, converge=False):
     with engine.db.write() as s:
         stack = api.stack_get(s, ident, project_id=project_id)
         defn = engine.definition(stack.template_id, stack)
         trav = traversal.start(engine, s, stack, stack.template_id, action,
-                               defn, rollback=False)
+                               defn, rollback=False, converge=converge)
     traversal.kick(engine, trav)
     return stack.id, trav.id
 

@@ -43,7 +43,8 @@ COMPLETE_REASON = 'Stack %s completed successfully'
 # -- start --------------------------------------------------------------------
 
 def start(engine, session, stack, template_id, action, defn, rollback=False,
-          prev_template_id=None, parent=None, keep_template=False):
+          prev_template_id=None, parent=None, keep_template=False,
+          converge=False, hold=()):
     """Lay out a traversal in the caller's transaction; return it (with
     ``leaves``, the nodes to send once the transaction commits)."""
     trav_id = api.new_id()
@@ -91,6 +92,13 @@ def start(engine, session, stack, template_id, action, defn, rollback=False,
         raise exception.Conflict('Stack %s changed while this operation '
                                  'started; try again' % stack.name)
     options = {'rollback': bool(rollback)}
+    if hold:
+        # resources left as they are (reconcile: HELD)
+        options['hold'] = sorted(hold)
+    if converge:
+        # `stack converge`: nested stacks are converged too (their owners
+        # read it, resources.nested)
+        options['converge'] = True
     if parent:
         options['parent'] = parent
     if getattr(stack, 'parent_id', None):
@@ -292,6 +300,44 @@ def woken(conn, stack_id, event):
     timer sends them after the lease."""
     lease = conf_mod.CONF.worker.stall_timeout
     return api.sync_wake_event(conn, stack_id, event, time.time() + lease)
+
+
+def resend(engine, stack_ids):
+    """Send again, now, the work of the stacks' running traversals that
+    nobody may be doing: every node that is ready (its inputs in), not
+    done and not waiting on record, and every row a unit claimed whose
+    lock nobody holds (its worker died). An operator's `stack converge`
+    asks for it; the sweeper does the same on its own only after
+    ``stall_timeout`` without progress. Sending again is safe (a done
+    node's message is dropped, actions are idempotent). Returns the
+    (stack, traversal, node) sent."""
+    S, R, T = models.SyncPoint, models.Resource, models.Traversal
+    with engine.db.read() as s:
+        running = s.execute(
+            sa.select(models.Stack.id, models.Stack.current_traversal)
+            .join(T, T.id == models.Stack.current_traversal)
+            .where(models.Stack.id.in_(stack_ids),
+                   T.state == 'running')).all()
+        travs = {t for _, t in running}
+        if not travs:
+            return []
+        ready = s.execute(
+            sa.select(S.stack_id, S.traversal_id, S.node)
+            .where(S.traversal_id.in_(travs), S.remaining == 0,
+                   S.done.is_(False), S.node != plan_mod.STACK_NODE,
+                   S.wake_at.is_(None), S.wait_event.is_(None))).all()
+        claimed = s.execute(
+            sa.select(R.stack_id, R.traversal_id, R.name, R.id, R.action)
+            .where(R.traversal_id.in_(travs), R.status == 'IN_PROGRESS',
+                   R.engine_id.is_not(None))).all()
+    sent = {(r.stack_id, r.traversal_id, r.node) for r in ready}
+    for row in claimed:
+        if engine.locks.idle(row.stack_id, row.name):
+            sent.add((row.stack_id, row.traversal_id,
+                      plan_mod.node_of(row)))
+    for stack_id, trav_id, node in sorted(sent):
+        engine.client.check_resource(stack_id, trav_id, node)
+    return sorted(sent)
 
 
 def send_woken(engine, stack_id, nodes):

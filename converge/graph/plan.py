@@ -30,6 +30,14 @@ def cleanup_key(row_id, name):
     return 'c:%d:%s' % (row_id, name)
 
 
+def node_of(row):
+    """The node a resource row in progress is being worked on as: its
+    cleanup node while it is deleted, else its name's update node."""
+    if row.action == 'DELETE':
+        return cleanup_key(row.id, row.name)
+    return update_key(row.name)
+
+
 def is_update(key):
     return key.startswith('u:')
 

@@ -70,7 +70,8 @@ class MemberEvent:
 class StackInfo:
     """What a plug-in may know about its stack."""
 
-    def __init__(self, id, name, project_id='converge', template_id=None):
+    def __init__(self, id, name, project_id='converge', template_id=None,
+                 converging=None):
         self.id = id
         self.name = name
         self.project_id = project_id
@@ -78,6 +79,9 @@ class StackInfo:
         #: stack's resource builds its child from that version's files
         #: and environment)
         self.template_id = template_id
+        #: the id of the traversal walking the stack, when it is a `stack
+        #: converge` (a resource owning a nested stack passes it down)
+        self.converging = converging
 
 
 class Resource:
@@ -128,6 +132,13 @@ class Resource:
         self.seen = None
         #: MemberEvents this step saw happen (a group's members)
         self.member_events = []
+        #: what this step did that the operator should read, each
+        #: written as an IN_PROGRESS event of the resource itself with
+        #: the step's outcome (a group's rollout: "batch 2 of 5 started")
+        self.notes = []
+        #: the reason recorded with a step that ends done, instead of
+        #: "state changed" (a rollout that completed with failed members)
+        self.status_note = None
 
     # -- identity ---------------------------------------------------------
     @property

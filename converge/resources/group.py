@@ -15,23 +15,58 @@ import copy
 import itertools
 import time
 
+from converge import exception
 from converge.resources import base
 from converge.resources import nested
 from converge.resources import properties as p
 from converge.resources import rolling
 
 #: plug-in data keys: member names a removal policy took out; the member
-#: definitions last applied in full; a rolling update under way
+#: definitions last applied (a rollout moves each batch's over once it
+#: passed its gate); a rolling update under way
 REMOVED = 'removed'
 APPLIED_DEFS = 'member_defs'
 ROLLOUT = 'rollout'
+#: seconds between looks at a rollout waiting for the operator (the
+#: operator's resume wakes it at once)
+RESUME_RECHECK = 600.0
+#: member names shown in a progress line, at most
+SHOWN = 10
 
 _BATCH = {
     'max_batch_size': p.Schema(p.INTEGER, default=1, min=1),
     'pause_time': p.Schema(p.NUMBER, default=0, min=0),
 }
-_ROLLING = dict(_BATCH,
-                min_in_service=p.Schema(p.INTEGER, default=0, min=0))
+_ROLLING = dict(
+    _BATCH,
+    min_in_service=p.Schema(p.INTEGER, default=0, min=0),
+    # converge's own, beyond Heat's (docs/resources.md)
+    max_failures=p.Schema(
+        p.STRING, 'Members that may fail before the rollout halts: a '
+        'count, or a percentage of the members it updates ("20%").',
+        default='0', pattern=r'[0-9]+(\.[0-9]+)?%?'),
+    canary_size=p.Schema(
+        p.INTEGER, 'The size of the first batch; the rollout then waits '
+        '(canary_wait) before the rest.', default=0, min=0),
+    canary_wait=p.Schema(
+        p.STRING, 'After the canary batch: "resume" waits for `converge '
+        'stack update --resume`, "timer" for pause_time.',
+        default='resume', allowed_values=['resume', 'timer']),
+    order=p.Schema(
+        p.STRING, 'The order members go in.', default='highest_index',
+        allowed_values=list(rolling.ORDERS)),
+    order_property=p.Schema(
+        p.STRING, 'With order "property": the member property (of the '
+        'new definition) that orders them, lowest first.'),
+    failure_domain=p.Schema(
+        p.STRING, 'A member attribute (or else property) naming its '
+        'failure domain: no two members of one domain go in one batch.'),
+)
+
+
+def resume_event(resource_uuid):
+    """The event a rollout waiting for the operator waits on."""
+    return 'rollout:%s' % resource_uuid
 
 
 def member_names(count, removed):
@@ -39,6 +74,22 @@ def member_names(count, removed):
     taken = set(removed)
     return list(itertools.islice(
         (n for n in map(str, itertools.count()) if n not in taken), count))
+
+
+def _plan(batches, budget, create=False):
+    """A rollout's plan, as kept in the resource's data."""
+    plan = {'batches': batches, 'done': 0, 'phase': 'start', 'until': None,
+            'failed': [], 'budget': budget}
+    if create:
+        plan['create'] = True
+    return plan
+
+
+def _names(names):
+    names = list(names)
+    shown = ', '.join(names[:SHOWN])
+    return shown + (', … %d more' % (len(names) - SHOWN)
+                    if len(names) > SHOWN else '')
 
 
 def _with_index(value, var, index):
@@ -125,14 +176,15 @@ class ResourceGroup(nested.Nested):
             size = policy.get('max_batch_size', 1)
             batches = [names[i:i + size]
                        for i in range(0, len(names), size)] or [[]]
-            plan = self.data[ROLLOUT] = {'batches': batches, 'done': 0,
-                                         'phase': 'running', 'until': None,
-                                         'create': True}
+            self.data[APPLIED_DEFS] = {}
+            plan = self.data[ROLLOUT] = _plan(batches, 0, create=True)
             first = self._part(child, batches[:1])
             self.physical_id, self.data[nested.TRAVERSAL] = \
                 self.clients.stacks.create(self.stack, self.name, self.uuid,
                                            first)
             self.data[nested.APPLIED] = self._digest(first)
+            plan['phase'] = 'running'
+            self._note(plan, 'started')
         if plan is None:   # the batches are done: the last update's wait
             return self._apply_all(child, None)
         return self._roll(plan, child, policy)
@@ -141,10 +193,14 @@ class ResourceGroup(nested.Nested):
         """With ``rolling_update``, members whose definition changes are
         updated a batch at a time, in place (rolling.py): the plan is kept
         in the resource's data, so a worker dying mid-rollout leaves it to
-        the next at the same batch; a pause between batches is a wait
-        that holds no thread. A change of count or removals, and members
-        whose definition did not change, are applied after the last
-        batch, in one update."""
+        the next at the same batch; a pause between batches (or after the
+        canary) is a wait that holds no thread. A batch passes its gate
+        when the child's traversal that updates it completes: its members
+        converged, their deployments signalled. Failed members are
+        counted against ``max_failures``; within it the rollout goes on
+        (later batches try them again), beyond it the rollout halts. A
+        change of count or removals, and members whose definition did not
+        change, are applied after the last batch, in one update."""
         child = self._desired()
         plan = self.data.get(ROLLOUT)
         policy = (self.update_policy or {}).get('rolling_update')
@@ -154,17 +210,50 @@ class ResourceGroup(nested.Nested):
             changing = [n for n in new if n in old and new[n] != old[n]]
             if not policy or not changing:
                 return self._apply_all(child, observed)
-            batches = rolling.in_place_batches(
-                rolling.update_order(changing), len(old),
-                policy.get('max_batch_size', 1),
-                policy.get('min_in_service', 0))
-            plan = self.data[ROLLOUT] = {'batches': batches, 'done': 0,
-                                         'phase': 'start', 'until': None}
+            plan = self.data[ROLLOUT] = _plan(
+                self._batches(changing, old, new, policy),
+                rolling.budget(policy.get('max_failures'), len(changing)))
         return self._roll(plan, child, policy or {})
+
+    def _batches(self, changing, old, new, policy):
+        """The plan's batches: the members in the policy's order, cut as
+        its batch size, minimum in service, canary and failure domains
+        say."""
+        seen = {m['resource_name']: m for m in self.members() or ()}
+
+        def prop(name, key):
+            return ((new.get(name) or {}).get('properties') or {}).get(key)
+
+        order = policy.get('order', 'highest_index')
+        key = {'oldest': lambda n: (seen.get(n) or {}).get('created_at'),
+               'property': lambda n: prop(n, policy.get('order_property')),
+               }.get(order)
+        domain = policy.get('failure_domain')
+
+        def domain_of(n):
+            attrs = (seen.get(n) or {}).get('attributes') or {}
+            return attrs[domain] if domain in attrs else prop(n, domain)
+        return rolling.in_place_batches(
+            rolling.update_order(changing, order, key), len(old),
+            policy.get('max_batch_size', 1), policy.get('min_in_service', 0),
+            canary=policy.get('canary_size', 0),
+            domain=domain_of if domain else None)
 
     def _roll(self, plan, child, policy):
         batches = plan['batches']
+        plan.setdefault('failed', [])  # a plan kept by an older release
+        plan.setdefault('budget', 0)
         while True:
+            if plan['phase'] == 'canary':
+                # `converge stack update --resume` moves it on (the engine
+                # writes the phase under this resource's lock, then wakes
+                # the event)
+                return base.Wait(
+                    after=RESUME_RECHECK, event=resume_event(self.uuid),
+                    reason='canary batch done (%s); waiting for `converge '
+                    'stack update --resume %s`: %d of %d batches left' % (
+                        _names(batches[0]), self.stack.name,
+                        len(batches) - plan['done'], len(batches)))
             if plan['phase'] == 'pause':
                 left = plan['until'] - time.time()
                 if left > 0:
@@ -173,26 +262,134 @@ class ResourceGroup(nested.Nested):
                         % (plan['done'], len(batches))))
                 plan['phase'] = 'start'
             if plan['done'] >= len(batches):
-                del self.data[ROLLOUT]
-                return self._apply_all(child, None)
-            batch = batches[plan['done']]
+                return self._last(plan, child)
             if plan['phase'] == 'start':
-                self._push(self._part(child, batches[:plan['done'] + 1]))
+                part = self._part(child, batches[:plan['done'] + 1])
+                self._push(part, hold=plan['failed'])
+                self.data[nested.APPLIED] = self._digest(part)
                 plan['phase'] = 'running'
-            creating = plan.get('create')
-            waiting = self._until_done(
-                'CREATE' if creating and plan['done'] == 0 else 'UPDATE')
-            if waiting is not None:
-                waiting.reason = '%s: batch %d of %d (%s)' % (
-                    'batch create' if creating else 'rolling update',
-                    plan['done'] + 1, len(batches), ', '.join(batch))
-                return waiting
+                self._note(plan, 'started')
+            creating = plan.get('create') and plan['done'] == 0
+            end = self._child_end('CREATE' if creating else 'UPDATE')
+            if isinstance(end, base.Wait):
+                end.reason = self._progress(plan)
+                return end
+            if end['status'] == 'FAILED':
+                self._count_failures(plan)
+                stopped = self._stopped(batches[plan['done']])
+                if stopped:
+                    # their waits ended when another member failed: the
+                    # batch again, the failed ones left as they are
+                    plan['phase'] = 'start'
+                    self.notes.append(
+                        'batch %d of %d again for %s, stopped when a '
+                        'member failed' % (plan['done'] + 1, len(batches),
+                                           _names(stopped)))
+                    continue
+            # the batch passed its gate: its members are on their new
+            # definition (failed ones within the budget are left as they
+            # are until the rollout ends: later updates hold them)
+            new = self._members_of(child)
+            applied = self.data.setdefault(APPLIED_DEFS, {})
+            for name in batches[plan['done']]:
+                if name not in plan['failed']:
+                    applied[name] = new[name]
             plan['done'] += 1
             pause = policy.get('pause_time') or 0
-            if pause and plan['done'] < len(batches):
+            canary = plan['done'] == 1 and policy.get('canary_size')
+            if plan['done'] >= len(batches):
+                plan['phase'] = 'start'
+            elif canary and policy.get('canary_wait', 'resume') == 'resume':
+                plan['phase'] = 'canary'
+                self.notes.append('canary batch done (%s); waiting for '
+                                  '`converge stack update --resume`'
+                                  % _names(batches[0]))
+            elif pause:
                 plan.update(phase='pause', until=time.time() + pause)
             else:
                 plan['phase'] = 'start'
+
+    def _last(self, plan, child):
+        """After the last batch: the rest of the change (count, removals,
+        members whose definition did not change) in one update; the
+        rollout ends with it."""
+        if plan['phase'] != 'final':
+            self.data[APPLIED_DEFS] = self._members_of(child)
+            wanted = self._digest(child)
+            if self.data.get(nested.APPLIED) != wanted:
+                self._push(child, hold=plan['failed'])
+                self.data[nested.APPLIED] = wanted
+            plan['phase'] = 'final'
+        end = self._child_end('UPDATE')
+        if isinstance(end, base.Wait):
+            end.reason = '%s: the last batch done, applying the rest' % (
+                self._kind(plan))
+            return end
+        if end['status'] == 'FAILED':
+            self._count_failures(plan)
+        del self.data[ROLLOUT]
+        if plan['failed']:
+            self.status_note = (
+                '%s done: %d of its members failed (%s), within '
+                'max_failures %d' % (self._kind(plan), len(plan['failed']),
+                                     _names(plan['failed']), plan['budget']))
+        return None
+
+    def _count_failures(self, plan):
+        """The child's traversal failed: its failed members count against
+        the budget; beyond it the rollout halts (with the stack's
+        rollback, if enabled, the batches done go back in batches)."""
+        failed = sorted(
+            (m['resource_name'] for m in self.members() or ()
+             if m['status'] == 'FAILED' and not (
+                 m['status_reason'] or '').startswith('Stopped waiting')),
+            key=rolling.sort_key)
+        fresh = [n for n in failed if n not in plan['failed']]
+        plan['failed'] = failed
+        total = len(plan['batches'])
+        if fresh:
+            self.notes.append('batch %d of %d: members failed: %s (%d '
+                              'failed, max_failures %d)' % (
+                                  plan['done'] + 1, total, _names(fresh),
+                                  len(failed), plan['budget']))
+        if len(failed) > plan['budget']:
+            del self.data[ROLLOUT]
+            raise exception.ResourceFailure(
+                '%s halted at batch %d of %d: %d members failed (%s), more '
+                'than max_failures %d' % (
+                    self._kind(plan), min(plan['done'] + 1, total), total,
+                    len(failed), _names(failed), plan['budget']))
+
+    def _stopped(self, names):
+        """Those of the members `names` whose wait the child's failing
+        traversal stopped."""
+        names = set(names)
+        return sorted((m['resource_name'] for m in self.members() or ()
+                       if m['resource_name'] in names and
+                       m['status'] == 'FAILED' and (
+                           m['status_reason'] or '').startswith(
+                               'Stopped waiting')), key=rolling.sort_key)
+
+    @staticmethod
+    def _kind(plan):
+        return 'batch create' if plan.get('create') else 'rolling update'
+
+    def _progress(self, plan):
+        """Where the rollout is: the batch (n of m), its members, what is
+        left, what failed."""
+        batches, done = plan['batches'], plan['done']
+        left = sum(len(b) for b in batches[done + 1:])
+        text = '%s: batch %d of %d (%s); %d members after it' % (
+            self._kind(plan), done + 1, len(batches),
+            _names(batches[done]), left)
+        if plan['failed']:
+            text += '; %d failed (%s)' % (len(plan['failed']),
+                                          _names(plan['failed']))
+        return text
+
+    def _note(self, plan, what):
+        self.notes.append(self._progress(plan).replace(
+            '; ', ' %s; ' % what, 1))
 
     def _part(self, child, batches):
         """The child with the members of `batches` on their new

@@ -27,6 +27,8 @@ RECHECK = 5.0
 APPLIED = 'applied'
 #: the plug-in data key of the child traversal this resource waits for
 TRAVERSAL = 'traversal'
+#: the plug-in data key of the last `stack converge` passed to the child
+CONVERGED = 'converged'
 
 
 class Nested(base.Resource):
@@ -94,12 +96,29 @@ class Nested(base.Resource):
                 self.data.get(TRAVERSAL) == observed['traversal']):
             self._push(child)
             self.data[APPLIED] = wanted
+        elif self._converge_pending() and not (
+                observed and observed['status'] == 'IN_PROGRESS' and
+                self.data.get(TRAVERSAL) == observed['traversal']):
+            # `stack converge` reaches the child: walked again against
+            # reality (a running child is sent on in _until_done)
+            self.data[CONVERGED] = self.stack.converging
+            self.data[TRAVERSAL] = self.clients.stacks.converge(
+                self.physical_id)
         return self._until_done('UPDATE')
 
-    def _push(self, child):
-        """Start the child's update to `child`."""
+    def _converge_pending(self):
+        """This unit walks a `stack converge` not yet passed down."""
+        return bool(self.stack.converging) and \
+            self.data.get(CONVERGED) != self.stack.converging
+
+    def _push(self, child, hold=()):
+        """Start the child's update to `child`, leaving its resources
+        named in `hold` as they are (a whole walk of it: a `stack
+        converge` under way needs nothing more)."""
         self.data[TRAVERSAL] = self.clients.stacks.update(
-            self.physical_id, self.stack, self.name, child)
+            self.physical_id, self.stack, self.name, child, hold=hold)
+        if self.stack.converging:
+            self.data[CONVERGED] = self.stack.converging
 
     def delete(self):
         if not self.physical_id:
@@ -142,6 +161,19 @@ class Nested(base.Resource):
     def _until_done(self, action):
         """None once the child's traversal for `action` completed; a Wait
         while it runs; the child's failure as this resource's."""
+        found = self._child_end(action)
+        if isinstance(found, base.Wait) or found is None:
+            return found
+        if found['status'] == 'FAILED':
+            raise exception.ResourceFailure(
+                'nested stack %s %s failed: %s' % (
+                    found['name'], action, found['reason']))
+        return None
+
+    def _child_end(self, action):
+        """The child's state once the traversal this resource started
+        ended (COMPLETE or FAILED); None once a deleted child is gone; a
+        Wait while it runs."""
         found = self.clients.stacks.status(self.physical_id)
         if action == 'DELETE' and (found is None or found['deleted']):
             return None
@@ -149,14 +181,16 @@ class Nested(base.Resource):
             raise exception.ResourceFailure(
                 'nested stack %s is gone' % self.physical_id)
         ours = found['traversal'] == self.data.get(TRAVERSAL)
-        if ours and found['status'] == 'COMPLETE':
+        if ours and found['status'] in ('COMPLETE', 'FAILED'):
             self.seen = found
-            return None
-        if ours and found['status'] == 'FAILED':
-            raise exception.ResourceFailure(
-                'nested stack %s %s failed: %s' % (
-                    found['name'], action, found['reason']))
+            return found
         child = self.physical_id
+        if self._converge_pending():
+            # `stack converge` of the parent after a worker died: what
+            # it left of the child is sent again now, not after the
+            # sweeper's stall timeout
+            self.data[CONVERGED] = self.stack.converging
+            self.clients.stacks.resend(child)
         trav = self.data.get(TRAVERSAL)
         return base.Wait(
             after=RECHECK, event=self.clients.stacks.event(child),
@@ -167,8 +201,10 @@ class Nested(base.Resource):
     def changed(self):
         """What the child was last built from is not what it should be
         now: a provider file, a file it reads, the environment or the
-        owner's metadata changed."""
-        return self.data.get(APPLIED) != self._digest(self._desired())
+        owner's metadata changed; or a `stack converge` is to reach the
+        child."""
+        return self._converge_pending() or \
+            self.data.get(APPLIED) != self._digest(self._desired())
 
     def drift(self, observed):
         """The child's last traversal failed."""

@@ -43,17 +43,73 @@ def heat_batches(target, current, batch_size, min_in_service,
     return out
 
 
-def in_place_batches(names, size, batch_size, min_in_service):
+def in_place_batches(names, size, batch_size, min_in_service, canary=0,
+                     domain=None):
     """`names` (the members to update, in the order they go) of a group
     of `size` members cut into batches, in place: at most `batch_size` at
     once, and never fewer than `min_in_service` members of the group in
     service (at least one member goes per batch: a minimum of the whole
-    group still moves, one at a time)."""
+    group still moves, one at a time).
+
+    :param canary: the size of the first batch, when not 0 (at most the
+        room a batch has)
+    :param domain: callable(name) -> the member's failure domain, or
+        None: no two members of one domain go in one batch (a batch takes
+        the next names in order whose domains it does not hold yet; a
+        domain of None is a domain of its own)
+    """
     room = max(1, min(batch_size, size - min_in_service))
-    return [list(names[i:i + room]) for i in range(0, len(names), room)]
+    left, batches = list(names), []
+    while left:
+        limit = min(canary, room) if canary and not batches else room
+        batch, held, rest = [], set(), []
+        for name in left:
+            where = domain(name) if domain else None
+            if len(batch) < limit and (where is None or where not in held):
+                batch.append(name)
+                if where is not None:
+                    held.add(where)
+            else:
+                rest.append(name)
+        batches.append(batch)
+        left = rest
+    return batches
 
 
-def update_order(names):
-    """Heat's ResourceGroup order: the highest index first."""
-    return sorted(names, key=lambda n: (int(n) if n.isdigit() else -1, n),
-                  reverse=True)
+ORDERS = ('highest_index', 'lowest_index', 'oldest', 'property')
+
+
+def sort_key(name):
+    """Member names in index order ("2" before "10")."""
+    return (int(name) if name.isdigit() else -1, name)
+
+
+def update_order(names, order='highest_index', key=None):
+    """The order members go in: Heat's ResourceGroup order (the highest
+    index first), the lowest index first, or by `key` (callable(name) ->
+    a value; ``oldest``: its creation time, ``property``: the value of a
+    member property), ties by index."""
+    if order == 'highest_index':
+        return sorted(names, key=sort_key, reverse=True)
+    if order == 'lowest_index' or key is None:
+        return sorted(names, key=sort_key)
+
+    def by_key(name):
+        value = key(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            rank = (0, value, '')
+        else:  # numbers before strings; None last
+            rank = (1 if value is not None else 2, 0,
+                    '' if value is None else str(value))
+        return rank + sort_key(name)
+    return sorted(names, key=by_key)
+
+
+def budget(max_failures, total):
+    """How many of `total` members may fail before a rollout halts:
+    ``max_failures`` as a count (3) or a percentage of them ("20%",
+    rounded down)."""
+    text = str(max_failures or 0).strip()
+    if text.endswith('%'):
+        return int(total * float(text[:-1]) // 100)
+    return int(text)

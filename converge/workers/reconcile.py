@@ -18,6 +18,9 @@ Every unit ends with one outcome, handled in one place (`Unit.handle`):
              sends the node again, and the same step runs again from the top
     LOST     another unit wrote the row first: stop without writing
     DROP     nothing to do: the node is done or its traversal is over
+    HELD     the traversal was told to leave this resource as it is (a
+             group's member that failed within the rollout's budget):
+             the node is done, the row untouched
 
 A message may arrive twice, late, or for a traversal that a newer one has
 superseded; a worker may die at any line. So: a node already done or no
@@ -52,8 +55,8 @@ from converge.workers import walker
 
 LOG = logging.getLogger(__name__)
 
-DONE, FAILED, REPLACE, WAIT, LOST, DROP = (
-    'done', 'failed', 'replace', 'wait', 'lost', 'drop')
+DONE, FAILED, REPLACE, WAIT, LOST, DROP, HELD = (
+    'done', 'failed', 'replace', 'wait', 'lost', 'drop', 'held')
 
 
 @dataclasses.dataclass
@@ -145,6 +148,8 @@ class Unit:
     # -- update nodes: observe, decide, act ---------------------------------
     def converge(self):
         row, rdef = self.row, self.rdef
+        if self.name in (self.trav.options or {}).get('hold', ()):
+            return Outcome(HELD)
         if rdef.external_id:
             return self._adopt_external()
         try:
@@ -340,6 +345,9 @@ class Unit:
             self._failed(outcome)
         elif outcome.kind == WAIT:
             self._wait(outcome)
+        elif outcome.kind == HELD:
+            with self.engine.db.begin() as conn:
+                self._finish(conn)
 
     def _record(self, outcome):
         row, plugin, action = self.row, self.plugin, outcome.action
@@ -356,18 +364,21 @@ class Unit:
             engine_id=None, type=self.rdef.type)
         events = []
         if action:
+            reason = plugin.status_note or 'state changed'
             values.update(action=action, status='COMPLETE',
-                          status_reason='state changed')
+                          status_reason=reason)
             if self.started:
                 events.append(self._event(row.physical_id, action,
                                           'IN_PROGRESS',
                                           timestamp=self.started))
+            events += self._member_events()
             events.append(self._event(plugin.physical_id, action,
-                                      'COMPLETE'))
-        elif row.status == 'IN_PROGRESS':
-            # left so by a unit that died; nothing was left to do
-            values.update(status='COMPLETE')
-        events += self._member_events()
+                                      'COMPLETE', reason))
+        else:
+            if row.status == 'IN_PROGRESS':
+                # left so by a unit that died; nothing was left to do
+                values.update(status='COMPLETE')
+            events += self._member_events()
         with self.engine.db.begin() as conn:
             self._cas(conn, **values)
             if events:
@@ -546,14 +557,18 @@ class Unit:
 
     def _member_events(self):
         """The events of the members the plug-in's step saw change (a
-        deployment group's), as events of its nested stack."""
+        deployment group's), as events of its nested stack; then the
+        step's notes, as IN_PROGRESS events of the resource itself."""
         plugin = self.plugin
-        if plugin is None or not plugin.member_events:
+        if plugin is None or not (plugin.member_events or plugin.notes):
             return []
         nested = plugin.nested_stack_id()
-        return [api.event(nested, self.trav.id, e.name, e.type,
-                          e.physical_id, e.action, e.status, e.reason,
-                          e.timestamp) for e in plugin.member_events]
+        out = [api.event(nested, self.trav.id, e.name, e.type,
+                         e.physical_id, e.action, e.status, e.reason,
+                         e.timestamp) for e in plugin.member_events]
+        action = self.row.action if self.row.action != 'INIT' else 'CREATE'
+        return out + [self._event(plugin.physical_id, action, 'IN_PROGRESS',
+                                  note) for note in plugin.notes]
 
     def _finish(self, conn, resource_id=None):
         """Mark the node done and release its dependents, in the caller's
@@ -594,6 +609,8 @@ class Unit:
                                     metadata=metadata)
         if cls.wants_facade:
             plugin.deletion_policy = self.rdef.deletion_policy
+        if (self.trav.options or {}).get('converge'):
+            plugin.stack.converging = self.trav.id
         return plugin
 
     def _waiting(self):

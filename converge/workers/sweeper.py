@@ -46,10 +46,7 @@ from converge.graph import plan
 LOG = logging.getLogger(__name__)
 
 
-def node_of(row):
-    if row.action == 'DELETE':
-        return plan.cleanup_key(row.id, row.name)
-    return plan.update_key(row.name)
+node_of = plan.node_of
 
 
 def sweep(engine, members, stall_timeout, now=None):

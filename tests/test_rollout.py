@@ -1,0 +1,236 @@
+"""Rolling updates of a group as the operator sees them, in-process:
+Heat's ResourceGroup update-policy expectations (members kept, created,
+deleted), the failure budget (within it the rollout completes and
+reports the failed members; beyond it it halts, and rolls back the
+batches done when the stack's rollback is enabled), failure domains,
+and the progress a rollout writes as events."""
+
+import pytest
+
+from converge.db import api
+from converge.engine import stacks
+from tests import enginetools as et
+
+pytestmark = pytest.mark.slow
+
+HOT = 'heat_template_version: 2018-08-31\n'
+
+# Heat's functional test template (heat_integrationtests, test_resource_
+# group.py: ResourceGroupUpdatePolicyTest), with no pause
+HEAT_GROUP = HOT + '''
+parameters:
+  count: {type: number, default: 10}
+  value: {type: string, default: initial}
+  replace: {type: boolean, default: false}
+  min_in_service: {type: number, default: 1}
+  max_batch_size: {type: number, default: 2}
+resources:
+  random_group:
+    type: OS::Heat::ResourceGroup
+    update_policy:
+      rolling_update:
+        min_in_service: {get_param: min_in_service}
+        max_batch_size: {get_param: max_batch_size}
+    properties:
+      count: {get_param: count}
+      resource_def:
+        type: OS::Heat::TestResource
+        properties:
+          value: {get_param: value}
+          update_replace: {get_param: replace}
+'''
+
+# (update parameters) -> members (kept, created, deleted), as Heat's
+# functional tests expect them
+HEAT_EXPECTATIONS = [
+    ('update', dict(min_in_service=1, max_batch_size=3), (10, 0, 0)),
+    ('replace', dict(min_in_service=1, max_batch_size=3, replace=True),
+     (0, 10, 10)),
+    ('scaledown', dict(min_in_service=1, max_batch_size=3, count=6),
+     (6, 0, 4)),
+    ('scaleup', dict(min_in_service=1, max_batch_size=3, count=12),
+     (10, 2, 0)),
+    ('adjusted', dict(min_in_service=8, max_batch_size=4, count=6),
+     (6, 0, 4)),
+    ('adjusted_capacity', dict(min_in_service=8, max_batch_size=4),
+     (10, 0, 0)),
+    ('huge_batch_size', dict(min_in_service=0, max_batch_size=20),
+     (10, 0, 0)),
+    ('huge_min_in_service', dict(min_in_service=20, max_batch_size=1),
+     (10, 0, 0)),
+]
+
+
+def _members(engine, stack, group='random_group'):
+    """The group's members: name -> resource row."""
+    child_id = et.resources(engine, stack)[group].physical_id
+    with engine.db.read() as s:
+        child = api.stack_record(s, child_id)
+    return et.resources(engine, child), child
+
+
+def _params(values):
+    return {k: str(v).lower() if isinstance(v, bool) else str(v)
+            for k, v in values.items()}
+
+
+@pytest.mark.parametrize('case,update,expected', HEAT_EXPECTATIONS,
+                         ids=[c[0] for c in HEAT_EXPECTATIONS])
+def test_heat_resource_group_update_policy_expectations(
+        engine, tmp_path, case, update, expected):
+    b = et.bundle(tmp_path, HEAT_GROUP)
+    stack = et.run(engine, stacks.create, 'g', b, {})
+    before = {r.physical_id for r in _members(engine, stack)[0].values()}
+    assert len(before) == 10
+    stack = et.run(engine, stacks.update, stack.id, b,
+                   _params(dict(update, value='updated')))
+    assert et.status(stack) == 'UPDATE_COMPLETE'
+    rows = _members(engine, stack)[0]
+    after = {r.physical_id for r in rows.values()}
+    assert (len(after & before), len(after - before),
+            len(before - after)) == expected
+    assert {r.attributes['output'] for r in rows.values()} == {'updated'}
+
+
+# a member that fails its update when its index is in `bad`
+MEMBER = HOT + '''
+parameters:
+  index: {type: string}
+  stamp: {type: string}
+  bad: {type: comma_delimited_list, default: []}
+conditions:
+  broken: {contains: [{get_param: index}, {get_param: bad}]}
+resources:
+  r:
+    type: OS::Heat::TestResource
+    properties:
+      value: {get_param: stamp}
+      fail: {if: [broken, true, false]}
+outputs:
+  stamp: {value: {get_attr: [r, output]}}
+  zone:
+    value:
+      yaql:
+        expression: str(int($.data.i) mod 2)
+        data: {i: {get_param: index}}
+'''
+
+BUDGET = HOT + '''
+parameters:
+  stamp: {type: string, default: one}
+  bad: {type: comma_delimited_list, default: []}
+  max_failures: {type: string, default: "0"}
+resources:
+  group:
+    type: OS::Heat::ResourceGroup
+    update_policy:
+      rolling_update:
+        max_batch_size: 2
+        max_failures: {get_param: max_failures}
+    properties:
+      count: 6
+      resource_def:
+        type: member.yaml
+        properties:
+          index: "%index%"
+          stamp: {get_param: stamp}
+          bad: {get_param: bad}
+'''
+
+
+@pytest.fixture
+def budget(tmp_path):
+    (tmp_path / 'member.yaml').write_text(MEMBER)
+    return et.bundle(tmp_path, BUDGET, 'top.yaml')
+
+
+def _stamps(engine, stack):
+    rows, _ = _members(engine, stack, 'group')
+    return {n: (r.attributes or {}).get('stamp') for n, r in rows.items()}
+
+
+def _group_notes(engine, stack):
+    return [e.reason for e in et.events(engine, stack.id)
+            if e.resource_name == 'group' and e.status == 'IN_PROGRESS']
+
+
+def test_a_failed_member_within_the_budget_is_reported_not_fatal(
+        engine, budget):
+    stack = et.run(engine, stacks.create, 'b', budget, {})
+    stack = et.run(engine, stacks.update, stack.id, budget,
+                   {'stamp': 'two', 'bad': '3', 'max_failures': '1'})
+    assert et.status(stack) == 'UPDATE_COMPLETE'
+    group = et.resources(engine, stack)['group']
+    assert group.status_reason == ('rolling update done: 1 of its members '
+                                   'failed (3), within max_failures 1')
+    rows, _ = _members(engine, stack, 'group')
+    assert rows['3'].status == 'FAILED'
+    stamps = _stamps(engine, stack)
+    assert {n for n, v in stamps.items() if v == 'two'} == \
+        {'0', '1', '2', '4', '5'}
+    notes = _group_notes(engine, stack)
+    assert 'batch 2 of 3: members failed: 3 (1 failed, max_failures 1)' \
+        in notes
+    assert any(n.startswith('rolling update: batch 3 of 3 (1, 0) started')
+               for n in notes)
+
+
+def test_failures_beyond_the_budget_halt_the_rollout(engine, budget):
+    stack = et.run(engine, stacks.create, 'b', budget, {})
+    stack = et.run(engine, stacks.update, stack.id, budget,
+                   {'stamp': 'two', 'bad': '4,5', 'max_failures': '20%'})
+    assert et.status(stack) == 'UPDATE_FAILED'
+    group = et.resources(engine, stack)['group']
+    assert group.status == 'FAILED'
+    # 20% of 6 members is 1
+    assert group.status_reason.endswith(
+        'rolling update halted at batch 1 of 3: 2 members failed (4, 5), '
+        'more than max_failures 1')
+    # the batches after it never started
+    stamps = _stamps(engine, stack)
+    assert [stamps[n] for n in '0123'] == ['one'] * 4
+    updated = {e.resource_name for e in et.events(engine, _members(
+        engine, stack, 'group')[1].id) if e.action == 'UPDATE'}
+    assert updated == {'4', '5'}
+
+
+def test_a_halted_rollout_rolls_back_its_batches_when_asked(engine,
+                                                            budget):
+    stack = et.run(engine, stacks.create, 'b', budget, {})
+    stack = et.run(engine, stacks.update, stack.id, budget,
+                   {'stamp': 'two', 'bad': '3'}, rollback=True)
+    assert et.status(stack) == 'ROLLBACK_COMPLETE'
+    assert set(_stamps(engine, stack).values()) == {'one'}
+    # members 5 and 4 (batch 1) went to "two" and back, the way back in
+    # a batch too; 3 failed and was put back; 2 (beside it in batch 2)
+    # went and came back, or was stopped when 3 failed and put back
+    events = [e for e in et.events(engine, _members(engine, stack,
+                                                    'group')[1].id)
+              if e.action == 'UPDATE' and e.status == 'COMPLETE']
+    counts = {}
+    for e in events:
+        counts[e.resource_name] = counts.get(e.resource_name, 0) + 1
+    assert (counts['5'], counts['4'], counts['3']) == (2, 2, 1)
+    assert counts['2'] in (1, 2) and not {'0', '1'} & set(counts)
+    notes = _group_notes(engine, stack)
+    halted = next(i for i, n in enumerate(notes) if 'members failed' in n)
+    assert any(n.startswith('rolling update: batch 1 of') and
+               '(5, 4) started' in n for n in notes[halted:])
+
+
+def test_failure_domains_never_share_a_batch(engine, tmp_path):
+    (tmp_path / 'member.yaml').write_text(MEMBER)
+    b = et.bundle(tmp_path, BUDGET.replace(
+        'max_batch_size: 2', 'max_batch_size: 3\n'
+        '        order: lowest_index\n        failure_domain: zone'),
+        'top.yaml')
+    stack = et.run(engine, stacks.create, 'd', b, {})
+    stack = et.run(engine, stacks.update, stack.id, b, {'stamp': 'two'})
+    assert et.status(stack) == 'UPDATE_COMPLETE'
+    started = [n for n in _group_notes(engine, stack) if 'started' in n]
+    # zones alternate 0, 1, 0, 1, ...: three at a time would put two of
+    # one zone together, so two go at a time
+    assert [s.split(' started')[0] for s in started] == [
+        'rolling update: batch 1 of 3 (0, 1)',
+        'rolling update: batch 2 of 3 (2, 3)',
+        'rolling update: batch 3 of 3 (4, 5)']
