@@ -488,15 +488,19 @@ def test_converge_resumes_a_rollout_killed_mid_batch(cli, tmp_path):
     conf = tmp_path / 'converge.conf'
     conf.write_text('[worker]\nstall_timeout = 3600\n')
     (tmp_path / 'r.yaml').write_text(ROLLING.replace(
-        '{update: 0.3}', '{update: 1.5}'))
+        '{update: 0.3}', '{update: 3}'))
     cli.run('--config-file', str(conf), 'stack', 'create', 'r', '-t',
             str(tmp_path / 'r.yaml'), '--wait')
     proc = cli.popen('--config-file', str(conf), 'stack', 'update', 'r',
                      '--existing', '--parameter', 'stamp=two', '--wait')
-    _until('batch 2 never started', lambda: _group_reason(
-        cli, 'r').startswith('rolling update: batch 2 of 3 (3, 2)'))
+    _until('batch 2 never started', lambda: any(
+        e['resource_status_reason'].startswith(
+            'rolling update: batch 2 of 3 (3, 2) started')
+        for e in cli.json('stack', 'event', 'list', 'r')))
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    assert cli.json('stack', 'show', 'r')['stack_status'] == \
+        'UPDATE_IN_PROGRESS'
     cli.run('--config-file', str(conf), 'stack', 'converge', 'r', '--wait',
             timeout=120)
     assert outputs(cli, 'r')['values'] == ['two'] * 6
