@@ -5,6 +5,8 @@ reports the failed members; beyond it it halts, and rolls back the
 batches done when the stack's rollback is enabled), failure domains,
 and the progress a rollout writes as events."""
 
+import time
+
 import pytest
 
 from converge.db import api
@@ -234,3 +236,26 @@ def test_failure_domains_never_share_a_batch(engine, tmp_path):
         'rolling update: batch 1 of 3 (0, 1)',
         'rolling update: batch 2 of 3 (2, 3)',
         'rolling update: batch 3 of 3 (4, 5)']
+
+
+def test_cancel_without_rollback_stops_the_nested_stacks_too(engine,
+                                                             tmp_path):
+    b = et.bundle(tmp_path, HEAT_GROUP.replace(
+        'update_replace: {get_param: replace}',
+        'update_replace: {get_param: replace}\n'
+        '          action_wait_secs: {update: 30}'))
+    stack = et.run(engine, stacks.create, 'c', b, {})
+    stack_id, trav = stacks.update(engine, stack.id, b,
+                                   {'value': 'updated'})
+    deadline = time.time() + 60
+    while not any('batch 1 of' in e.reason and 'started' in e.reason
+                  for e in et.events(engine, stack_id)):
+        assert time.time() < deadline, 'the rollout never started'
+        time.sleep(0.05)
+    stacks.cancel(engine, stack_id, rollback=False)
+    with engine.db.read() as s:
+        parent = api.stack_record(s, stack_id)
+    rows, child = _members(engine, parent)
+    assert (parent.action, parent.status) == ('UPDATE', 'FAILED')
+    assert (child.action, child.status, child.status_reason) == (
+        'UPDATE', 'FAILED', 'Stack UPDATE cancelled')

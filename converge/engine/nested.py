@@ -157,14 +157,8 @@ def digest(bundle, params):
 def tree(engine, stack_id):
     """The ids of a stack and of every stack nested in it, at any
     depth."""
-    found, level = [stack_id], [stack_id]
     with engine.db.read() as s:
-        while level:
-            level = list(s.scalars(sa.select(models.Stack.id).where(
-                models.Stack.parent_id.in_(level),
-                models.Stack.deleted_at.is_(None))))
-            found += level
-    return found
+        return stacks.tree(s, stack_id)
 
 
 def _stamp(when):
