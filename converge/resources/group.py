@@ -121,7 +121,52 @@ def _child(values, names):
             'params': {}, 'timeout': None}
 
 
-class ResourceGroup(nested.Nested):
+class MemberAttributes:
+    """The attributes of a resource whose members are its nested stack's
+    resources (a group's, a chain's): ``refs``, ``refs_map``,
+    ``attributes``, ``resource.N[.X]``, ``removed_rsrc_list`` and any
+    member attribute X as a list."""
+
+    #: resource.N, resource.N.X and any member attribute X (as a list)
+    allow_unknown_attributes = True
+    attributes_schema = {
+        'refs': 'Each member\'s reference id, in order.',
+        'refs_map': 'Each member\'s reference id, by member name.',
+        'attributes': 'get_attr: [group, attributes, X]: X of each '
+                      'member, by name.',
+        'removed_rsrc_list': 'The member names removal policies took out.',
+    }
+
+    @classmethod
+    def has_attribute(cls, name):
+        return True
+
+    def attributes_from(self, outputs, observed):
+        members = sorted(self.members() or (),
+                         key=lambda m: rolling.sort_key(m['resource_name']))
+        refs = {m['resource_name']: m['reference_id'] for m in members}
+        self.data['members'] = {m['resource_name']: m['physical_resource_id']
+                                for m in members}
+        names = sorted({k for m in members for k in m['attributes']})
+        values = {
+            'refs': [refs[m['resource_name']] for m in members],
+            'refs_map': refs,
+            'attributes': {x: {m['resource_name']: m['attributes'].get(x)
+                               for m in members} for x in names},
+            'removed_rsrc_list': list(self.data.get(REMOVED) or ()),
+        }
+        for m in members:
+            key = 'resource.%s' % m['resource_name']
+            values[key] = m['attributes']
+            for x, v in m['attributes'].items():
+                values['%s.%s' % (key, x)] = v
+        for x in names:
+            if x not in values:
+                values[x] = [m['attributes'].get(x) for m in members]
+        return values
+
+
+class ResourceGroup(MemberAttributes, nested.Nested):
     properties_schema = {
         'count': p.Schema(p.INTEGER, 'How many members.', default=1, min=0,
                           update_allowed=True),
@@ -145,15 +190,6 @@ class ResourceGroup(nested.Nested):
             'update: they replace them.', default='append',
             allowed_values=['append', 'update'], update_allowed=True),
     }
-    attributes_schema = {
-        'refs': 'Each member\'s reference id, in order.',
-        'refs_map': 'Each member\'s reference id, by member name.',
-        'attributes': 'get_attr: [group, attributes, X]: X of each '
-                      'member, by name.',
-        'removed_rsrc_list': 'The member names removal policies took out.',
-    }
-    #: resource.N, resource.N.X and any member attribute X (as a list)
-    allow_unknown_attributes = True
     update_policy_schema = {
         'batch_create': p.Schema(p.MAP, schema=_BATCH),
         'rolling_update': p.Schema(p.MAP, schema=_ROLLING),
@@ -443,37 +479,8 @@ class ResourceGroup(nested.Nested):
             return None
         return _child(values, ['0'])
 
-    @classmethod
-    def has_attribute(cls, name):
-        return True
 
-    def attributes_from(self, outputs, observed):
-        members = sorted(self.members() or (),
-                         key=lambda m: int(m['resource_name'])
-                         if m['resource_name'].isdigit() else -1)
-        refs = {m['resource_name']: m['reference_id'] for m in members}
-        self.data['members'] = {m['resource_name']: m['physical_resource_id']
-                                for m in members}
-        names = sorted({k for m in members for k in m['attributes']})
-        values = {
-            'refs': [refs[m['resource_name']] for m in members],
-            'refs_map': refs,
-            'attributes': {x: {m['resource_name']: m['attributes'].get(x)
-                               for m in members} for x in names},
-            'removed_rsrc_list': list(self.data.get(REMOVED) or ()),
-        }
-        for m in members:
-            key = 'resource.%s' % m['resource_name']
-            values[key] = m['attributes']
-            for x, v in m['attributes'].items():
-                values['%s.%s' % (key, x)] = v
-        for x in names:
-            if x not in values:
-                values[x] = [m['attributes'].get(x) for m in members]
-        return values
-
-
-class ResourceChain(ResourceGroup):
+class ResourceChain(MemberAttributes, nested.Nested):
     """OS::Heat::ResourceChain: a nested stack of one resource per type in
     `resources`, named "0", "1", … in order, each with
     `resource_properties`; each depends on the one before unless
@@ -489,7 +496,6 @@ class ResourceChain(ResourceGroup):
                                         'resource of the chain.',
                                         default={}, update_allowed=True),
     }
-    update_policy_schema = None
 
     def child(self):
         return _chain(self.properties)
@@ -500,12 +506,6 @@ class ResourceChain(ResourceGroup):
                 isinstance(t, str) for t in values['resources']):
             return None
         return _chain(values)
-
-    def update(self, prior, observed):
-        return self._apply(self._desired(), observed)
-
-    def create(self):
-        return nested.Nested.create(self)
 
 
 def _chain(values):
