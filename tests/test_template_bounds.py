@@ -124,7 +124,7 @@ resources:
   other:
     type: OS::Heat::None
   server:
-    type: OS::Heat::None
+    type: OS::Heat::Value
 '''
 
 DUP_PROPERTY_MERGE = '''heat_template_version: 2018-08-31
@@ -270,3 +270,19 @@ def test_function_results_are_bounded(value, name, monkeypatch):
     msg = str(exc.value)
     assert 'resources.r.properties.value' in msg and name + ':' in msg
     assert 'max_function_result_size' in msg and '50000' in msg
+
+
+def test_a_key_given_twice_with_the_same_value_is_accepted(tmp_path):
+    # as TripleO's rendered common/post.yaml has it (Heat accepts it)
+    path = tmp_path / 't.yaml'
+    path.write_text('heat_template_version: 2018-08-31\nparameters:\n'
+                    '  cli:\n    type: string\n    default: podman\n'
+                    '  other: {type: string}\n'
+                    '  cli:\n    type: string\n    default: podman\n')
+    doc = loader.parse_text(path.read_text(), str(path))
+    assert sorted(doc['parameters']) == ['cli', 'other']
+    path.write_text(path.read_text()[:-len('podman\n')] + 'docker\n')
+    with pytest.raises(exception.InvalidTemplate) as exc:
+        loader.parse_text(path.read_text(), str(path))
+    assert "duplicate key 'cli' at line 7 (first at line 3)" in \
+        str(exc.value)

@@ -245,10 +245,12 @@ def test_event_loader_on_every_corpus_file():
                 got = loader._load_from_events(text)
             except loader._Unusual:
                 # a key given twice (yaml.load keeps the last): refused
-                with pytest.raises(exception.InvalidTemplate,
-                                   match='duplicate key'):
-                    loader.parse_text(text, name)
-                continue
+                # when its values differ, else read as yaml.load reads it
+                try:
+                    got = loader.parse_text(text, name)
+                except exception.InvalidTemplate as exc:
+                    assert 'duplicate key' in str(exc)
+                    continue
             assert got == want, name
             checked += 1
     assert checked > 50

@@ -292,10 +292,13 @@ class _ComposingLoader(yaml.composer.Composer, _Events,
         return node
 
     def _check_keys(self, node):
-        """Refuse a key given twice (merge keys aside: what they bring in
-        is meant to be overridden)."""
-        lines = {}
-        for key_node, _ in node.value:
+        """Refuse a key given twice with two values (merge keys aside:
+        what they bring in is meant to be overridden). The same key and
+        value twice says nothing new, and rendered templates have it
+        (TripleO's common/post.yaml: one parameter from two loops of its
+        Jinja2 source): it is accepted, as Heat accepts it."""
+        lines, values = {}, {}
+        for key_node, value_node in node.value:
             if key_node.tag == _MERGE or \
                     not isinstance(key_node, yaml.ScalarNode):
                 continue
@@ -308,9 +311,26 @@ class _ComposingLoader(yaml.composer.Composer, _Events,
                 continue
             line = key_node.start_mark.line + 1
             if key in lines:
+                if _same_node(values[key], value_node):
+                    continue
                 raise bounds.duplicate_key(key, line, lines[key],
                                            self._filename)
-            lines[key] = line
+            lines[key], values[key] = line, value_node
+
+
+def _same_node(a, b):
+    """Whether two YAML nodes say the same thing (tags and values; where
+    they are written aside)."""
+    if type(a) is not type(b) or a.tag != b.tag:
+        return False
+    if isinstance(a, yaml.ScalarNode):
+        return a.value == b.value
+    if len(a.value) != len(b.value):
+        return False
+    if isinstance(a, yaml.MappingNode):
+        return all(_same_node(ka, kb) and _same_node(va, vb)
+                   for (ka, va), (kb, vb) in zip(a.value, b.value))
+    return all(_same_node(x, y) for x, y in zip(a.value, b.value))
 
 
 _ComposingLoader.add_constructor('tag:yaml.org,2002:timestamp',
