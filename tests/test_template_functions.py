@@ -382,6 +382,18 @@ def test_yaql():
     error('2016-04-08', {'yaql': {'expression': '1'}})
 
 
+def test_yaql_methods_go_by_their_camel_case_names():
+    # as Heat's (and TripleO's templates: puppet/controller-role.yaml's
+    # server name) call them
+    snippet = {'yaql': {
+        'expression': '$.data.map.get($.data.name, $.data.name).toLower()',
+        'data': {'name': 'Controller-0', 'map': {}}}}
+    assert value(NEW, snippet) == 'controller-0'
+    snippet = {'yaql': {'expression': '$.data.selectMany([$, $ * 10])',
+                        'data': [1, 2]}}
+    assert value(NEW, snippet) == [1, 10, 2, 20]
+
+
 def test_yaql_with_get_attr_unknown_at_validation():
     tmpl = {'heat_template_version': NEW, 'resources': {
         'other': {'type': 'Test::Value'},

@@ -81,6 +81,7 @@ def _remaining():
 def _build(limit_iterators, memory_quota):
     import yaql
     from yaql.language import contexts
+    from yaql.language import conventions
 
     class _Root(contexts.Context):
         """The bottom of every evaluation's context chain: every function
@@ -96,7 +97,13 @@ def _build(limit_iterators, memory_quota):
         'yaql.memoryQuota': memory_quota,
         'yaql.convertInputData': True,
         'yaql.convertOutputData': True})
-    context = yaql.create_context(context=_Root(), regex=False)
+    # yaql's own root context names its functions by the CamelCase
+    # convention (toLower, selectMany), as Heat's templates call them; a
+    # root of our own must say so, or they are found only by their
+    # Python names (to_lower)
+    context = yaql.create_context(
+        context=_Root(convention=conventions.CamelCaseConvention()),
+        regex=False)
     # a layer of its own: pow and shiftBitsLeft here are found before
     # yaql's own
     context = context.create_child_context()
