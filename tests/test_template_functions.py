@@ -394,6 +394,21 @@ def test_yaql_methods_go_by_their_camel_case_names():
     assert value(NEW, snippet) == [1, 10, 2, 20]
 
 
+def test_yaql_string_format_fills_fields_but_reaches_no_attribute():
+    # yaql 3 dropped format (CVE-2024-29156); TripleO's roles call it
+    snippet = {'yaql': {
+        'expression': 'str("{0}".format($.data).split("/")[-1])',
+        'data': '192.168.24.0/24'}}
+    assert value(NEW, snippet) == '24'
+    snippet = {'yaql': {'expression': '"{n}-{0}".format($.data, n => 1)',
+                        'data': 'a'}}
+    assert value(NEW, snippet) == '1-a'
+    for bad in ('"{0.__class__}".format($.data)',
+                '"{0[0]}".format($.data)',
+                '"{0:>99999999999}".format($.data)'):
+        error(NEW, {'yaql': {'expression': bad, 'data': 'a'}})
+
+
 def test_yaql_with_get_attr_unknown_at_validation():
     tmpl = {'heat_template_version': NEW, 'resources': {
         'other': {'type': 'Test::Value'},

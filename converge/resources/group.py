@@ -137,9 +137,20 @@ class MemberAttributes:
         'removed_rsrc_list': 'The member names removal policies took out.',
     }
 
+    #: the attributes that are the group's own, not a list of each
+    #: member's
+    OWN = ('refs', 'refs_map', 'attributes', 'removed_rsrc_list')
+
     @classmethod
     def has_attribute(cls, name):
         return True
+
+    @classmethod
+    def path_per_member(cls, name):
+        """Whether a path after attribute `name` in get_attr applies to
+        each member's value (Heat: ``[group, X, key]`` is the list of
+        each member's X's key), not to the list."""
+        return name not in cls.OWN and not name.startswith('resource.')
 
     def attributes_from(self, outputs, observed):
         members = sorted(self.members() or (),

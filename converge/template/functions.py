@@ -236,6 +236,8 @@ class GetAttr(Function):
                              'arguments must be a list [resource, '
                              'attribute, path...] or [resource]')
         self.args = parser.parse(args, self.path)
+        #: a group's member attribute: the path applies to each member's
+        self.per_member = False
         vctx = Context(parser.scope)
         name = self.args[0]
         if isinstance(name, Function):
@@ -255,6 +257,9 @@ class GetAttr(Function):
             if not isinstance(attr, str):
                 raise self.error('the attribute name must be a string')
         parser.attribute(name, attr)
+        per_member = getattr(plugin, 'path_per_member', None)
+        self.per_member = bool(attr is not None and per_member is not None
+                               and per_member(attr))
         if attr is not None and plugin is not None:
             if getattr(plugin, 'allow_unknown_attributes',
                        getattr(plugin, 'allow_unknown_properties', False)):
@@ -279,7 +284,15 @@ class GetAttr(Function):
         if len(args) == 1:
             return attrs
         value = attrs.get(args[1]) if isinstance(attrs, dict) else None
+        if self.per_member and value is None and \
+                isinstance(attrs.get('refs'), list):
+            # an attribute no member has: None for each (Heat)
+            value = [None] * len(attrs['refs'])
         try:
+            if self.per_member and isinstance(value, list) and args[2:]:
+                # Heat: [group, X, key] is each member's X's key
+                return [_walk(v, args[2:], None, strict_index=True)
+                        for v in value]
             return _walk(value, args[2:], None, strict_index=True)
         except TypeError:
             return None

@@ -24,6 +24,7 @@ So, per evaluation:
 import collections.abc  # noqa: F401  (yaql 3.2 needs it imported first)
 import itertools
 import math
+import string as _string
 import threading
 import time
 
@@ -109,6 +110,17 @@ def _build(limit_iterators, memory_quota):
     context = context.create_child_context()
     _register(context, memory_quota)
     return engine, context
+
+
+def _timed_format(template, args, kwargs, memory_quota):
+    """str.format, its result within the memory quota (a width such as
+    {0:>999999999} would build a string of gigabytes)."""
+    for _, _, spec, _ in _string.Formatter().parse(template):
+        width = ''.join(c for c in (spec or '') if c.isdigit())
+        if memory_quota > 0 and width and int(width) > memory_quota:
+            from yaql.language import exceptions
+            raise exceptions.MemoryQuotaExceededException()
+    return template.format(*args, **kwargs)
 
 
 def _ticking(iterable):
@@ -339,8 +351,26 @@ def _register(context, memory_quota):
     def cycle(collection):
         return _ticking(itertools.cycle(collection))
 
+    # yaql 3 dropped string.format (CVE-2024-29156: a field such as
+    # {0.__class__} reached any attribute of an argument); templates still
+    # call it (TripleO's roles: "{0}".format($.data)). This one fills
+    # fields by position or name only, and refuses attribute and index
+    # lookups in a field
+    @specs.parameter('template', string)
+    @specs.method
+    def format_(template, *args, **kwargs):
+        for _, field, spec, _ in _string.Formatter().parse(template):
+            if field and ('.' in field or '[' in field):
+                raise ValueError(
+                    'format: the field {%s} looks an attribute or an index '
+                    'up: only {}, {0} or {name}' % field)
+            if spec and '{' in spec:
+                raise ValueError('format: nested fields are not allowed')
+        return _timed_format(template, args, kwargs, memory_quota)
+
     for f in (range_stop, range_start_stop, sequence, repeat, cycle):
         context.register_function(f)
+    context.register_function(format_, name='format')
 
     for f in (matches, string_matches, op_matches,
               op_matches_string, op_not_matches, op_not_matches_string,
