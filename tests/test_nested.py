@@ -515,3 +515,50 @@ def test_converge_resumes_a_rollout_killed_mid_batch(cli, tmp_path):
     # the plan kept: batch 3 of the same 3 after the kill, none recomputed
     assert [s.split(' (')[0] for s in started] == [
         'rolling update: batch %d of 3' % n for n in (1, 2, 3)]
+
+
+def test_tripleo_role_templates_converge_with_their_registry(cli, tmp_path):
+    """TripleO's Controller role (puppet/controller-role.yaml: the node,
+    its ports, its server) and its services (common/services/
+    controller-role.yaml: a ResourceChain of service templates whose
+    role_data the role merges) converge with TripleO's own resource
+    registry; entries whose templates the corpus lacks map to
+    OS::Heat::None, and its omitted programs are placeholders, as the
+    corpus's NOTICE asks of a harness."""
+    import shutil
+    import sys
+    from tests.conftest import CORPUS, REPO
+    src = os.path.join(CORPUS, 'tripleo-heat-templates')
+    if not os.path.isdir(src):
+        pytest.skip('corpus not found at %s' % CORPUS)
+    sys.path.insert(0, os.path.join(REPO, 'tools'))
+    import corpus
+    hot = tmp_path / 'hot'
+    shutil.copytree(src, hot / 'tripleo-heat-templates')
+    for url, text in corpus.omitted(str(hot)).items():
+        path = url[len('file://'):]
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w') as f:
+            f.write(text)
+    env = corpus.tripleo_environment(str(hot))
+    base = hot / 'tripleo-heat-templates'
+    cli.run('stack', 'create', 'svc', '-t',
+            str(base / 'common/services/controller-role.yaml'), '-e', env,
+            '--parameter', 'Services=OS::TripleO::Services::Apache,'
+            'OS::TripleO::Services::MySQLClient,OS::TripleO::Services::Aide',
+            '--wait')
+    role = cli.json('stack', 'output', 'show', 'svc', 'role_data')[
+        'output_value']
+    # Apache and the MySQL client are real service templates; Aide's is
+    # not in the corpus (None): its role data is left out
+    assert role['service_names'] == ['apache', 'mysql_client']
+    assert 'apache::default_vhost' in role['config_settings']
+    cli.run('stack', 'create', 'node', '-t',
+            str(base / 'puppet/controller-role.yaml'), '-e', env,
+            '--parameter', 'UserData=none', '--wait')
+    rows = {r['resource_name']: r for r in cli.json(
+        'stack', 'resource', 'list', 'node')}
+    assert rows['Controller']['resource_type'] == 'OS::Nova::Server'
+    assert {r['resource_status'] for r in rows.values()} == {
+        'CREATE_COMPLETE'}
+    assert len(cli.json('sim', 'server', 'list')) == 1

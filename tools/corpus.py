@@ -8,6 +8,7 @@ markdown table (the one kept in docs/templates.md):
     python tools/corpus.py [CORPUS_DIR]
 """
 
+import functools
 import os
 import re
 import sys
@@ -22,6 +23,65 @@ AGENT_ENVS = {
     'heat-tempest-plugin': 'heat-tempest-plugin/heat_tempest_plugin/tests/'
                            'scenario/templates/boot_config_none_env.yaml',
 }
+
+#: TripleO's resource registry (rendered), passed with its templates
+TRIPLEO = 'tripleo-heat-templates/'
+TRIPLEO_REGISTRY = TRIPLEO + 'overcloud-resource-registry-puppet.yaml'
+_ENVS = {}
+
+
+def omitted(corpus):
+    """Placeholders for the program files TripleO's templates get_file
+    and the corpus left out (its NOTICE lists them), by URL."""
+    from converge import template
+
+    base = os.path.join(corpus, TRIPLEO)
+    out, listing = {}, False
+    with open(os.path.join(base, 'NOTICE')) as f:
+        for line in f:
+            if line.startswith('Omitted get_file payloads'):
+                listing = True
+            elif listing and line.startswith('  - '):
+                rel = line[4:].split('  (')[0].strip()
+                out[template.loader.file_url(os.path.join(base, rel))] = \
+                    '#!/bin/sh\n# placeholder: %s is not in the corpus\n' % rel
+    return out
+
+
+def tripleo_environment(corpus):
+    """TripleO's registry as far as the corpus can serve it, written to a
+    file of its own (its path): an entry whose template the corpus lacks,
+    or that reads a file the corpus lacks, maps its type to OS::Heat::None
+    (as INDEX.md says stand-alone tests may); paths are made absolute."""
+    import tempfile
+
+    import yaml
+
+    from converge import exception
+    from converge import template
+
+    if corpus in _ENVS:
+        return _ENVS[corpus]
+    with open(os.path.join(corpus, TRIPLEO_REGISTRY)) as f:
+        env = yaml.safe_load(f)
+    base = os.path.join(corpus, TRIPLEO)
+    registry = {}
+    for key, target in env['resource_registry'].items():
+        if isinstance(target, str) and target.endswith('.yaml'):
+            path = os.path.join(base, target)
+            try:
+                template.load_bundle(path, extra_files=omitted(corpus))
+                target = path
+            except (OSError, exception.ConvergeError):
+                target = 'OS::Heat::None'
+        registry[key] = target
+    env['resource_registry'] = registry
+    fd, out = tempfile.mkstemp(prefix='tripleo-registry-', suffix='.yaml')
+    with os.fdopen(fd, 'w') as f:
+        yaml.safe_dump(env, f)
+    _ENVS[corpus] = out
+    return out
+
 
 _LINE = re.compile(r'^- `([^`]+)` — (?!ENVIRONMENT)(?!j2 source)(?!get_file)'
                    r'(?!data file)(?!jinja2).* — top —')
@@ -66,8 +126,13 @@ def _placeholders(doc, path):
             and not os.path.exists(os.path.join(base, n))}
 
 
+@functools.lru_cache(maxsize=None)
 def check(corpus, rel):
-    """-> (verdict, detail): 'valid', 'unsupported' or 'INVALID'."""
+    """-> (verdict, detail): 'valid', 'unsupported', 'refused' (input
+    converge refuses on purpose where Heat guesses: a key given twice
+    with two values), 'needs input' (a nested template's parameter that
+    has no default and is not passed: TripleO gives it as a
+    parameter_default, e.g. a generated password) or 'INVALID'."""
     import yaml
 
     from converge import exception
@@ -80,6 +145,15 @@ def check(corpus, rel):
     with open(path) as f:
         doc = yaml.load(f, Loader=template.loader.Loader)
     types = _types(doc)
+    extra = {}
+    if rel.startswith(TRIPLEO):
+        # with TripleO's registry, its omitted programs as placeholders
+        extra = omitted(corpus)
+        env = tripleo_environment(corpus)
+        with open(env) as f:
+            mapped = yaml.safe_load(f)['resource_registry']
+        types = [t for t in types if t not in mapped]
+        envs.append(env)
     if 'Heat::InstallConfigAgent' in types:
         env = AGENT_ENVS.get(rel.split('/')[0])
         if env:
@@ -90,14 +164,18 @@ def check(corpus, rel):
     if missing:
         return 'unsupported', 'uses ' + ', '.join(missing)
     try:
-        bundle = template.load_bundle(path, envs,
-                                      extra_files=_placeholders(doc, path))
+        bundle = template.load_bundle(
+            path, envs, extra_files=dict(extra, **_placeholders(doc, path)))
         stacks.validate(bundle, {}, validate_values=False)
     except exception.ConvergeError as exc:
         detail = str(exc).replace(corpus + '/', '')
         if 'Unknown resource type' in detail:
             # a nested template (a provider, OS::Heat::Stack's) needs it
             return 'unsupported', 'nested: ' + detail
+        if 'duplicate key' in detail:
+            return 'refused', detail
+        if rel.startswith(TRIPLEO) and 'not assigned' in detail:
+            return 'needs input', detail
         return 'INVALID', detail
     return 'valid', ', '.join(types)
 

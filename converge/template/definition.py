@@ -499,6 +499,11 @@ class StackDefinition:
             if not isinstance(d, str):
                 raise _err('depends_on must be a resource name or a list of'
                            ' resource names', p + (i,))
+            if d in self._disabled:
+                # Heat allows it: the order holds only when the resource
+                # exists (TripleO's common/post.yaml orders each role's
+                # post-config after roles a condition may leave out)
+                continue
             self.check_reference(d, p + (i,) if len(deps) > 1 else p)
             out.add(d)
         return out

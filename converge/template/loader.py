@@ -660,9 +660,9 @@ class _Files:
         found = []
         walk_get_file(tmpl, [], found)
         for name, path in found:
-            if name in self.given:
-                continue   # given by the caller: not read from the disk
             target = join_url(url, name)
+            if name in self.given or target in self.given:
+                continue   # given by the caller: not read from the disk
             known = target in self.files
             content = self.read(target, 'get_file', (doc, text, path), name)
             if not known and _is_template_ref(name):
