@@ -10,6 +10,7 @@ from converge.bench import cli
 from converge.bench import compare
 from converge.bench import heat
 from converge.bench import measure
+from converge.bench import rollout
 from converge.bench import scenarios
 from converge.engine import listeners
 
@@ -210,6 +211,9 @@ def test_window_and_combine():
     w = measure.window(before, after, 't1')
     assert w == dict(units=3, casts=3, locks=3, statements=27,
                      unit_seconds=[0.1, 0.2, 0.3])
+    # without a traversal: every traversal's (a parent's and its nested
+    # stacks'); t0 did nothing new
+    assert measure.window(before, after) == w
     f = measure.figures(w)
     assert f['statements_per_check_resource'] == pytest.approx(27 / 3)
     assert f['messages_per_check_resource'] == 1
@@ -322,6 +326,80 @@ def test_tripleo_run_really_deploys(tmp_path):
     assert 'node_name=controller-0' in text and 'deploy_action=CREATE' in text
 
 
+def test_rolling_shape_and_bound(tmp_path):
+    sc = scenarios.make('rolling', 1000, latency=30)
+    group = sc.doc['resources']['group']
+    assert sc.n == 1000 and sc.batch == 100
+    assert group['update_policy']['rolling_update'] == {
+        'max_batch_size': 100, 'min_in_service': 900}
+    assert group['properties']['count'] == 1000
+    assert group['properties']['resource_def']['type'] == 'OS::Nova::Server'
+    written = scenarios.write('rolling', 25, str(tmp_path), latency=2.0,
+                              batch=10)
+    # 3 batches (10, 10, 5), one after the other: the bound is 3 rebuilds
+    assert (written.batch, written.batches, written.bound_s) == (10, 3, 6.0)
+    assert written.fault_op == 'rebuild'
+    assert written.update_params == {'image': scenarios.ROLLING_IMAGES[1]}
+    assert scenarios.write('latency', 4, str(tmp_path)).update_params is None
+    # --latency defaults by scenario
+    args = cli.parse_args(['--scenario', 'rolling', '--batch', '7'])
+    assert (args.batch, args.latency) == (7, None)
+    assert scenarios.default_latency('rolling') == \
+        scenarios.DEFAULT_ROLLING_LATENCY
+    assert scenarios.default_latency('latency') == scenarios.DEFAULT_LATENCY
+
+
+def test_rollout_batches_from_events():
+    def ev(name, status, at):
+        ev.id += 1
+        return dict(name=name, status=status, timestamp=100.0 + at,
+                    id=ev.id)
+    ev.id = 0
+    events = [ev('3', 'IN_PROGRESS', 0.1), ev('2', 'IN_PROGRESS', 0.2),
+              ev('3', 'COMPLETE', 1.1), ev('2', 'COMPLETE', 1.3),
+              ev('1', 'IN_PROGRESS', 1.5), ev('0', 'IN_PROGRESS', 1.5),
+              ev('0', 'COMPLETE', 2.5), ev('1', 'COMPLETE', 2.6)]
+    seen, most = rollout.batches(events, 100.0)
+    assert most == 2
+    assert [b['members'] for b in seen] == [{'3', '2'}, {'1', '0'}]
+    assert [b['first_start'] for b in seen] == pytest.approx([0.1, 1.5])
+    assert [b['end'] for b in seen] == pytest.approx([1.3, 2.6])
+    ids = {'0': 'a', '1': 'b', '2': 'c', '3': 'd'}
+    rebuilds = {ids[m]: 1 for m in ids}
+    assert rollout.once(events, rebuilds, 4) == 'yes'
+    assert rollout.once(events + [ev('0', 'IN_PROGRESS', 3)], rebuilds,
+                        4) == 'NO: 1 updated twice'
+    assert rollout.once(events, dict(rebuilds, a=2), 4).startswith(
+        'NO: rebuilds per server')
+
+
+def test_rolling_run_updates_each_member_once_a_batch_at_a_time(tmp_path):
+    """20 servers in batches of 5, each rebuild 0.3 s: the row tells the
+    create, the update, its bound, the batches seen, the most members
+    updating at once and that each was updated (rebuilt) once."""
+    out = tmp_path / 'rows.json'
+    rc = cli.main(['--scenario', 'rolling', '--n', '20', '--batch', '5',
+                   '--latency', '0.3', '--json', str(out),
+                   '--home', str(tmp_path / 'home')])
+    assert rc == 0
+    row = json.loads(out.read_text())[0]
+    assert row['status'] == 'ok' and row['label'] == 'rolling'
+    assert row['n'] == 20 and row['batch'] == 5
+    assert row['create_s'] > 0 and row['update_s'] > 0
+    assert row['bound_s'] == pytest.approx(4 * 0.3)
+    assert row['wall_over_bound'] == pytest.approx(
+        row['update_s'] / row['bound_s'])
+    assert row['batches'] == '4/4' and row['busy_max'] == 5
+    assert row['exactly_once'] == 'yes'
+    roll = row['rollout']
+    assert roll['batch_sizes'] == [5, 5, 5, 5]
+    # highest names first, as Heat orders a group's rolling update
+    assert roll['batch_ranges'] == ['15-19', '10-14', '5-9', '0-4']
+    assert len(roll['gap_s']) == 3 and len(roll['last_member_s']) == 4
+    # the counts are the update's: the group's and its members' units
+    assert row['check_resources'] > 20
+
+
 @pytest.mark.distributed
 @pytest.mark.xdist_group('services')
 def test_distributed_run_counts_every_worker(tmp_path):
@@ -346,6 +424,25 @@ def test_distributed_run_counts_every_worker(tmp_path):
         assert row['statements_per_check_resource'] > 0
         assert len(row['peak_rss_mb_each']) == 2
         assert all(r > 0 for r in row['peak_rss_mb_each'])
+
+
+@pytest.mark.distributed
+@pytest.mark.xdist_group('services')
+def test_distributed_rolling_run(tmp_path):
+    """The rolling scenario on two worker processes: the same row, read
+    from the database and the simulated cloud the workers share."""
+    from tests.distributed import require
+    require('postgresql', 'rabbitmq', 'redis')
+    out = tmp_path / 'rows.json'
+    rc = cli.main(['--scenario', 'rolling', '--n', '6', '--batch', '2',
+                   '--latency', '0.3', '--mode', 'distributed',
+                   '--workers', '2', '--json', str(out)])
+    assert rc == 0
+    row = json.loads(out.read_text())[0]
+    assert row['status'] == 'ok' and row['engine'] == 'converge/2w'
+    assert row['batches'] == '3/3' and row['busy_max'] == 2
+    assert row['exactly_once'] == 'yes'
+    assert row['update_s'] > 0 and row['update_cpu_s'] is None
 
 
 # -- the engine's listeners ---------------------------------------------------

@@ -6,6 +6,7 @@ report what each traversal cost.
     converge-bench --scenario tripleo --nodes 1000
     converge-bench --scenario latency --n 40 --latency 0.5
     converge-bench --scenario latency --shape wide --n 2000 --latency 30
+    converge-bench --scenario rolling --n 1000 --batch 100 --latency 30
     converge-bench --scenario wide --mode distributed --workers 3
     converge-bench --scenario wide deep --n 1000 --heat
     converge-bench --rally rally-jobs/converge.yaml
@@ -26,6 +27,7 @@ import converge  # noqa: F401  (picks oslo.service's backend first)
 from converge.bench import harness as harness_mod
 from converge.bench import heat
 from converge.bench import measure
+from converge.bench import rollout
 from converge.bench import scenarios
 
 COLUMNS = [
@@ -36,6 +38,7 @@ COLUMNS = [
     ('create_s', 'create_s', '%.2f'),
     ('create_cpu_s', 'cpu_s', '%.2f'),
     ('resources_per_s', 'res/s', '%.1f'),
+    ('update_s', 'update_s', '%.2f'),
     ('bound_s', 'bound_s', '%.2f'),
     ('wall_over_bound', 'wall/bound', '%.2f'),
     ('statements_per_check_resource', 'sql/cr', '%.1f'),
@@ -53,6 +56,8 @@ COLUMNS = [
     ('agent_rss_mb', 'agent_mb', '%.0f'),
     ('agent_cpu_s', 'agent_cpu', '%.1f'),
     ('hooks_cpu_s', 'hooks_cpu', '%.1f'),
+    ('batches', 'batches', '%s'),
+    ('busy_max', 'busy', '%d'),
     ('exactly_once', 'once', '%s'),
     ('x_heat', 'x_heat', '%.1f'),
     ('status', 'status', '%s'),
@@ -73,7 +78,10 @@ def parse_args(argv):
                            '--shape) with a simulated create latency; '
                            'tripleo: '
                            'an overcloud of --nodes servers with their '
-                           'configs and deployments' % scenarios.HUBS)
+                           'configs and deployments; rolling: a '
+                           'ResourceGroup of N servers, created, then '
+                           'its image updated --batch at a time, each '
+                           'rebuild taking --latency' % scenarios.HUBS)
     what.add_argument('--rally', metavar='TASK',
                       help='run a Rally task file (HeatStacks scenarios) '
                            'on the engine')
@@ -87,10 +95,16 @@ def parse_args(argv):
                          % scenarios.DEFAULT_N['tripleo'])
     ap.add_argument('--repeat', type=int, default=1,
                     help='runs of each scenario and n (default 1)')
-    ap.add_argument('--latency', type=float,
-                    default=scenarios.DEFAULT_LATENCY,
+    ap.add_argument('--latency', type=float, default=None,
                     help='seconds per server create in the latency '
-                         'scenario (default %(default)s)')
+                         'scenario (default %s), per member rebuild in '
+                         'the rolling one (default %s)' % (
+                             scenarios.DEFAULT_LATENCY,
+                             scenarios.DEFAULT_ROLLING_LATENCY))
+    ap.add_argument('--batch', type=int, default=None,
+                    help="the rolling scenario's max_batch_size (its "
+                         "min_in_service is N - batch; default N/%d)"
+                         % scenarios.ROLLING_BATCHES)
     ap.add_argument('--shape', choices=scenarios.SHAPES,
                     default=scenarios.DEFAULT_SHAPE,
                     help='shape of the latency scenario: deep (20 layers, '
@@ -129,6 +143,10 @@ def parse_args(argv):
     for opt in ('n', 'nodes'):
         if getattr(args, opt) and any(n < 1 for n in getattr(args, opt)):
             ap.error('--%s must be at least 1' % opt)
+    if args.batch is not None and args.batch < 1:
+        ap.error('--batch must be at least 1')
+    if args.latency is not None and args.latency < 0:
+        ap.error('--latency must be at least 0')
     if args.repeat < 1:
         ap.error('--repeat must be at least 1')
     if args.workers < 1:
@@ -186,38 +204,77 @@ def engine_label(h):
     return 'converge'
 
 
+def _timed(h, start_fn):
+    """Start a traversal (start_fn() -> (stack id, traversal id)) and
+    wait for its end: a namespace of the stack id, (action, status), wall
+    s, this process's CPU s, the start's epoch time, the traversal id,
+    and the snapshots before and after."""
+    before = h.snapshot()
+    epoch = time.time()
+    start = time.perf_counter()
+    cpu = time.process_time()
+    stack_id, trav = start_fn()
+    result = h.wait(stack_id, trav)
+    wall = time.perf_counter() - start
+    cpu = time.process_time() - cpu
+    return types.SimpleNamespace(
+        stack_id=stack_id, result=result, wall=wall, cpu=cpu, epoch=epoch,
+        trav=trav, before=before, after=h.snapshot())
+
+
 def run_one(h, scenario, stack_name):
-    """Create then delete one written scenario's stack; return its row."""
+    """Create then delete one written scenario's stack; return its row.
+    The rolling scenario updates it in between: the update is the timed
+    figure (its wall over the bound), the counts are of its traversals
+    (the group's and its member stack's)."""
     from converge.engine import stacks
     engine = h.engine
     bundle = scenario.bundle()
     bound = scenario.bound_s
+    update = scenario.update_params
     scenario.prepare(engine)
     try:
-        before = h.snapshot()
-        start = time.perf_counter()
-        cpu = time.process_time()
-        stack_id, trav = stacks.create(engine, stack_name, bundle, {})
-        create = h.wait(stack_id, trav)
-        create_s = time.perf_counter() - start
-        cpu = time.process_time() - cpu
-        after = h.snapshot()
+        created = timed = _timed(
+            h, lambda: stacks.create(engine, stack_name, bundle, {}))
+        stack_id, create = created.stack_id, created.result
+        updated = None
+        if update and create == ('CREATE', 'COMPLETE'):
+            updated = timed = _timed(
+                h, lambda: stacks.update(engine, stack_id, params=update,
+                                         existing=True))
     finally:
         scenario.finish(engine)
+    embedded = h.mode == 'embedded'
     row = dict(scenario=scenario.name, shape=scenario.shape,
                label=label(scenario), engine=engine_label(h), mode=h.mode,
                workers=h.processes(), n=scenario.n, nodes=scenario.nodes,
-               create_s=create_s,
+               create_s=created.wall,
                # embedded: the engine's CPU seconds (this process)
-               create_cpu_s=cpu if h.mode == 'embedded' else None,
-               resources_per_s=measure.ratio(scenario.n, create_s),
+               create_cpu_s=created.cpu if embedded else None,
+               resources_per_s=measure.ratio(scenario.n, created.wall),
                chain=scenario.chain, bound_s=bound,
-               wall_over_bound=measure.ratio(create_s, bound))
-    row.update(measure.figures(measure.window(before, after, trav)))
-    row.update(measure.threads(after))
+               wall_over_bound=measure.ratio(created.wall, bound))
+    if update:
+        update_s = updated.wall if updated else None
+        row.update(update_s=update_s,
+                   update_cpu_s=updated.cpu if updated and embedded
+                   else None,
+                   wall_over_bound=measure.ratio(update_s, bound))
+        if updated:
+            row.update(rollout.figures(engine, stack_id, updated.epoch,
+                                       update_s, scenario))
+    # the counts of the timed traversal: the create's, or the update's
+    # (every traversal: the group's members are a stack of their own)
+    row.update(measure.figures(measure.window(
+        timed.before, timed.after, None if updated else timed.trav)))
+    row.update(measure.threads(timed.after))
     from converge.bench import software
-    row.update(software.figures(engine, scenario.deployments, create_s)
-               if scenario.deployments else software.NONE)
+    if scenario.deployments:
+        row.update(software.figures(engine, scenario.deployments,
+                                    created.wall))
+    for key, value in list(software.NONE.items()) + list(
+            rollout.NONE.items()):
+        row.setdefault(key, value)   # (rolling gives exactly_once)
 
     start = time.perf_counter()
     stack_id, dtrav = stacks.delete(engine, stack_id)
@@ -227,8 +284,13 @@ def run_one(h, scenario, stack_name):
     row['peak_rss_mb_each'] = rss
     row['peak_rss_mb'] = max(rss) if rss else None
     row['rss_mb'] = '/'.join('%.0f' % r for r in rss) if rss else None
-    ok = create == ('CREATE', 'COMPLETE') and delete == ('DELETE', 'COMPLETE')
-    row['status'] = 'ok' if ok else '%s_%s/%s_%s' % (create + delete)
+    goal = [('CREATE', 'COMPLETE')] + ([('UPDATE', 'COMPLETE')]
+                                       if update else [])
+    reached = [create] + ([updated.result if updated else
+                           ('UPDATE', 'NOT_STARTED')] if update else [])
+    ok = reached == goal and delete == ('DELETE', 'COMPLETE')
+    row['status'] = 'ok' if ok else '/'.join(
+        '%s_%s' % r for r in reached + [delete])
     return row
 
 
@@ -241,8 +303,10 @@ def run(args, on_row=None):
         for count, (name, size) in enumerate(plan(args), 1):
             rowdir = os.path.join(tmp, str(count))
             os.makedirs(rowdir)
-            scenario = scenarios.write(name, size, rowdir, args.latency,
-                                       args.shape)
+            latency = args.latency if args.latency is not None else \
+                scenarios.default_latency(name)
+            scenario = scenarios.write(name, size, rowdir, latency,
+                                       args.shape, args.batch)
             row = measure_one(args, scenario, rowdir,
                               'bench-%s-%d-%d' % (name, size, count))
             rows.append(row)

@@ -249,13 +249,16 @@ def combine(snapshots):
                                      for s in engines])
 
 
-def window(before, after, traversal_id):
+def window(before, after, traversal_id=None):
     """What happened between two snapshots: the units and casts of one
-    traversal, and every lock and statement."""
-    units = after['units'].get(traversal_id, [])[
-        len(before['units'].get(traversal_id, [])):]
-    casts = (after['casts'].get(traversal_id, 0)
-             - before['casts'].get(traversal_id, 0))
+    traversal (of every traversal when `traversal_id` is None: a parent's
+    and its nested stacks'), and every lock and statement."""
+    travs = [traversal_id] if traversal_id is not None else \
+        sorted(set(after['units']) | set(after['casts']))
+    units = [s for t in travs for s in after['units'].get(t, [])[
+        len(before['units'].get(t, [])):]]
+    casts = sum(after['casts'].get(t, 0) - before['casts'].get(t, 0)
+                for t in travs)
     return dict(units=len(units), casts=casts,
                 locks=after['locks'] - before['locks'],
                 statements=after['statements'] - before['statements'],

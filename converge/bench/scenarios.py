@@ -18,8 +18,15 @@ HOT_VERSION = '2021-04-16'
 LAYERS = 20
 HUBS = 3
 DEFAULT_N = {'wide': 1000, 'deep': 1000, 'fanin': 1000, 'latency': 40,
-             'tripleo': 100}
+             'tripleo': 100, 'rolling': 1000}
 DEFAULT_LATENCY = 0.5
+#: the rolling scenario's default per-member update (rebuild) time: a
+#: rebuild is minutes on a real cloud; 30 s keeps the run at ~6 minutes
+DEFAULT_ROLLING_LATENCY = 30.0
+#: the rolling scenario's batches when --batch is not given: a tenth of n
+ROLLING_BATCHES = 10
+#: the rolling scenario's image before and after the update
+ROLLING_IMAGES = ('cirros-0.6.2', 'cirros-0.6.3')
 #: the dependency shapes the latency scenario's servers can take
 SHAPES = ('deep', 'wide')
 DEFAULT_SHAPE = 'deep'
@@ -27,11 +34,12 @@ DEFAULT_SHAPE = 'deep'
 
 class Scenario:
     def __init__(self, name, n, doc, deps, latency=0.0, nodes=None,
-                 shape=None):
+                 shape=None, batch=0):
         self.name, self.n, self.doc, self.deps = name, n, doc, deps
         self.latency = latency
         self.nodes = nodes
         self.shape = shape
+        self.batch = batch
 
     def write(self, directory):
         """Write the template; return its path."""
@@ -55,33 +63,97 @@ class Written:
     path: str
     shape: str = None   # the latency scenario's: deep or wide
     deployments: int = 0   # script runs the create should make (tripleo)
+    batch: int = 0      # the rolling scenario's max_batch_size
+
+    @property
+    def batches(self):
+        """The rolling update's batches (0 for other scenarios)."""
+        return -(-self.n // self.batch) if self.batch else 0
 
     @property
     def bound_s(self):
-        """The critical-path lower bound of the create, if actions take
-        time."""
-        return self.chain * self.latency if self.latency else None
+        """The lower bound of the timed traversal, if actions take time:
+        the create's critical path; for the rolling scenario, its
+        update's batches one after the other, each one member update
+        long."""
+        if not self.latency:
+            return None
+        if self.batch:
+            return self.batches * self.latency
+        return self.chain * self.latency
+
+    @property
+    def fault_op(self):
+        """The simulated cloud's operation that takes `latency`: a
+        create, or (rolling) the rebuild an image change makes."""
+        return 'rebuild' if self.batch else 'create'
+
+    @property
+    def update_params(self):
+        """The parameters of the timed update (rolling), else None."""
+        return {'image': ROLLING_IMAGES[1]} if self.batch else None
 
     def bundle(self):
         return template.load_bundle(self.path)
 
     def prepare(self, engine):
         if self.latency:
-            engine.clients.compute.set_fault('create', latency=self.latency)
+            engine.clients.compute.set_fault(self.fault_op,
+                                             latency=self.latency)
 
     def finish(self, engine):
         if self.latency:
-            engine.clients.compute.clear_faults('create')
+            engine.clients.compute.clear_faults(self.fault_op)
 
 
-def write(name, n, directory, latency=DEFAULT_LATENCY, shape=DEFAULT_SHAPE):
+def write(name, n, directory, latency=DEFAULT_LATENCY, shape=DEFAULT_SHAPE,
+          batch=None):
     """Generate a scenario and write its template into `directory`."""
-    sc = make(name, n, latency=latency, shape=shape)
+    sc = make(name, n, latency=latency, shape=shape, batch=batch)
     deployments = sum(1 for r in sc.doc['resources'].values()
                       if r['type'] == 'OS::Heat::SoftwareDeployment')
     return Written(sc.name, sc.n, sc.nodes, sc.latency,
                    measure.longest_chain(sc.deps), sc.write(directory),
-                   sc.shape, deployments)
+                   sc.shape, deployments, sc.batch)
+
+
+def default_latency(name):
+    """The simulated latency of scenario `name` when --latency is not
+    given."""
+    return DEFAULT_ROLLING_LATENCY if name == 'rolling' else DEFAULT_LATENCY
+
+
+def default_batch(n):
+    """The rolling scenario's batch size when --batch is not given."""
+    return max(1, n // ROLLING_BATCHES)
+
+
+# -- rolling ---------------------------------------------------------------
+#
+# One OS::Heat::ResourceGroup of n servers with a rolling update policy
+# of `batch` members at a time (min_in_service n - batch: the update
+# never takes more than a batch out of service). The bench creates it,
+# then updates its image: each member is rebuilt in place (the server's
+# image_update_policy REBUILD, a Nova rebuild), which the simulated cloud
+# makes take `latency` seconds.
+
+def rolling_doc(n, batch):
+    return {
+        'heat_template_version': HOT_VERSION,
+        'description': '%d servers updated %d at a time' % (n, batch),
+        'parameters': {'image': {'type': 'string',
+                                 'default': ROLLING_IMAGES[0]}},
+        'resources': {'group': {
+            'type': 'OS::Heat::ResourceGroup',
+            'update_policy': {'rolling_update': {
+                'max_batch_size': batch,
+                'min_in_service': max(0, n - batch)}},
+            'properties': {
+                'count': n,
+                'resource_def': {
+                    'type': 'OS::Nova::Server',
+                    'properties': {'image': {'get_param': 'image'},
+                                   'flavor': 'm1.tiny'}}}}}}
 
 
 def layer_sizes(n, layers=LAYERS):
@@ -303,9 +375,10 @@ def deps_of(doc):
     return defn.dependencies()
 
 
-def make(name, n, latency=DEFAULT_LATENCY, shape=DEFAULT_SHAPE):
-    """The scenario `name` of `n` resources (`nodes` for tripleo);
-    `latency` and `shape` are the latency scenario's."""
+def make(name, n, latency=DEFAULT_LATENCY, shape=DEFAULT_SHAPE, batch=None):
+    """The scenario `name` of `n` resources (`nodes` for tripleo, group
+    members for rolling); `latency` and `shape` are the latency
+    scenario's, `latency` and `batch` the rolling one's."""
     if name == 'wide':
         deps = wide_deps(n)
         return Scenario(name, n, hot(deps), deps)
@@ -326,7 +399,11 @@ def make(name, n, latency=DEFAULT_LATENCY, shape=DEFAULT_SHAPE):
         doc = tripleo_doc(n)
         return Scenario(name, len(doc['resources']), doc, deps_of(doc),
                         nodes=n)
+    if name == 'rolling':
+        batch = batch or default_batch(n)
+        return Scenario(name, n, rolling_doc(n, batch), {'group': set()},
+                        latency=latency, batch=batch)
     raise ValueError('unknown scenario %r' % name)
 
 
-NAMES = ('wide', 'deep', 'fanin', 'latency', 'tripleo')
+NAMES = ('wide', 'deep', 'fanin', 'latency', 'tripleo', 'rolling')
