@@ -381,16 +381,21 @@ def test_progress_line_on_a_terminal(engine, tmp_path):
 
 class _DropsConnections:
     """engine.db whose reads, after the first `ok`, fail `drops` times as a
-    server that dropped the connection makes them fail."""
+    server that dropped the connection makes them fail (only the reads of
+    the thread that made it: the test's follower, not the pool's timers,
+    which would otherwise take the drops first now and then)."""
 
     def __init__(self, db, drops, invalidated=True, ok=1):
         self._db, self.drops, self.invalidated = db, drops, invalidated
         self.ok = ok
+        self._thread = threading.get_ident()
 
     def __getattr__(self, name):
         return getattr(self._db, name)
 
     def read(self):
+        if threading.get_ident() != self._thread:
+            return self._db.read()
         if self.ok:
             self.ok -= 1
         elif self.drops:

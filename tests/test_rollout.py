@@ -202,7 +202,8 @@ def test_a_halted_rollout_rolls_back_its_batches_when_asked(engine,
     stack = et.run(engine, stacks.update, stack.id, budget,
                    {'stamp': 'two', 'bad': '3'}, rollback=True)
     assert et.status(stack) == 'ROLLBACK_COMPLETE'
-    assert set(_stamps(engine, stack).values()) == {'one'}
+    assert set(_stamps(engine, stack).values()) == {'one'}, (
+        _stamps(engine, stack), _group_notes(engine, stack))
     # members 5 and 4 (batch 1) went to "two" and back, the way back in
     # a batch too; 3 failed and was put back; 2 (beside it in batch 2)
     # went and came back, or was stopped when 3 failed and put back
@@ -259,3 +260,28 @@ def test_cancel_without_rollback_stops_the_nested_stacks_too(engine,
     assert (parent.action, parent.status) == ('UPDATE', 'FAILED')
     assert (child.action, child.status, child.status_reason) == (
         'UPDATE', 'FAILED', 'Stack UPDATE cancelled')
+
+
+def test_a_change_in_the_members_file_rolls_in_batches_too(engine,
+                                                           tmp_path):
+    """Heat batches only a changed resource_def; a change that reaches the
+    members through their provider file goes in batches here too."""
+    (tmp_path / 'member.yaml').write_text(MEMBER)
+    b = et.bundle(tmp_path, BUDGET, 'top.yaml')
+    stack = et.run(engine, stacks.create, 'f', b, {})
+    (tmp_path / 'member.yaml').write_text(MEMBER.replace(
+        'value: {get_param: stamp}',
+        'value: {list_join: ["-", [{get_param: stamp}, v2]]}'))
+    b = et.bundle(tmp_path, BUDGET, 'top.yaml')
+    stack = et.run(engine, stacks.update, stack.id, b, {})
+    assert et.status(stack) == 'UPDATE_COMPLETE'
+    assert set(_stamps(engine, stack).values()) == {'one-v2'}
+    started = [n.split(' started')[0] for n in _group_notes(engine, stack)
+               if 'started' in n]
+    assert started == ['rolling update: batch 1 of 3 (5, 4)',
+                       'rolling update: batch 2 of 3 (3, 2)',
+                       'rolling update: batch 3 of 3 (1, 0)']
+    # a file change that is the same again rolls nothing
+    stack = et.run(engine, stacks.update, stack.id, b, {})
+    assert len([n for n in _group_notes(engine, stack)
+                if 'started' in n]) == 3

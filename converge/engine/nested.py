@@ -154,6 +154,17 @@ def digest(bundle, params):
         sort_keys=True, default=str).encode()).hexdigest()
 
 
+def surroundings(bundle):
+    """What the child's resources read beside their own definitions,
+    digested: the environment and the files (a provider template, a
+    get_file target). A group updates every member when it changes, in
+    batches as its policy says."""
+    files = {k: bundle.files[k] for k in files_read(bundle)}
+    return hashlib.sha256(json.dumps(
+        [bundle.environment, files], sort_keys=True,
+        default=str).encode()).hexdigest()
+
+
 def tree(engine, stack_id):
     """The ids of a stack and of every stack nested in it, at any
     depth."""
@@ -186,6 +197,13 @@ class NestedStacks:
         bundle, params = self._bundle(parent, resource_name, child)
         return digest(bundle, params)
 
+    def surroundings(self, parent, resource_name, child):
+        """The digest of the environment and files the child's
+        resources read (resources/group.py compares it with the one its
+        members last had)."""
+        bundle, _ = self._bundle(parent, resource_name, child)
+        return surroundings(bundle)
+
     def create(self, parent, resource_name, key, child):
         """The child of `parent`'s resource, created and its traversal
         started unless it exists already: (child id, traversal id)."""
@@ -203,14 +221,14 @@ class NestedStacks:
             project_id=parent.project_id, stack_id=new_id,
             parent=(parent.id, resource_name, depth))
 
-    def update(self, stack_id, parent, resource_name, child, hold=()):
-        """Converge the child to what the resource now says, leaving
-        the resources named in `hold` as they are; the id of the
-        traversal doing it."""
+    def update(self, stack_id, parent, resource_name, child, only=None):
+        """Converge the child to what the resource now says (only the
+        resources named in `only`, if given); the id of the traversal
+        doing it."""
         bundle, params = self._bundle(parent, resource_name, child)
         return stacks.update(self.engine, stack_id, bundle, params,
                              rollback=False, timeout=child.get('timeout'),
-                             hold=hold)[1]
+                             only=only)[1]
 
     def delete(self, stack_id):
         return stacks.delete(self.engine, stack_id)[1]

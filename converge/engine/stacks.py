@@ -149,7 +149,7 @@ def create(engine, name, bundle, params, disable_rollback=True,
 
 def update(engine, ident, bundle=None, params=None, existing=False,
            rollback=None, clear_parameters=(), timeout=None, tags=None,
-           project_id=None, hold=()):
+           project_id=None, only=None):
     check_timeout(timeout)
     with engine.db.read() as s:
         stack = api.stack_get(s, ident, project_id=project_id)
@@ -186,7 +186,7 @@ def update(engine, ident, bundle=None, params=None, existing=False,
         trav = traversal.start(engine, s, stack, template_id, 'UPDATE',
                                defn, rollback=rollback,
                                prev_template_id=stack.template_id,
-                               hold=hold)
+                               only=only)
     traversal.kick(engine, trav)
     return stack.id, trav.id
 

@@ -44,12 +44,22 @@ COMPLETE_REASON = 'Stack %s completed successfully'
 
 def start(engine, session, stack, template_id, action, defn, rollback=False,
           prev_template_id=None, parent=None, keep_template=False,
-          converge=False, hold=()):
+          converge=False, only=None):
     """Lay out a traversal in the caller's transaction; return it (with
-    ``leaves``, the nodes to send once the transaction commits)."""
+    ``leaves``, the nodes to send once the transaction commits).
+
+    :param only: walk only the resources of these names (they must not
+        depend on the others: a group's members in a rollout's batch);
+        the rest are left as they are, their rows as they were
+    """
     trav_id = api.new_id()
     requires = defn.dependencies() if defn is not None else {}
     rows = api.resources_layout(session, stack.id)
+    if only is not None:
+        only = set(only)
+        requires = {name: deps & only for name, deps in requires.items()
+                    if name in only}
+        rows = [r for r in rows if r.name in only]
     selected = {name: row.id for name, row in
                 rows_mod.current(rows, template_id, names=requires).items()}
     # rows born in this traversal are what their update nodes act on and
@@ -92,9 +102,6 @@ def start(engine, session, stack, template_id, action, defn, rollback=False,
         raise exception.Conflict('Stack %s changed while this operation '
                                  'started; try again' % stack.name)
     options = {'rollback': bool(rollback)}
-    if hold:
-        # resources left as they are (reconcile: HELD)
-        options['hold'] = sorted(hold)
     if converge:
         # `stack converge`: nested stacks are converged too (their owners
         # read it, resources.nested)

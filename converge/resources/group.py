@@ -27,6 +27,9 @@ from converge.resources import rolling
 REMOVED = 'removed'
 APPLIED_DEFS = 'member_defs'
 ROLLOUT = 'rollout'
+#: the plug-in data key of the digest of what the members read beside
+#: their definitions (the environment, provider and get_file files)
+APPLIED_AROUND = 'member_surroundings'
 #: seconds between looks at a rollout waiting for the operator (the
 #: operator's resume wakes it at once)
 RESUME_RECHECK = 600.0
@@ -213,6 +216,8 @@ class ResourceGroup(MemberAttributes, nested.Nested):
         is kept as a rolling update's is."""
         child = self._desired()
         policy = (self.update_policy or {}).get('batch_create')
+        if not self.physical_id:
+            self.data[APPLIED_AROUND] = self._surroundings(child)
         if not policy:
             if not self.physical_id:
                 self.data[APPLIED_DEFS] = self._members_of(child)
@@ -254,7 +259,13 @@ class ResourceGroup(MemberAttributes, nested.Nested):
         if plan is None:
             old = self.data.get(APPLIED_DEFS) or {}
             new = self._members_of(child)
-            changing = [n for n in new if n in old and new[n] != old[n]]
+            # a provider file or the environment changed: every member
+            # changes, though no definition did
+            around = self.data.get(APPLIED_AROUND)
+            moved = around is not None and \
+                around != self._surroundings(child)
+            changing = [n for n in new if n in old and
+                        (moved or new[n] != old[n])]
             if not policy or not changing:
                 return self._apply_all(child, observed)
             plan = self.data[ROLLOUT] = _plan(
@@ -311,8 +322,12 @@ class ResourceGroup(MemberAttributes, nested.Nested):
             if plan['done'] >= len(batches):
                 return self._last(plan, child)
             if plan['phase'] == 'start':
+                # the child's traversal walks this batch's members only:
+                # the others wait for their own batch (or, failed, are
+                # left as they are)
                 part = self._part(child, batches[:plan['done'] + 1])
-                self._push(part, hold=plan['failed'])
+                self._push(part, only=[n for n in batches[plan['done']]
+                                       if n not in plan['failed']])
                 self.data[nested.APPLIED] = self._digest(part)
                 plan['phase'] = 'running'
                 self._note(plan, 'started')
@@ -335,7 +350,7 @@ class ResourceGroup(MemberAttributes, nested.Nested):
                     continue
             # the batch passed its gate: its members are on their new
             # definition (failed ones within the budget are left as they
-            # are until the rollout ends: later updates hold them)
+            # are: no later traversal of the rollout walks them)
             new = self._members_of(child)
             applied = self.data.setdefault(APPLIED_DEFS, {})
             for name in batches[plan['done']]:
@@ -361,10 +376,15 @@ class ResourceGroup(MemberAttributes, nested.Nested):
         members whose definition did not change) in one update; the
         rollout ends with it."""
         if plan['phase'] != 'final':
-            self.data[APPLIED_DEFS] = self._members_of(child)
+            old = set(self.data.get(APPLIED_DEFS) or ())
+            new = self._members_of(child)
+            self.data[APPLIED_DEFS] = new
+            self.data[APPLIED_AROUND] = self._surroundings(child)
             wanted = self._digest(child)
             if self.data.get(nested.APPLIED) != wanted:
-                self._push(child, hold=plan['failed'])
+                # members added or removed; else (the group's metadata)
+                # a whole walk
+                self._push(child, only=(old ^ set(new)) or None)
                 self.data[nested.APPLIED] = wanted
             plan['phase'] = 'final'
         end = self._child_end('UPDATE')
@@ -400,6 +420,14 @@ class ResourceGroup(MemberAttributes, nested.Nested):
                                   plan['done'] + 1, total, _names(fresh),
                                   len(failed), plan['budget']))
         if len(failed) > plan['budget']:
+            # the batch under way, and the failed members, are in no
+            # known state: any next update (a rollback) walks them again
+            applied = self.data.setdefault(APPLIED_DEFS, {})
+            batch = plan['batches'][plan['done']] \
+                if plan['done'] < total else []
+            for name in set(batch) | set(failed):
+                if name in applied:
+                    applied[name] = None
             del self.data[ROLLOUT]
             raise exception.ResourceFailure(
                 '%s halted at batch %d of %d: %d members failed (%s), more '
@@ -449,12 +477,19 @@ class ResourceGroup(MemberAttributes, nested.Nested):
         if (self.data.get(ROLLOUT) or {}).get('create'):
             part['template']['resources'] = {n: new[n] for n in moved}
         else:
+            # a member in no known state (a halted batch's) stands on its
+            # new definition until its batch walks it
             part['template']['resources'] = {
-                n: (new[n] if n in moved else d) for n, d in old.items()}
+                n: (new[n] if n in moved or d is None else d)
+                for n, d in old.items() if n in new or d is not None}
         return part
+
+    def _surroundings(self, child):
+        return self.clients.stacks.surroundings(self.stack, self.name, child)
 
     def _apply_all(self, child, observed):
         self.data[APPLIED_DEFS] = self._members_of(child)
+        self.data[APPLIED_AROUND] = self._surroundings(child)
         return self._apply(child, observed)
 
     @staticmethod

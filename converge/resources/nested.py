@@ -111,13 +111,13 @@ class Nested(base.Resource):
         return bool(self.stack.converging) and \
             self.data.get(CONVERGED) != self.stack.converging
 
-    def _push(self, child, hold=()):
-        """Start the child's update to `child`, leaving its resources
-        named in `hold` as they are (a whole walk of it: a `stack
-        converge` under way needs nothing more)."""
+    def _push(self, child, only=None):
+        """Start the child's update to `child` (walking only the
+        resources named in `only`, if given; else a whole walk of it: a
+        `stack converge` under way needs nothing more)."""
         self.data[TRAVERSAL] = self.clients.stacks.update(
-            self.physical_id, self.stack, self.name, child, hold=hold)
-        if self.stack.converging:
+            self.physical_id, self.stack, self.name, child, only=only)
+        if self.stack.converging and only is None:
             self.data[CONVERGED] = self.stack.converging
 
     def delete(self):

@@ -18,9 +18,6 @@ Every unit ends with one outcome, handled in one place (`Unit.handle`):
              sends the node again, and the same step runs again from the top
     LOST     another unit wrote the row first: stop without writing
     DROP     nothing to do: the node is done or its traversal is over
-    HELD     the traversal was told to leave this resource as it is (a
-             group's member that failed within the rollout's budget):
-             the node is done, the row untouched
 
 A message may arrive twice, late, or for a traversal that a newer one has
 superseded; a worker may die at any line. So: a node already done or no
@@ -55,8 +52,8 @@ from converge.workers import walker
 
 LOG = logging.getLogger(__name__)
 
-DONE, FAILED, REPLACE, WAIT, LOST, DROP, HELD = (
-    'done', 'failed', 'replace', 'wait', 'lost', 'drop', 'held')
+DONE, FAILED, REPLACE, WAIT, LOST, DROP = (
+    'done', 'failed', 'replace', 'wait', 'lost', 'drop')
 
 
 @dataclasses.dataclass
@@ -148,8 +145,6 @@ class Unit:
     # -- update nodes: observe, decide, act ---------------------------------
     def converge(self):
         row, rdef = self.row, self.rdef
-        if self.name in (self.trav.options or {}).get('hold', ()):
-            return Outcome(HELD)
         if rdef.external_id:
             return self._adopt_external()
         try:
@@ -345,9 +340,6 @@ class Unit:
             self._failed(outcome)
         elif outcome.kind == WAIT:
             self._wait(outcome)
-        elif outcome.kind == HELD:
-            with self.engine.db.begin() as conn:
-                self._finish(conn)
 
     def _record(self, outcome):
         row, plugin, action = self.row, self.plugin, outcome.action
