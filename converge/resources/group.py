@@ -147,7 +147,7 @@ class ResourceGroup(nested.Nested):
         batch, in one update."""
         child = self._desired()
         plan = self.data.get(ROLLOUT)
-        policy = (self.update_policy or {}).get('rolling_update')
+        policy = self.rolling_policy()
         if plan is None:
             old = self.data.get(APPLIED_DEFS) or {}
             new = self._members_of(child)
@@ -155,12 +155,21 @@ class ResourceGroup(nested.Nested):
             if not policy or not changing:
                 return self._apply_all(child, observed)
             batches = rolling.in_place_batches(
-                rolling.update_order(changing), len(old),
+                self.update_order(changing), len(old),
                 policy.get('max_batch_size', 1),
                 policy.get('min_in_service', 0))
             plan = self.data[ROLLOUT] = {'batches': batches, 'done': 0,
                                          'phase': 'start', 'until': None}
         return self._roll(plan, child, policy or {})
+
+    def rolling_policy(self):
+        """The rolling update policy (None: every member at once);
+        a group type that keeps it elsewhere says so here."""
+        return (self.update_policy or {}).get('rolling_update')
+
+    def update_order(self, names):
+        """The order the members whose definition changes go in."""
+        return rolling.update_order(names)
 
     def _roll(self, plan, child, policy):
         batches = plan['batches']
