@@ -284,6 +284,22 @@ resources:
                    check=False)
     assert proc.returncode != 0
     assert 'resources.g.properties.min_size' in proc.stderr
+    # Heat's AutoScalingGroup takes no update_policy: rolling_updates
+    (tmp_path / 'u.yaml').write_text(HOT + '''
+resources:
+  g:
+    type: OS::Heat::AutoScalingGroup
+    update_policy: {rolling_update: {max_batch_size: 2}}
+    properties:
+      min_size: 1
+      max_size: 2
+      resource: {type: OS::Heat::None}
+''')
+    proc = cli.run('template', 'validate', '-t', str(tmp_path / 'u.yaml'),
+                   check=False)
+    assert proc.returncode != 0
+    assert 'resources.g.update_policy.rolling_update' in proc.stderr
+    assert 'rolling_updates' in proc.stderr
 
     # a policy whose group is no AutoScalingGroup: its signal fails,
     # naming the policy and the property, with an event saying so

@@ -153,6 +153,16 @@ class AutoScalingGroup(group.ResourceGroup):
         return values
 
     @classmethod
+    def validate_update_policy(cls, values, path=()):
+        if isinstance(values, dict) and 'rolling_update' in values:
+            raise exception.InvalidTemplate(
+                'Unknown property rolling_update: an AutoScalingGroup '
+                'takes its rolling update policy as the property '
+                'rolling_updates (as in Heat)',
+                path=list(path) + ['rolling_update'])
+        return super().validate_update_policy(values, path)
+
+    @classmethod
     def has_attribute(cls, name):
         return name in cls.attributes_schema or name.startswith('resource.')
 
