@@ -263,43 +263,38 @@ resources:
 '''
 
 
-def test_bad_input_names_the_resource_and_property(cli, tmp_path):
-    (tmp_path / 'bad.yaml').write_text(BAD_POLICY % 'change_capacity')
-    proc = cli.run('template', 'validate', '-t', str(tmp_path / 'bad.yaml'),
-                   check=False)
-    assert proc.returncode != 0
-    assert 'resources.p.properties.adjustment_type' in proc.stderr
-    assert 'change_capacity' in proc.stderr
+def _refused(cli, path, text):
+    """The error output of validating the template `text` (which must be
+    refused)."""
+    path.write_text(text)
+    proc = cli.run('template', 'validate', '-t', str(path), check=False)
+    assert proc.returncode == 2, proc.stdout
+    return proc.stderr
 
-    (tmp_path / 'g.yaml').write_text(HOT + '''
+
+GROUP_OF = HOT + '''
 resources:
   g:
     type: OS::Heat::AutoScalingGroup
+    %s
     properties:
-      min_size: 3
+      min_size: %d
       max_size: 2
       resource: {type: OS::Heat::None}
-''')
-    proc = cli.run('template', 'validate', '-t', str(tmp_path / 'g.yaml'),
-                   check=False)
-    assert proc.returncode != 0
-    assert 'resources.g.properties.min_size' in proc.stderr
+'''
+
+
+def test_bad_input_names_the_resource_and_property(cli, tmp_path):
+    err = _refused(cli, tmp_path / 'bad.yaml', BAD_POLICY % 'change_capacity')
+    assert 'resources.p.properties.adjustment_type' in err
+    assert 'change_capacity' in err
+    err = _refused(cli, tmp_path / 'g.yaml', GROUP_OF % ('', 3))
+    assert 'resources.g.properties.min_size' in err
     # Heat's AutoScalingGroup takes no update_policy: rolling_updates
-    (tmp_path / 'u.yaml').write_text(HOT + '''
-resources:
-  g:
-    type: OS::Heat::AutoScalingGroup
-    update_policy: {rolling_update: {max_batch_size: 2}}
-    properties:
-      min_size: 1
-      max_size: 2
-      resource: {type: OS::Heat::None}
-''')
-    proc = cli.run('template', 'validate', '-t', str(tmp_path / 'u.yaml'),
-                   check=False)
-    assert proc.returncode != 0
-    assert 'resources.g.update_policy.rolling_update' in proc.stderr
-    assert 'rolling_updates' in proc.stderr
+    err = _refused(cli, tmp_path / 'u.yaml', GROUP_OF % (
+        'update_policy: {rolling_update: {max_batch_size: 2}}', 1))
+    assert 'resources.g.update_policy.rolling_update' in err
+    assert 'rolling_updates' in err
 
     # a policy whose group is no AutoScalingGroup: its signal fails,
     # naming the policy and the property, with an event saying so
