@@ -11,6 +11,7 @@ from oslo_log import log as logging
 
 from converge import exception
 from converge.api import agent
+from converge.api import signals
 from converge.api.wsgi import Error, error_response
 
 LOG = logging.getLogger(__name__)
@@ -23,6 +24,7 @@ class App:
         self.stopping = threading.Event()
         mapper = routes.Mapper()
         agent.add_routes(mapper, agent.Controller(engine, self.stopping))
+        signals.add_routes(mapper, signals.Controller(engine))
         self._router = routes.middleware.RoutesMiddleware(self._dispatch,
                                                           mapper)
 

@@ -1,7 +1,13 @@
-"""`converge stack resource list|show`."""
+"""`converge stack resource list|show|signal`."""
 
+import json
+
+from cliff import command
 from cliff import lister
 from cliff import show
+
+from converge import exception
+from converge.cmd import common
 
 
 class ListResource(lister.Lister):
@@ -46,3 +52,46 @@ class ShowResource(show.ShowOne):
                                                 args.stack, args.resource)
         cols = sorted(data)
         return cols, [data[c] for c in cols]
+
+
+class _NothingToFollow(Exception):
+    pass
+
+
+class SignalResource(command.Command):
+    """Signal a resource (as `openstack stack resource signal`): an
+    OS::Heat::ScalingPolicy scales its group, and (embedded, or with
+    --wait) the group's traversal is followed to its end."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('stack', metavar='<stack>')
+        parser.add_argument('resource', metavar='<resource>')
+        parser.add_argument('--data', metavar='<data>',
+                            help='JSON data to send to the signal handler')
+        common.add_wait(parser)
+        return parser
+
+    def take_action(self, args):
+        details = None
+        if args.data is not None:
+            try:
+                details = json.loads(args.data)
+            except ValueError as e:
+                raise exception.InvalidInput('--data is not JSON: %s' % e)
+        result = {}
+
+        def operation(svc, ctx):
+            result.update(svc.resource_signal(ctx, args.stack,
+                                              args.resource, details))
+            if not result.get('traversal_id'):
+                raise _NothingToFollow()
+            return {'id': result['stack_id'],
+                    'traversal_id': result['traversal_id']}
+
+        try:
+            common.run(self.app, args, args.stack, operation)
+        except _NothingToFollow:
+            self.app.resume_hint = None
+        self.app.stdout.write('%s: %s\n' % (
+            result['status'].lower(), result['reason']))

@@ -315,6 +315,31 @@ class WaitConditionSignal(Base):
     created_at: Mapped[float] = mapped_column(Double)
 
 
+class ScalingSignal(Base):
+    """One signal to an OS::Heat::ScalingPolicy and what became of it: a
+    capacity its group is to converge to (SCALING), or why nothing was
+    done (IGNORED, FAILED). A signal sent again under the same id is
+    answered from its row, never applied twice."""
+
+    __tablename__ = 'scaling_signals'
+    __table_args__ = (UniqueConstraint('stack_id', 'policy', 'signal_id',
+                                       name='uq_scaling_signal'),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=True)
+    stack_id: Mapped[str] = mapped_column(String(36), index=True)
+    #: the policy's resource name
+    policy: Mapped[str] = mapped_column(String(255))
+    signal_id: Mapped[str | None] = mapped_column(String(255))
+    #: the group's resource row uuid (a replaced group starts afresh)
+    group_key: Mapped[str | None] = mapped_column(String(36), index=True)
+    status: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(Text, default='')
+    capacity: Mapped[int | None] = mapped_column(Integer)
+    cooldown: Mapped[float | None] = mapped_column(Double)
+    created_at: Mapped[float] = mapped_column(Double)
+
+
 class DeploymentAction(Base):
     """An action an operator ran on a deployment outside any stack
     operation (a day-2 action: backup, patch, ...), and its result."""

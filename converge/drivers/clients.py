@@ -7,6 +7,7 @@ import sqlalchemy as sa
 
 from converge.db import api
 from converge.db import models
+from converge.drivers import scaling
 from converge.drivers import software
 from converge.drivers import waitconditions
 
@@ -67,6 +68,8 @@ class Clients:
         self.agents = software.AgentStore(db)
         #: OS::Heat::WaitConditionHandle registrations and signals
         self.waitconditions = waitconditions.WaitConditionStore(db)
+        #: OS::Heat::ScalingPolicy signals and the capacities they ask for
+        self.scaling = scaling.ScalingStore(db)
 
     @property
     def compute(self):

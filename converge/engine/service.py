@@ -24,6 +24,7 @@ from converge.db import api
 from converge.engine import abandon
 from converge.engine import request
 from converge.engine import rollouts
+from converge.engine import scaling
 from converge.engine import software
 from converge.engine import stacks
 from converge.engine import views
@@ -283,6 +284,16 @@ class Service:
     def resource_show(self, ctx, ident, name):
         st = self._stack(ctx, ident)
         return views.resource_detail(self.engine, st, name)
+
+    def resource_signal(self, ctx, ident, name, details=None,
+                        signal_id=None):
+        """Signal a resource (an OS::Heat::ScalingPolicy: scale its
+        group). Returns what became of the signal: {status (SCALING,
+        IGNORED), reason, capacity, stack_id, traversal_id (the traversal
+        scaling the group, or None)}."""
+        return scaling.signal(self.engine, ident, name, details,
+                              project_id=request.project_of(ctx),
+                              signal_id=signal_id)
 
     # -- outputs ------------------------------------------------------------
     @_read

@@ -255,7 +255,7 @@ class ResourceGroup(MemberAttributes, nested.Nested):
         change, are applied after the last batch, in one update."""
         child = self._desired()
         plan = self.data.get(ROLLOUT)
-        policy = (self.update_policy or {}).get('rolling_update')
+        policy = self.rolling_policy()
         if plan is None:
             old = self.data.get(APPLIED_DEFS) or {}
             new = self._members_of(child)
@@ -292,10 +292,20 @@ class ResourceGroup(MemberAttributes, nested.Nested):
             attrs = (seen.get(n) or {}).get('attributes') or {}
             return attrs[domain] if domain in attrs else prop(n, domain)
         return rolling.in_place_batches(
-            rolling.update_order(changing, order, key), len(old),
+            self.update_order(changing, order, key), len(old),
             policy.get('max_batch_size', 1), policy.get('min_in_service', 0),
             canary=policy.get('canary_size', 0),
             domain=domain_of if domain else None)
+
+    def rolling_policy(self):
+        """The rolling update policy (None: every member at once);
+        a group type that keeps it elsewhere says so here."""
+        return (self.update_policy or {}).get('rolling_update')
+
+    def update_order(self, names, order='highest_index', key=None):
+        """The order the members whose definition changes go in (the
+        policy's ``order``; `key` gives a member's value for it)."""
+        return rolling.update_order(names, order, key)
 
     def _roll(self, plan, child, policy):
         batches = plan['batches']
