@@ -27,6 +27,10 @@ from converge.engine import listeners as listeners_mod
 LOG = logging.getLogger(__name__)
 
 
+#: seconds `Locks.stop` waits for the coordinator's own stop
+STOP_WAIT = 0.1
+
+
 class LockTimeout(exception.ConvergeError):
     pass
 
@@ -157,6 +161,17 @@ class Locks:
         self._stopped.set()
         with self._membership:
             self._groups.clear()
+        # tooz's stop joins its executor's idle threads, which look for
+        # work once a second (futurist): a second lost at the end of every
+        # command. Nothing waits on the rest of the stop (the groups were
+        # left already, a lock dies with its holder), so it goes on in the
+        # background; a process exiting meanwhile ends it
+        stopper = threading.Thread(target=self._stop_coordinator,
+                                   name='tooz-stop', daemon=True)
+        stopper.start()
+        stopper.join(STOP_WAIT)
+
+    def _stop_coordinator(self):
         try:
             self._coord.stop()
         except coordination.ToozError:  # pragma: no cover

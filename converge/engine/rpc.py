@@ -4,6 +4,8 @@ Embedded: the ``inproc://`` transport (inproc.py), in this process. Distributed:
 ``rabbit://``; casts go to the topic, so any worker takes them.
 """
 
+import threading
+
 import oslo_messaging
 
 from converge import conf as conf_mod
@@ -64,6 +66,19 @@ def start_server(endpoint, server_name, threads):
     return server
 
 
+#: seconds stop_server waits for the server's executor to wind down
+STOP_WAIT = 0.1
+
+
 def stop_server(server):
+    """Take no more messages. Waiting for the units in flight is the
+    caller's (the worker service waits for them, gracefully); the wait
+    for the executor's idle threads, which look for work once a second
+    (futurist), goes on in the background: it cost every command a
+    second. A unit cut short when the process exits is resumed as after
+    any crash."""
     server.stop()
-    server.wait()
+    waiter = threading.Thread(target=server.wait, name='rpc-stop',
+                              daemon=True)
+    waiter.start()
+    waiter.join(STOP_WAIT)
