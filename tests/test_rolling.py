@@ -96,3 +96,14 @@ def test_update_orders(order, key, expected):
     ('20%', 6, 1), ('12.5%', 16, 2), ('100%', 7, 7)])
 def test_failure_budget(value, total, allowed):
     assert rolling.budget(value, total) == allowed
+
+
+def test_a_surge_follows_heats_batches_with_named_extra_members():
+    names = rolling.update_order([str(i) for i in range(4)])
+    spare = ['4', '5', '6', '7']
+    # Heat's (4, 4, 1, 4): one extra member first, then one at a time
+    assert rolling.surge_batches(names, 4, 1, 4, spare) == [
+        (['4'], 5), (['3'], 5), (['2'], 5), (['1'], 5), (['0'], 5)]
+    # no minimum: in place, no extra member
+    assert rolling.surge_batches(names, 4, 2, 0, spare) == [
+        (['3', '2'], 4), (['1', '0'], 4)]

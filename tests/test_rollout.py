@@ -287,3 +287,44 @@ def test_a_change_in_the_members_file_rolls_in_batches_too(engine,
     stack = et.run(engine, stacks.update, stack.id, b, {})
     assert len([n for n in _group_notes(engine, stack)
                 if 'started' in n]) == 3
+
+
+def _in_service_low(events, start):
+    """The fewest members in service at any event of the update (a member
+    is out from its UPDATE_IN_PROGRESS to its UPDATE_COMPLETE, in from
+    its CREATE_COMPLETE until its DELETE_IN_PROGRESS)."""
+    serving, low = set(start), len(start)
+    for e in events:
+        status = '%s_%s' % (e.action, e.status)
+        if status in ('UPDATE_IN_PROGRESS', 'DELETE_IN_PROGRESS'):
+            serving.discard(e.resource_name)
+        elif status in ('UPDATE_COMPLETE', 'CREATE_COMPLETE'):
+            serving.add(e.resource_name)
+        low = min(low, len(serving))
+    return low
+
+
+def test_a_surge_keeps_the_minimum_with_extra_members(engine, tmp_path):
+    b = et.bundle(tmp_path, HEAT_GROUP.replace(
+        'max_batch_size: {get_param: max_batch_size}',
+        'max_batch_size: {get_param: max_batch_size}\n        surge: true'))
+    stack = et.run(engine, stacks.create, 's', b, {})
+    rows, child = _members(engine, stack)
+    before = {r.physical_id for r in rows.values()}
+    since = max(e.id for e in et.events(engine, child.id))
+    stack = et.run(engine, stacks.update, stack.id, b, _params(dict(
+        value='updated', min_in_service=10, max_batch_size=2)))
+    assert et.status(stack) == 'UPDATE_COMPLETE'
+    rows, child = _members(engine, stack)
+    # Heat's expectation: every member kept, none created or deleted
+    assert {r.physical_id for r in rows.values()} == before
+    events = [e for e in et.events(engine, child.id) if e.id > since]
+    # all ten stayed in service: two extra members ("10", "11") came
+    # first, and went at the end
+    assert _in_service_low(events, rows) == 10
+    extra = sorted((e.resource_name, e.action) for e in events
+                   if e.resource_name in ('10', '11') and
+                   e.status == 'COMPLETE')
+    assert extra == [('10', 'CREATE'), ('10', 'DELETE'), ('11', 'CREATE'),
+                     ('11', 'DELETE')]
+    assert {r.attributes['output'] for r in rows.values()} == {'updated'}

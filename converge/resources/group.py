@@ -64,6 +64,10 @@ _ROLLING = dict(
     failure_domain=p.Schema(
         p.STRING, 'A member attribute (or else property) naming its '
         'failure domain: no two members of one domain go in one batch.'),
+    surge=p.Schema(
+        p.BOOLEAN, 'Meet min_in_service as Heat does, by creating extra '
+        'members for the duration of the rollout (where capacity allows '
+        'it; not on bare metal). Default: in place.', default=False),
 )
 
 
@@ -268,9 +272,15 @@ class ResourceGroup(MemberAttributes, nested.Nested):
                         (moved or new[n] != old[n])]
             if not policy or not changing:
                 return self._apply_all(child, observed)
-            plan = self.data[ROLLOUT] = _plan(
-                self._batches(changing, old, new, policy),
-                rolling.budget(policy.get('max_failures'), len(changing)))
+            budget = rolling.budget(policy.get('max_failures'),
+                                    len(changing))
+            if policy.get('surge') and len(changing) == len(new) == \
+                    len(old):
+                plan = self.data[ROLLOUT] = self._surge_plan(
+                    changing, policy, budget)
+            else:
+                plan = self.data[ROLLOUT] = _plan(
+                    self._batches(changing, old, new, policy), budget)
         return self._roll(plan, child, policy or {})
 
     def _batches(self, changing, old, new, policy):
@@ -296,6 +306,21 @@ class ResourceGroup(MemberAttributes, nested.Nested):
             policy.get('max_batch_size', 1), policy.get('min_in_service', 0),
             canary=policy.get('canary_size', 0),
             domain=domain_of if domain else None)
+
+    def _surge_plan(self, changing, policy, budget):
+        """Heat's way (rolling.heat_batches): extra members on the new
+        definition first, for the duration, so that min_in_service
+        members stay in service while the others update in place; the
+        extras go after the last batch."""
+        count = len(changing)
+        spare = member_names(2 * count + policy.get('max_batch_size', 1),
+                             self.data.get(REMOVED) or ())[count:]
+        steps = rolling.surge_batches(
+            self.update_order(changing, policy.get('order',
+                                                   'highest_index')),
+            count, policy.get('max_batch_size', 1),
+            policy.get('min_in_service', 0), spare)
+        return _plan([moved for moved, _ in steps], budget)
 
     def rolling_policy(self):
         """The rolling update policy (None: every member at once);
@@ -365,7 +390,8 @@ class ResourceGroup(MemberAttributes, nested.Nested):
             applied = self.data.setdefault(APPLIED_DEFS, {})
             for name in batches[plan['done']]:
                 if name not in plan['failed']:
-                    applied[name] = new[name]
+                    applied[name] = new[name] if name in new else \
+                        self._extra(name)
             plan['done'] += 1
             pause = policy.get('pause_time') or 0
             canary = plan['done'] == 1 and policy.get('canary_size')
@@ -490,9 +516,19 @@ class ResourceGroup(MemberAttributes, nested.Nested):
             # a member in no known state (a halted batch's) stands on its
             # new definition until its batch walks it
             part['template']['resources'] = {
-                n: (new[n] if n in moved or d is None else d)
+                n: (new[n] if n in new and (n in moved or d is None)
+                    else d)
                 for n, d in old.items() if n in new or d is not None}
+            # a surge: extra members, on the new definition
+            part['template']['resources'].update(
+                (n, self._extra(n)) for n in moved
+                if n not in new and n not in old)
         return part
+
+    def _extra(self, name):
+        """The definition of member `name` beyond the count (a surge's
+        extra member)."""
+        return _child(self.properties, [name])['template']['resources'][name]
 
     def _surroundings(self, child):
         return self.clients.stacks.surroundings(self.stack, self.name, child)

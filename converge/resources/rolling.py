@@ -7,8 +7,8 @@ with new members, then shrinks back. That cannot work where capacity is
 fixed (bare metal), so a converge group updates its members in place, a
 batch at a time, never taking more than ``count - min_in_service`` out
 of service at once (`in_place_batches`). Heat's arithmetic is kept here,
-tested against Heat's own tables, as the reference for the surge mode
-still to come.
+tested against Heat's own tables, and serves the group's ``surge`` mode
+(`surge_batches`), where capacity allows extra members.
 """
 
 
@@ -113,3 +113,25 @@ def budget(max_failures, total):
     if text.endswith('%'):
         return int(total * float(text[:-1]) // 100)
     return int(text)
+
+
+def surge_batches(names, target, batch_size, min_in_service, spare):
+    """Heat's surge, as batches of names: `names` (every member, in the
+    order they go) updated with extra members from `spare` (the names new
+    members take, in order) created on the new definition for the
+    duration, as Heat's ResourceGroup batches say (`heat_batches`). Each
+    batch: (the names it moves to the new definition, the group's
+    capacity during it); a batch that only shrinks the group back is left
+    to the end of the rollout."""
+    out, todo, made = [], list(names), 0
+    for capacity, size in heat_batches(target, target, batch_size,
+                                       min_in_service):
+        extra = max(capacity - target, 0)
+        fresh = list(spare[made:extra]) if extra > made else []
+        made = max(made, extra)
+        take = max(size - len(fresh), 0)
+        moved = fresh + todo[:take]
+        todo = todo[take:]
+        if moved:
+            out.append((moved, capacity))
+    return out
