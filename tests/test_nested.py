@@ -562,3 +562,87 @@ def test_tripleo_role_templates_converge_with_their_registry(cli, tmp_path):
     assert {r['resource_status'] for r in rows.values()} == {
         'CREATE_COMPLETE'}
     assert len(cli.json('sim', 'server', 'list')) == 1
+
+
+CHECKED_MEMBER = '''heat_template_version: 2016-10-14
+parameters:
+  index: {type: string}
+  stamp: {type: string}
+resources:
+  app:
+    type: OS::Heat::SoftwareComponent
+    properties:
+      configs:
+        - actions: [CREATE, UPDATE]
+          tool: script
+          config: |
+            #!/bin/sh
+            echo "$deploy_action $stamp" >> app.log
+        - actions: [CHECK]
+          tool: script
+          config: |
+            #!/bin/sh
+            echo "CHECK $stamp" >> app.log
+            # member 1 is unhealthy on the new version
+            [ "$index" != 1 ] || [ "$stamp" = one ]
+      inputs:
+        - name: stamp
+        - name: index
+  server:
+    type: OS::Nova::Server
+    properties:
+      image: cirros
+      flavor: m1.tiny
+      user_data_format: SOFTWARE_CONFIG
+  deployment:
+    type: OS::Heat::SoftwareDeployment
+    properties:
+      config: {get_resource: app}
+      server: {get_resource: server}
+      input_values:
+        stamp: {get_param: stamp}
+        index: {get_param: index}
+'''
+
+
+def test_a_batch_gate_runs_each_members_check_config(cli, tmp_path):
+    """health_check: a batch passes its gate only once its members'
+    CHECK configs pass on their servers; a failing check halts the
+    rollout (max_failures 0) before the next batch."""
+    (tmp_path / 'member.yaml').write_text(CHECKED_MEMBER)
+    (tmp_path / 'top.yaml').write_text(HOT + '''
+parameters:
+  stamp: {type: string, default: one}
+resources:
+  group:
+    type: OS::Heat::ResourceGroup
+    update_policy:
+      rolling_update: {max_batch_size: 1, health_check: true}
+    properties:
+      count: 3
+      resource_def:
+        type: member.yaml
+        properties:
+          index: "%index%"
+          stamp: {get_param: stamp}
+''')
+    cli.run('stack', 'create', 'h', '-t', str(tmp_path / 'top.yaml'),
+            '--wait', timeout=240)
+    done = cli.run('stack', 'update', 'h', '--existing', '--parameter',
+                   'stamp=two', '--wait', check=False, timeout=240)
+    assert done.returncode == 1
+    assert cli.json('stack', 'resource', 'show', 'h', 'group')[
+        'resource_status_reason'].endswith(
+        'rolling update halted at batch 2 of 3: 1 members failed (1), '
+        'more than max_failures 0')
+    logs = []
+    for server in cli.json('sim', 'server', 'list'):
+        disk = cli.json('sim', 'server', 'show', server['ID'])['disk']
+        with open(os.path.join(disk, 'app.log')) as f:
+            logs.append(f.read().split('\n')[:-1])
+    # member 2 updated and checked, member 1 updated and failed its check,
+    # member 0 never reached
+    assert sorted(logs) == [
+        ['CREATE one'],
+        ['CREATE one', 'UPDATE two', 'CHECK two'],
+        ['CREATE one', 'UPDATE two', 'CHECK two']]

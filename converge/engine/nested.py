@@ -246,8 +246,11 @@ class NestedStacks:
         return len(traversal.resend(self.engine,
                                     tree(self.engine, stack_id)))
 
-    def again(self, stack_id, action):
-        """Suspend or resume the child: its traversal's id."""
+    def again(self, stack_id, action, only=None):
+        """Check, suspend or resume the child (a check of only the
+        resources named in `only`, if given): its traversal's id."""
+        if action == 'CHECK':
+            return stacks.check(self.engine, stack_id, only=only)[1]
         walk = {'SUSPEND': stacks.suspend, 'RESUME': stacks.resume}[action]
         return walk(self.engine, stack_id)[1]
 

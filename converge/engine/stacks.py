@@ -200,8 +200,9 @@ def delete(engine, ident, project_id=None):
     return stack.id, trav.id
 
 
-def check(engine, ident, project_id=None):
-    return _again(engine, ident, 'CHECK', project_id)
+def check(engine, ident, project_id=None, only=None):
+    """Check every resource (only those named in `only`, if given)."""
+    return _again(engine, ident, 'CHECK', project_id, only=only)
 
 
 def suspend(engine, ident, project_id=None):
@@ -225,12 +226,14 @@ def converge(engine, ident, project_id=None):
     return _again(engine, stack.id, action, project_id, converge=True)
 
 
-def _again(engine, ident, action, project_id=None, converge=False):
+def _again(engine, ident, action, project_id=None, converge=False,
+           only=None):
     with engine.db.write() as s:
         stack = api.stack_get(s, ident, project_id=project_id)
         defn = engine.definition(stack.template_id, stack)
         trav = traversal.start(engine, s, stack, stack.template_id, action,
-                               defn, rollback=False, converge=converge)
+                               defn, rollback=False, converge=converge,
+                               only=only)
     traversal.kick(engine, trav)
     return stack.id, trav.id
 

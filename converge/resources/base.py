@@ -82,6 +82,9 @@ class StackInfo:
         #: the id of the traversal walking the stack, when it is a `stack
         #: converge` (a resource owning a nested stack passes it down)
         self.converging = converging
+        #: the id of the traversal walking the stack (a check's run is
+        #: one per traversal)
+        self.traversal_id = None
 
 
 class Resource:

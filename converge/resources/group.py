@@ -64,6 +64,10 @@ _ROLLING = dict(
     failure_domain=p.Schema(
         p.STRING, 'A member attribute (or else property) naming its '
         'failure domain: no two members of one domain go in one batch.'),
+    health_check=p.Schema(
+        p.BOOLEAN, 'After each batch, check its members (a stack check of '
+        'them: a deployment\'s CHECK config runs on its server); a member '
+        'whose check fails counts against max_failures.', default=False),
     surge=p.Schema(
         p.BOOLEAN, 'Meet min_in_service as Heat does, by creating extra '
         'members for the duration of the rollout (where capacity allows '
@@ -367,13 +371,17 @@ class ResourceGroup(MemberAttributes, nested.Nested):
                 plan['phase'] = 'running'
                 self._note(plan, 'started')
             creating = plan.get('create') and plan['done'] == 0
-            end = self._child_end('CREATE' if creating else 'UPDATE')
+            checking = plan['phase'] == 'checking'
+            end = self._child_end('CHECK' if checking else
+                                  'CREATE' if creating else 'UPDATE')
             if isinstance(end, base.Wait):
-                end.reason = self._progress(plan)
+                end.reason = self._progress(plan) + (
+                    '; checking its members' if checking else '')
                 return end
             if end['status'] == 'FAILED':
                 self._count_failures(plan)
-                stopped = self._stopped(batches[plan['done']])
+                stopped = [] if checking else \
+                    self._stopped(batches[plan['done']])
                 if stopped:
                     # their waits ended when another member failed: the
                     # batch again, the failed ones left as they are
@@ -383,6 +391,15 @@ class ResourceGroup(MemberAttributes, nested.Nested):
                         'member failed' % (plan['done'] + 1, len(batches),
                                            _names(stopped)))
                     continue
+            checked = [n for n in batches[plan['done']]
+                       if n not in plan['failed']]
+            if policy.get('health_check') and not checking and checked:
+                # the gate's second half: a check of the batch's members
+                # (a deployment's CHECK config runs on each server)
+                self.data[nested.TRAVERSAL] = self.clients.stacks.again(
+                    self.physical_id, 'CHECK', only=checked)
+                plan['phase'] = 'checking'
+                continue
             # the batch passed its gate: its members are on their new
             # definition (failed ones within the budget are left as they
             # are: no later traversal of the rollout walks them)

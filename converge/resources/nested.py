@@ -29,6 +29,9 @@ APPLIED = 'applied'
 TRAVERSAL = 'traversal'
 #: the plug-in data key of the last `stack converge` passed to the child
 CONVERGED = 'converged'
+#: the plug-in data key of the last check, suspend or resume asked of
+#: the child (action:traversal)
+ASKED = 'asked'
 
 
 class Nested(base.Resource):
@@ -144,19 +147,23 @@ class Nested(base.Resource):
         if found is None or found['deleted']:
             raise exception.ResourceFailure(
                 'nested stack %s is gone' % self.physical_id)
+        asked = '%s:%s' % (action, self.stack.traversal_id)
         if found['action'] != action or \
-                found['traversal'] != self.data.get(TRAVERSAL):
+                found['traversal'] != self.data.get(TRAVERSAL) or \
+                (action == 'CHECK' and self.data.get(ASKED) != asked):
+            # (a check is one per walk of this stack: a second `stack
+            # check` checks again)
             self.data[TRAVERSAL] = self.clients.stacks.again(
                 self.physical_id, action)
+            self.data[ASKED] = asked
         return self._until_done(action)
 
     def check(self, observed):
+        """Heat's stack check reaches nested stacks: the child's
+        resources are checked in turn (a deployment runs its CHECK
+        config, if it has one)."""
         super().check(observed)
-        if observed['status'] == 'FAILED':
-            raise exception.ResourceFailure(
-                'nested stack %s is %s_FAILED: %s' % (
-                    self.physical_id, observed['action'],
-                    observed['reason']))
+        return self._again('CHECK')
 
     def _until_done(self, action):
         """None once the child's traversal for `action` completed; a Wait

@@ -162,8 +162,14 @@ class SoftwareDeployment(base.Resource):
     def check(self, observed):
         if observed is None:
             raise exception.ResourceFailure('%s does not exist' % self.name)
-        if observed.get('status') == 'FAILED':
-            raise exception.ResourceFailure(observed.get('status_reason')
+        # a CHECK config (a component's `actions: [CHECK]`) runs once per
+        # stack check; without one nothing runs
+        running = self._apply('CHECK')
+        if running is not None:
+            return running
+        found = self._store().get(self.physical_id) or observed
+        if found.get('status') == 'FAILED':
+            raise exception.ResourceFailure(found.get('status_reason')
                                             or 'deployment failed')
 
     def needs_replace(self, prior):
@@ -298,10 +304,13 @@ class SoftwareDeployment(base.Resource):
         if action == 'UPDATE' and book.get('applied') == digest:
             return DONE   # nothing the hook sees has changed: no re-run
         found = store.get(target.id)
+        # a check runs once per stack check (its walk's id), not once
+        checking = action == 'CHECK' and \
+            book.get('checked') != self.stack.traversal_id
         if found is not None and found['run'] == book.get('last') and \
-                found['action'] == action and \
+                found['action'] == action and not checking and \
                 found['status'] == 'COMPLETE' and \
-                book.get('applied') == digest:
+                (action == 'CHECK' or book.get('applied') == digest):
             # this action's run ended already (a group's member done in
             # an earlier batch; the same action asked twice in a row)
             if target.member is None:
@@ -312,8 +321,13 @@ class SoftwareDeployment(base.Resource):
         runs = book.get('runs', 0)
         run = hashlib.sha256(('%s:%s:%d' % (action, digest, runs)).encode()
                              ).hexdigest()
+        if action == 'CHECK':
+            # this walk's check; a unit run again for it finds it
+            run = hashlib.sha256(('CHECK:%s:%s' % (
+                digest, self.stack.traversal_id)).encode()).hexdigest()
+            book['checked'] = self.stack.traversal_id
         if found is not None and found['run'] != run and \
-                found['action'] == action and \
+                action != 'CHECK' and found['action'] == action and \
                 found['status'] in ('COMPLETE', 'FAILED') and \
                 'inputs' in (found.get('config') or {}) and \
                 _digest(found['config']) == digest:
@@ -363,7 +377,13 @@ class SoftwareDeployment(base.Resource):
             raise exception.ResourceFailure(found['status_reason'])
         self._note(target, action, run, 'COMPLETE', found['status_reason'],
                    found.get('updated_at'))
-        book.update(applied=digest, runs=runs + 1, last=run, created=True)
+        if action == 'CHECK':
+            # what the deployment applied is unchanged: an update that
+            # changes nothing still runs nothing
+            book.update(last=run)
+        else:
+            book.update(applied=digest, runs=runs + 1, last=run,
+                        created=True)
         if target.member is None:
             self.seen = found
         return DONE

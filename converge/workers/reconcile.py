@@ -603,6 +603,7 @@ class Unit:
             plugin.deletion_policy = self.rdef.deletion_policy
         if (self.trav.options or {}).get('converge'):
             plugin.stack.converging = self.trav.id
+        plugin.stack.traversal_id = self.trav.id
         return plugin
 
     def _waiting(self):
