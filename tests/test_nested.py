@@ -463,6 +463,11 @@ def test_a_canary_batch_waits_for_the_operator(cli, tmp_path):
         'stack', 'event', 'list', 'c', '--nested-depth', '1')
         if e['resource_status'] == 'UPDATE_COMPLETE'}
     assert updated == {'4'}
+    # stack show says where the rollout is
+    [rollout] = cli.json('stack', 'show', 'c')['rollouts']
+    assert (rollout['stack'], rollout['resource'], rollout['batch'],
+            rollout['batches']) == ('c', 'group', 2, 3)
+    assert rollout['progress'].startswith('canary batch done (4)')
     cli.run('stack', 'update', '--resume', 'c', '--wait')
     assert proc.wait(timeout=120) == 0
     assert outputs(cli, 'c')['values'] == ['two'] * 5

@@ -84,6 +84,18 @@ _STACK_ROW = sa.select(*[c for c in STACKS.c if c.name != 'outputs']).where(
     STACKS.c.id == bp('b_id'))
 
 
+def stack_tree(session, stack_id):
+    """The ids of a stack and of every live stack nested in it, at any
+    depth, parents first."""
+    found, level = [stack_id], [stack_id]
+    while level:
+        level = list(session.scalars(sa.select(models.Stack.id).where(
+            models.Stack.parent_id.in_(level),
+            models.Stack.deleted_at.is_(None))))
+        found += level
+    return found
+
+
 def stack_record(conn, stack_id):
     """One stack's columns (not the stored outputs) as a Record, or None."""
     return _record(conn.execute(_STACK_ROW, {'b_id': stack_id}).first())

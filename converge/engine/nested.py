@@ -169,7 +169,7 @@ def tree(engine, stack_id):
     """The ids of a stack and of every stack nested in it, at any
     depth."""
     with engine.db.read() as s:
-        return stacks.tree(s, stack_id)
+        return api.stack_tree(s, stack_id)
 
 
 def _stamp(when):

@@ -255,25 +255,13 @@ def cancel(engine, ident, rollback=True, project_id=None):
         if not rollback:
             # its nested stacks' running traversals stop with it (with
             # rollback, the walk back updates them anyway)
-            for child_id in tree(s, stack.id)[1:]:
+            for child_id in api.stack_tree(s, stack.id)[1:]:
                 child = s.get(models.Stack, child_id)
                 if child.status == 'IN_PROGRESS' and child.action in (
                         'CREATE', 'UPDATE'):
                     traversal.cancel(s, child)
             return stack.id, traversal.cancel(s, stack)
     return traversal.rollback_to_previous(engine, stack.id, old)
-
-
-def tree(session, stack_id):
-    """The ids of a stack and of every live stack nested in it, at any
-    depth, parents first."""
-    found, level = [stack_id], [stack_id]
-    while level:
-        level = list(session.scalars(sa.select(models.Stack.id).where(
-            models.Stack.parent_id.in_(level),
-            models.Stack.deleted_at.is_(None))))
-        found += level
-    return found
 
 
 def engine_project():

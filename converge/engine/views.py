@@ -2,8 +2,11 @@
 
 import time
 
+import sqlalchemy as sa
+
 from converge import exception
 from converge.db import api
+from converge.db import models
 from converge.engine import rows as rows_mod
 from converge.graph import dot as dot_mod
 from converge.resources import base
@@ -87,6 +90,8 @@ def stack(engine, st, with_outputs=True):
         data['parameters'] = {
             k: ('******' if k in hidden else v)
             for k, v in defn.parameters.items()}
+    if st.status == 'IN_PROGRESS':
+        data['rollouts'] = rollouts(engine, st)
     if with_outputs and defn is not None and st.deleted_at is None:
         data['outputs'] = [
             dict(output_key=k, output_value=v.get('value'),
@@ -94,6 +99,31 @@ def stack(engine, st, with_outputs=True):
                  **({'output_error': v['error']} if 'error' in v else {}))
             for k, v in sorted(outputs(engine, st).items())]
     return data
+
+
+def rollouts(engine, st):
+    """The groups rolling out in the stack and its nested stacks: where
+    each is (batch n of m, its members, what is left, what failed, or
+    what it waits for)."""
+    R, S = models.Resource, models.Stack
+    out = []
+    with engine.db.read() as s:
+        ids = api.stack_tree(s, st.id)
+        rows = s.execute(
+            sa.select(S.name, R.name, R.status_reason, R.data)
+            .join(S, S.id == R.stack_id)
+            .where(R.stack_id.in_(ids), R.status == 'IN_PROGRESS')).all()
+    for stack_name, name, reason, data in rows:
+        plan = (data or {}).get('rollout')
+        if not isinstance(plan, dict) or 'batches' not in plan:
+            continue
+        out.append({'stack': stack_name, 'resource': name,
+                    'batch': min(plan.get('done', 0) + 1,
+                                 len(plan['batches'])),
+                    'batches': len(plan['batches']),
+                    'failed': list(plan.get('failed') or ()),
+                    'progress': reason})
+    return sorted(out, key=lambda r: (r['stack'], r['resource']))
 
 
 def resources(engine, st):
