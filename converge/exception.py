@@ -90,6 +90,21 @@ class ResourceNotFound(NotFound):
 
 class Conflict(ConvergeError):
     exit_code = 4
+    http_status = 409
+
+
+class Unauthorized(ConvergeError):
+    """No credential, or one that is unknown, expired or revoked."""
+
+    exit_code = 5
+    http_status = 401
+
+
+class Forbidden(ConvergeError):
+    """The caller is known but the policy does not allow the operation."""
+
+    exit_code = 5
+    http_status = 403
 
 
 class ResourceFailure(ConvergeError):

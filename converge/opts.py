@@ -225,6 +225,16 @@ API_OPTS = [
     cfg.IntOpt('max_signals_per_request', default=500, min=1,
                help='Most deployment signals one request of an agent host '
                     '(POST /v1/agent/signals) may carry.'),
+    cfg.StrOpt('auth_strategy', default='token',
+               choices=[('token', "converge's own tokens "
+                         '(converge-manage token create)'),
+                        ('noauth', 'no authentication: the project is the '
+                         "URL's, the roles X-Roles' (development only)")],
+               help='How the orchestration API (/v1/{project_id}/...) '
+                    'knows who is asking.'),
+    cfg.IntOpt('max_json_body_size', default=1048576, min=1,
+               help='Largest request body the API reads, in bytes '
+                    "(Heat's default)."),
 ]
 
 SOFTWARE_OPTS = [

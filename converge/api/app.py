@@ -1,5 +1,8 @@
 """The WSGI application: routes -> controllers, JSON in and out, Heat's
-error body. Controllers call the engine's service functions only."""
+error body. Controllers call the engine's service functions only.
+
+Two sets of routes: the agents' (/v1/agent/..., their own credentials)
+and Heat's orchestration API (/v1/{project_id}/..., converge/api/v1)."""
 
 import threading
 
@@ -11,7 +14,7 @@ from oslo_log import log as logging
 
 from converge import exception
 from converge.api import agent
-from converge.api import signals
+from converge.api import v1
 from converge.api.wsgi import Error, error_response
 
 LOG = logging.getLogger(__name__)
@@ -24,7 +27,7 @@ class App:
         self.stopping = threading.Event()
         mapper = routes.Mapper()
         agent.add_routes(mapper, agent.Controller(engine, self.stopping))
-        signals.add_routes(mapper, signals.Controller(engine))
+        v1.add_routes(mapper, engine)
         self._router = routes.middleware.RoutesMiddleware(self._dispatch,
                                                           mapper)
 

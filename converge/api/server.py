@@ -74,12 +74,20 @@ def serve_embedded(engine):
                     'this home serves the agents, or another program '
                     'took the port: then set [api] bind_port)', host, port)
         return None
-    if not conf_mod.CONF.api.public_endpoint:
-        tmp = '%s.%d' % (path, os.getpid())
-        with open(tmp, 'w') as f:
-            f.write(served.url + '\n')
-        os.replace(tmp, path)
+    keep_url(served)
     return served
+
+
+def keep_url(served):
+    """Keep `served`'s address in the home, where agents booted by this
+    home's engine are told to reach (unless a public endpoint is set)."""
+    if conf_mod.CONF.api.public_endpoint:
+        return
+    path = conf_mod.api_url_file()
+    tmp = '%s.%d' % (path, os.getpid())
+    with open(tmp, 'w') as f:
+        f.write(served.url + '\n')
+    os.replace(tmp, path)
 
 
 def _free_port(host):

@@ -4,19 +4,16 @@ with the resource's token in ``X-Auth-Token`` (its ``signal_url``) or in
 the query, ``?token=`` (its ``alarm_url``, a signed URL); the body is the
 signal's details (an alarm's JSON), optional. An ``Idempotency-Key``
 header names the signal: sent again, it is answered from the first
-one's record and not applied twice."""
+one's record and not applied twice.
+
+The route is Heat's (converge/api/v1/resources.py); a request whose
+X-Auth-Token is not an API token is a resource's own signal, answered
+here."""
 
 import webob
 
 from converge.api import wsgi
 from converge.engine import scaling
-
-
-def add_routes(mapper, controller):
-    mapper.connect('/v1/{project_id}/stacks/{stack_name}/{stack_id}/'
-                   'resources/{resource_name}/signal',
-                   handler=controller.signal,
-                   conditions={'method': ['POST']})
 
 
 class Controller:

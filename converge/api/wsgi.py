@@ -5,9 +5,6 @@ import json
 import webob
 import webob.exc
 
-#: bodies larger than this are refused (Heat's max_json_body_size)
-MAX_BODY = 1024 * 1024
-
 
 class Error(Exception):
     def __init__(self, code, message, title=None):
@@ -27,8 +24,11 @@ def error_response(code, message, kind=None, title=None):
 
 
 def read_json(req):
-    if req.content_length and req.content_length > MAX_BODY:
-        raise Error(413, 'Request body is larger than %d bytes' % MAX_BODY)
+    from converge import conf
+    limit = conf.CONF.api.max_json_body_size
+    if req.content_length and req.content_length > limit:
+        raise Error(413, 'Request body is larger than %d bytes '
+                         '([api] max_json_body_size)' % limit)
     raw = req.body
     if not raw:
         return {}

@@ -1,5 +1,7 @@
 """`converge-api --bind HOST:PORT [--config-file converge.conf]`: serve
-converge's HTTP API (the agents' routes) until stopped."""
+converge's HTTP API (Heat's orchestration API v1 and the agents' routes)
+until stopped. On an embedded home (no message bus) it is the engine too:
+it runs the traversals it starts."""
 
 import argparse
 import signal
@@ -35,6 +37,12 @@ def main(argv=None):
     from converge.engine import context
     engine = context.Engine()
     served = server.Served(engine, host, port)
+    if conf_mod.is_embedded():
+        # no message bus, so no workers elsewhere: this process is the
+        # engine of the home, and the address its servers' agents reach
+        from converge.workers import pool
+        pool.start(engine)
+        server.keep_url(served)
     log = logging.getLogger(__name__)
     log.info('converge-api: serving on %s', served.url)
     sys.stdout.write('converge-api: serving on %s\n' % served.url)

@@ -1,6 +1,8 @@
-"""`converge-manage db sync|version`."""
+"""`converge-manage db sync|version` and `converge-manage token
+create|list|revoke` (converge's own REST API tokens)."""
 
 import argparse
+import json
 import sys
 
 import converge  # noqa: F401
@@ -18,14 +20,75 @@ def main(argv=None):
     sync = dbsub.add_parser('sync', help='upgrade the schema to the latest')
     sync.add_argument('revision', nargs='?', default='head')
     dbsub.add_parser('version', help='print the schema revision')
+    _token_parsers(sub)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     conf_mod.setup([], home=args.home, default_config_files=args.config_file,
                    log=False)
     from converge.engine import schema
+    if args.group == 'token':
+        return _token(args, schema)
     if args.command == 'sync':
         print('database at revision %s' % schema.sync(args.revision))
     else:
         print(schema.version() or 'none')
+    return 0
+
+
+def _token_parsers(sub):
+    token = sub.add_parser('token', help="converge's own API tokens (where "
+                                         'no keystone is configured)')
+    tsub = token.add_subparsers(dest='command', required=True)
+    create = tsub.add_parser('create', help='make a token (printed once)')
+    create.add_argument('--project', required=True,
+                        help='the project the token speaks for')
+    create.add_argument('--user', help='the user it names (events, logs)')
+    create.add_argument('--role', action='append', default=[],
+                        help='a role (repeatable; default member; admin '
+                             'implies member and reader)')
+    create.add_argument('--expires', default='never',
+                        help='lifetime: seconds, or 90m, 12h, 30d; '
+                             'default never')
+    create.add_argument('--description', default='')
+    create.add_argument('-f', '--format', choices=('value', 'json'),
+                        default='value')
+    lst = tsub.add_parser('list', help='the tokens (never their values)')
+    lst.add_argument('--project')
+    lst.add_argument('-f', '--format', choices=('table', 'json'),
+                     default='table')
+    revoke = tsub.add_parser('revoke', help='refuse a token from now on')
+    revoke.add_argument('token_id')
+
+
+def _token(args, schema):
+    from converge import exception
+    from converge.engine import api_tokens
+    schema.sync()
+    db = schema._database()
+    try:
+        if args.command == 'create':
+            token_id, token = api_tokens.create(
+                db, args.project, args.user, args.role,
+                api_tokens.parse_expiry(args.expires), args.description)
+            if args.format == 'json':
+                print(json.dumps({'id': token_id, 'token': token,
+                                  'project_id': args.project}))
+            else:
+                print(token)
+        elif args.command == 'list':
+            rows = api_tokens.listing(db, args.project)
+            if args.format == 'json':
+                print(json.dumps(rows, indent=2))
+            else:
+                for r in rows:
+                    print('%s  %-8s %-20s %s' % (r['id'], r['state'],
+                                                 r['project_id'],
+                                                 ','.join(r['roles'])))
+        else:
+            api_tokens.revoke(db, args.token_id)
+            print('revoked %s' % args.token_id)
+    except exception.ConvergeError as e:
+        sys.stderr.write('ERROR: %s\n' % e)
+        return e.exit_code
     return 0
 
 

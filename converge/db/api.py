@@ -346,6 +346,14 @@ def event_ids(session, stack_id, after_id, traversal_ids):
 _TRAVERSAL_GET = sa.select(TRAVERSALS).where(TRAVERSALS.c.id == bp('b_id'))
 
 
+def traversals_of(session, stack_id):
+    """Every traversal of the stack, oldest first."""
+    return session.scalars(
+        sa.select(models.Traversal)
+        .where(models.Traversal.stack_id == stack_id)
+        .order_by(models.Traversal.created_at)).all()
+
+
 def traversal_get(conn, traversal_id):
     return _record(conn.execute(_TRAVERSAL_GET,
                                 {'b_id': traversal_id}).first())

@@ -364,3 +364,21 @@ class DeploymentAction(Base):
                                                           default=utcnow)
     updated_at: Mapped[datetime.datetime] = mapped_column(DateTime,
                                                           default=utcnow)
+
+
+class ApiToken(Base):
+    """A token of converge's own for the REST API (where no keystone is
+    configured): who it speaks for. Only its SHA-256 is kept; the token
+    itself is shown once, when it is made."""
+
+    __tablename__ = 'api_tokens'
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    project_id: Mapped[str] = mapped_column(String(64), index=True)
+    user_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    roles: Mapped[list] = mapped_column(JSON, default=list)
+    description: Mapped[str] = mapped_column(Text, default='')
+    created_at: Mapped[float] = mapped_column(Double)
+    expires_at: Mapped[float | None] = mapped_column(Double, nullable=True)
+    revoked_at: Mapped[float | None] = mapped_column(Double, nullable=True)

@@ -73,6 +73,14 @@ def abandon(engine, ident, project_id=None, save=None):
     return doc
 
 
+def export(engine, ident, project_id=None):
+    """The stack's abandon document, the stack left as it is (Heat's
+    stack export)."""
+    with engine.db.read() as s:
+        stack = api.stack_get(s, ident, project_id=project_id)
+        return document(engine, s, stack)
+
+
 def _check_idle(session, stack):
     """A stack being worked on cannot be written down: what its units are
     doing would be half in the document."""

@@ -22,6 +22,9 @@ from sqlalchemy import exc as sa_exc
 from converge import exception
 from converge.db import api
 from converge.engine import abandon
+from converge.engine import catalog
+from converge.engine import health
+from converge.engine import listing
 from converge.engine import request
 from converge.engine import rollouts
 from converge.engine import scaling
@@ -54,7 +57,7 @@ def _read(method):
 
 
 def _event(ev):
-    return {
+    return views.event({
         'id': ev.id,
         'uuid': ev.uuid,
         'traversal_id': ev.traversal_id,
@@ -66,22 +69,13 @@ def _event(ev):
         'resource_status': '%s_%s' % (ev.action, ev.status),
         'resource_status_reason': ev.reason,
         'timestamp': ev.timestamp,
-        'event_time': _when(ev.timestamp),
-    }
+    })
 
 
-def _matches(row, filters):
-    """Whether a resource_list row matches every filter (name, status,
-    type, action), exactly."""
-    keys = {'name': 'resource_name', 'status': 'resource_status',
-            'type': 'resource_type', 'action': 'resource_action'}
-    return all(str(row.get(keys.get(k, k))) == v
-               for k, v in (filters or {}).items())
-
-
-def _when(ts):
-    return time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(ts)) + \
-        '.%06dZ' % int(round((ts % 1) * 1e6) % 1000000)
+#: resource_list's filter keys -> its rows' keys
+_RESOURCE_KEYS = {'name': 'resource_name', 'status': 'resource_status',
+                  'type': 'resource_type', 'action': 'resource_action',
+                  'id': 'physical_resource_id'}
 
 
 class Service:
@@ -116,14 +110,40 @@ class Service:
                                project_id=request.project_of(ctx))
         return defn.validate_info()
 
+    def resource_types(self, ctx, name=None, with_description=False):
+        return catalog.resource_types(name, with_description)
+
+    def resource_type_show(self, ctx, type_name):
+        return catalog.resource_type(type_name)
+
+    def resource_type_template(self, ctx, type_name):
+        return catalog.resource_type_template(type_name)
+
+    def template_versions(self, ctx):
+        return catalog.template_versions()
+
+    def template_functions(self, ctx, version, with_condition_func=False):
+        return catalog.template_functions(version, with_condition_func)
+
     def stack_preview(self, ctx, name, bundle, params):
         """What creating the stack would lay out (--dry-run); nothing is
         stored."""
         stacks.check_name(name)
         defn = stacks.validate(bundle, params, stack_name=name,
                                project_id=request.project_of(ctx))
+        deps = defn.dependencies()
         return {'stack_name': name, 'resources': len(defn.resources),
-                'description': defn.description}
+                'description': defn.description,
+                'parameters': {
+                    k: '******' if k in getattr(defn, 'hidden_parameters',
+                                                ()) else v
+                    for k, v in defn.parameters.items()},
+                'resource_list': [
+                    {'resource_name': r, 'resource_type': rd.type,
+                     'requires': sorted(deps.get(r, ())),
+                     'required_by': sorted(n for n, d in deps.items()
+                                           if r in d)}
+                    for r, rd in sorted(defn.resources.items())]}
 
     # -- starting traversals ------------------------------------------------
     # each returns {'id': stack id, 'traversal_id': the traversal started}
@@ -188,20 +208,57 @@ class Service:
         return abandon.abandon(self.engine, ident,
                                project_id=request.project_of(ctx), save=save)
 
+    @_read
+    def stack_export(self, ctx, ident):
+        """The stack's abandon document; the stack stays."""
+        return abandon.export(self.engine, ident,
+                              project_id=request.project_of(ctx))
+
     # -- stacks -------------------------------------------------------------
     @_read
-    def stack_list(self, ctx, show_nested=False):
+    def stack_list(self, ctx, show_nested=False, all_projects=False,
+                   **query):
         """The project's live stacks; nested stacks only when asked (each
-        with its parent's id)."""
+        with its parent's id). `all_projects` (an admin's global_tenant)
+        lists every project's. `query` is Heat's: filters (name, status,
+        action, id: a value or a list of them), tags, tags_any, not_tags,
+        not_tags_any, sort_keys, sort_dir, limit, marker (the last id of
+        the page before)."""
+        project = None if all_projects else request.project_of(ctx)
         with self.engine.db.read() as s:
-            rows = api.stack_list(s, project_id=request.project_of(ctx),
+            rows = api.stack_list(s, project_id=project,
                                   show_nested=show_nested)
-            return [{'id': st.id, 'stack_name': st.name,
-                     'stack_status': '%s_%s' % (st.action, st.status),
-                     'creation_time': views.iso(st.created_at),
-                     'updated_time': views.iso(st.updated_at),
-                     'parent': st.parent_id}
-                    for st in rows]
+            found = [{'id': st.id, 'stack_name': st.name,
+                      'stack_status': '%s_%s' % (st.action, st.status),
+                      'stack_status_reason': st.status_reason,
+                      'creation_time': views.iso(st.created_at),
+                      'updated_time': views.iso(st.updated_at),
+                      'deletion_time': None,
+                      'tags': list(st.tags or ()) or None,
+                      'project': st.project_id,
+                      'parent': st.parent_id}
+                     for st in rows]
+        return listing.select_stacks(found, **query)
+
+    @_read
+    def stack_identify(self, ctx, ident):
+        """{'stack_name', 'id'} of a stack named by name (a live one) or by
+        id (deleted ones too, as Heat's lookup)."""
+        st = self._stack(ctx, ident, include_deleted=views.is_uuid(ident))
+        return {'stack_name': st.name, 'id': st.id}
+
+    @_read
+    def stack_template(self, ctx, ident):
+        """The stack's current template (as stored), its environment and
+        its files: {'template', 'environment', 'files'}."""
+        st = self._stack(ctx, ident, include_deleted=True)
+        with self.engine.db.read() as s:
+            tmpl = api.template_get(s, st.template_id) \
+                if st.template_id else None
+        bundle = (tmpl.bundle if tmpl is not None else None) or {}
+        return {'template': bundle.get('template') or {},
+                'environment': bundle.get('environment') or {},
+                'files': bundle.get('files') or {}}
 
     @_read
     def stack_show(self, ctx, ident, with_outputs=True):
@@ -233,14 +290,16 @@ class Service:
     @_read
     def resource_list(self, ctx, ident, filters=None, nested_depth=0):
         """The resource each name stands for now; `filters` match name,
-        status, type or action exactly. With `nested_depth` N the
+        status, type, action or id (physical), each a value or a list
+        of them. With `nested_depth` N the
         resources of nested stacks down to N levels follow their owner
         (Heat's nested_depth), each with its stack (`stack_name`) and
         `parent_resource`: a nested stack's resources, a deployment
         group's members by member name."""
         st = self._stack(ctx, ident)
         out = self._resource_rows(st, nested_depth, None)
-        return [r for r in out if _matches(r, filters)]
+        return [r for r in out
+                if listing.matches(r, filters, _RESOURCE_KEYS)]
 
     def _resource_rows(self, st, depth, parent_resource):
         out = []
@@ -253,7 +312,9 @@ class Service:
                         'resource_action': row.action,
                         'updated_time': views.iso(row.updated_at or
                                                   row.created_at),
-                        'stack_name': st.name,
+                        'creation_time': views.iso(row.created_at),
+                        'resource_status_reason': row.status_reason,
+                        'stack_name': st.name, 'stack_id': st.id,
                         'parent_resource': parent_resource})
             if depth > 0:
                 child = views.child_stack(self.engine, st, row)
@@ -269,7 +330,7 @@ class Service:
         found = views.nested(self.engine, st, row)
         if found is None:
             return []
-        _, stack_name, members = found
+        stack_id, stack_name, members = found
         return [{'resource_name': m['resource_name'],
                  'physical_resource_id': m['physical_resource_id'],
                  'resource_type': m['resource_type'],
@@ -277,13 +338,27 @@ class Service:
                  'resource_action': m['action'],
                  'resource_status_reason': m['status_reason'],
                  'updated_time': views.iso_ts(m['updated_at']),
-                 'stack_name': stack_name, 'parent_resource': name}
+                 'creation_time': views.iso_ts(m['updated_at']),
+                 'stack_name': stack_name, 'stack_id': stack_id,
+                 'parent_resource': name}
                 for m in members]
 
     @_read
     def resource_show(self, ctx, ident, name):
         st = self._stack(ctx, ident)
         return views.resource_detail(self.engine, st, name)
+
+    @_read
+    def resource_metadata(self, ctx, ident, name):
+        return views.resource_metadata(self.engine,
+                                       self._stack(ctx, ident), name)
+
+    def resource_mark_unhealthy(self, ctx, ident, name, unhealthy=True,
+                                reason=''):
+        """Mark a resource CHECK_FAILED (or back, when only a mark made it
+        so); the next update or converge does its action again."""
+        return health.mark(self.engine, ident, name, unhealthy, reason,
+                           project_id=request.project_of(ctx))
 
     def resource_signal(self, ctx, ident, name, details=None,
                         signal_id=None):
@@ -317,11 +392,13 @@ class Service:
     # -- events -------------------------------------------------------------
     @_read
     def event_list(self, ctx, ident, resource_name=None, limit=None,
-                   nested_depth=0):
+                   nested_depth=0, query=None):
         """The stack's events, oldest first (the last `limit` of them).
         With `nested_depth`, those of its resources' nested stacks too (a
         deployment group's members), merged by time, each with its
-        `stack_name`."""
+        `stack_name` and `stack_id`. With `query` (Heat's: filters,
+        sort_keys, sort_dir, limit, marker: an event's uuid), Heat's page
+        of them instead."""
         st = self._stack(ctx, ident, include_deleted=True)
         stacks = [(st.id, st.name)]
         if nested_depth > 0 and st.deleted_at is None:
@@ -329,14 +406,32 @@ class Service:
         events = []
         with self.engine.db.read() as s:
             for stack_id, name in stacks:
-                events += [dict(_event(e), stack_name=name)
+                events += [dict(_event(e), stack_name=name,
+                                stack_id=stack_id)
                            for e in api.events_list(
                                s, stack_id, resource_name=resource_name)]
-        if len(stacks) > 1:
+        if query is not None and resource_name is None:
+            with self.engine.db.read() as s:
+                for stack_id, name in stacks:
+                    events += views.stack_events(
+                        api.traversals_of(s, stack_id), stack_id, name,
+                        events)
             events.sort(key=lambda e: (e['timestamp'], e['id']))
+        elif len(stacks) > 1:
+            events.sort(key=lambda e: (e['timestamp'], e['id']))
+        if query is not None:
+            return listing.select_events(events, **query)
         if limit:
             events = events[-limit:]
         return events
+
+    @_read
+    def event_show(self, ctx, ident, resource_name, event_id):
+        """One event of the stack's resource, by its uuid."""
+        for ev in self.event_list(ctx, ident, resource_name=resource_name):
+            if ev['uuid'] == event_id:
+                return ev
+        raise exception.NotFound('Event %s not found' % event_id)
 
     def _nested_stacks(self, st, depth):
         """(id, name) of the stacks nested in `st`, `depth` levels down."""

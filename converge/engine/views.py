@@ -1,6 +1,8 @@
 """What commands show: stacks, resources, outputs, graphs (read-only)."""
 
+import datetime
 import time
+import uuid
 
 import sqlalchemy as sa
 
@@ -11,6 +13,69 @@ from converge.engine import rows as rows_mod
 from converge.graph import dot as dot_mod
 from converge.resources import base
 from converge.resources import nested as nested_res
+
+
+def is_uuid(text):
+    """Whether `text` is written as a UUID (a stack's id, not a name)."""
+    try:
+        return str(uuid.UUID(str(text))) == str(text).lower()
+    except ValueError:
+        return False
+
+
+def _when(ts):
+    return time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(ts)) + \
+        '.%06dZ' % int(round((ts % 1) * 1e6) % 1000000)
+
+
+def event(data):
+    """An event dict with its `event_time` (ISO 8601, microseconds)."""
+    data['event_time'] = _when(data['timestamp'])
+    return data
+
+
+def stack_events(traversals, stack_id, stack_name, events):
+    """Heat's events of the stack itself (resource_name: the stack's
+    name, physical id: its id), read from its traversals: one when each
+    started and one when each ended. They are not stored as events: a
+    traversal's row already says when it started and how it ended. Each
+    has a fixed uuid (a client's marker), and an end never sorts before
+    the events of its own traversal."""
+    last = {}
+    for e in events:
+        if e.get('traversal_id'):
+            last[e['traversal_id']] = max(last.get(e['traversal_id'], 0),
+                                          e['timestamp'])
+    out = []
+    for t in traversals:
+        begun = _epoch(t.created_at)
+        ends = {'complete': ('COMPLETE', 'Stack %s completed successfully'
+                             % t.action),
+                'failed': ('FAILED', t.failure or 'Stack %s failed'
+                           % t.action),
+                'cancelled': ('FAILED', t.failure or 'Stack %s cancelled'
+                              % t.action)}
+        marks = [(begun, -1, 'IN_PROGRESS', 'Stack %s started' % t.action)]
+        if t.state in ends and t.finished_at is not None:
+            end = max(_epoch(t.finished_at), last.get(t.id, 0))
+            marks.append((end, 1 << 62) + ends[t.state])
+        for ts, order, status, reason in marks:
+            out.append(event({
+                'id': order, 'traversal_id': t.id,
+                'uuid': str(uuid.uuid5(uuid.NAMESPACE_URL,
+                                       '%s/%s' % (t.id, status))),
+                'resource_name': stack_name,
+                'resource_type': 'OS::Heat::Stack',
+                'physical_resource_id': stack_id, 'action': t.action,
+                'status': status,
+                'resource_status': '%s_%s' % (t.action, status),
+                'resource_status_reason': reason, 'timestamp': ts,
+                'stack_name': stack_name, 'stack_id': stack_id}))
+    return out
+
+
+def _epoch(dt):
+    return dt.replace(tzinfo=datetime.timezone.utc).timestamp()
 
 
 def iso(dt):
@@ -202,6 +267,20 @@ def resource_detail(engine, st, name):
                 'attributes': m['attributes']}
             for m in members}
     return data
+
+
+def resource_metadata(engine, st, name):
+    """The resource's metadata as its template resolves it now."""
+    rows = resources(engine, st)
+    if name not in rows:
+        raise exception.ResourceNotFound(st.name, name)
+    defn = _definition(engine, st)
+    if defn is None or name not in defn.resources:
+        return {}
+    try:
+        return defn.resolve_metadata(name, RowData(rows))
+    except exception.ConvergeError:
+        return {}
 
 
 def dot(engine, st):

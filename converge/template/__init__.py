@@ -1,6 +1,6 @@
 """HOT templates: loading (client side) and the validated stack definition.
 
-Public API: load_bundle, Bundle, StackDefinition, ResourceDefinition,
+Public API: load_bundle, bundle_from_request, Bundle, StackDefinition, ResourceDefinition,
 UNKNOWN, is_unknown, parse_text, is_provider, join_url, url_path,
 walk_get_file, walk_types.
 """
@@ -11,6 +11,7 @@ from converge.template.functions import has_unknown as is_unknown
 from converge.template.definition import ResourceDefinition
 from converge.template.definition import StackDefinition
 from converge.template.loader import Bundle
+from converge.template.loader import bundle_from_request
 from converge.template.loader import load_bundle
 from converge.template.loader import join_url
 from converge.template.loader import parse_text
@@ -18,6 +19,6 @@ from converge.template.loader import url_path
 from converge.template.loader import walk_get_file
 from converge.template.loader import walk_types
 
-__all__ = ['load_bundle', 'Bundle', 'StackDefinition', 'ResourceDefinition',
+__all__ = ['load_bundle', 'bundle_from_request', 'Bundle', 'StackDefinition', 'ResourceDefinition',
            'UNKNOWN', 'is_unknown', 'parse_text', 'is_provider', 'url_path',
            'join_url', 'walk_get_file', 'walk_types']

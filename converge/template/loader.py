@@ -726,6 +726,46 @@ def _is_template_ref(value):
         '/' in value)
 
 
+def bundle_from_request(template, files=None, environment=None,
+                        environment_files=None, max_size=None):
+    """The bundle a REST client sent (Heat's create body): the template
+    as a mapping or as YAML/JSON text, the files map (every get_file
+    target and provider template, keyed as the template names them), the
+    environment files named in `environment_files` (their text in
+    `files`) merged in order, then `environment` over them."""
+    if template is None:
+        raise exception.InvalidInput('No template given: send "template" '
+                                     '(template_url is not supported)')
+    if not isinstance(files or {}, dict) or not all(
+            isinstance(k, str) and isinstance(v, str)
+            for k, v in (files or {}).items()):
+        raise exception.InvalidInput('"files" must map names to their text')
+    text = None
+    if isinstance(template, str):
+        if max_size and len(template) > max_size:
+            raise exception.InvalidTemplate(
+                'Template size (%d bytes) exceeds maximum allowed size '
+                '(%d bytes)' % (len(template), max_size), filename='template')
+        text = template
+        template = parse_text(text, 'template')
+    if not isinstance(template, dict):
+        raise exception.InvalidTemplate(
+            'The template is not a JSON object or YAML mapping.',
+            filename='template', line=1)
+    env = _empty_env()
+    for name in environment_files or ():
+        if name not in (files or {}):
+            raise exception.InvalidInput(
+                'Environment file %s is named in environment_files but '
+                'not sent in files' % name)
+        env_text = files[name]
+        _merge_env(env, parse_text(env_text, name), name, env_text)
+    if isinstance(environment, str):
+        environment = parse_text(environment, 'environment')
+    _merge_env(env, environment or {}, 'environment', None)
+    return Bundle(template, files, env, 'template', text)
+
+
 def load_bundle(template_path, environment_paths=(), max_size=None,
                 extra_files=None):
     """Read a template, its environments and every file they name (as

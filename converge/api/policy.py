@@ -1,0 +1,86 @@
+"""Who may do what: oslo.policy with Heat's rule names.
+
+The defaults give a project's readers the reads, its members the writes
+and admins the listing across projects (`stacks:global_index`), as
+Heat's do; a policy file ([oslo_policy] policy_file) overrides any rule.
+"""
+
+from oslo_policy import policy
+
+from converge import conf as conf_mod
+from converge import exception
+
+_BASE = [
+    policy.RuleDefault('context_is_admin', 'role:admin',
+                       'Who is an administrator.'),
+    policy.RuleDefault('deny_stack_user', 'not role:heat_stack_user',
+                       "Refuses Heat's in-instance stack users."),
+    policy.RuleDefault('project_reader',
+                       'role:reader or role:member or role:admin',
+                       'Who may read a project\'s stacks.'),
+    policy.RuleDefault('project_member',
+                       '(role:member or role:admin) and '
+                       'rule:deny_stack_user',
+                       'Who may change a project\'s stacks.'),
+]
+
+READ = (
+    'stacks:index', 'stacks:detail', 'stacks:show', 'stacks:lookup',
+    'stacks:template', 'stacks:environment', 'stacks:files',
+    'stacks:list_outputs', 'stacks:show_output', 'stacks:validate_template',
+    'stacks:list_resource_types', 'stacks:resource_schema',
+    'stacks:generate_template', 'stacks:list_template_versions',
+    'stacks:list_template_functions', 'stacks:list_snapshots',
+    'stacks:show_snapshot', 'resource:index', 'resource:show',
+    'resource:metadata', 'events:index', 'events:show',
+    'build_info:build_info', 'software_configs:index',
+    'software_configs:show', 'software_deployments:index',
+    'software_deployments:show', 'software_deployments:metadata',
+)
+WRITE = (
+    'stacks:create', 'stacks:update', 'stacks:update_patch',
+    'stacks:preview', 'stacks:preview_update',
+    'stacks:preview_update_patch', 'stacks:delete', 'stacks:abandon',
+    'stacks:export', 'stacks:snapshot', 'stacks:delete_snapshot',
+    'stacks:restore_snapshot', 'actions:check', 'actions:suspend',
+    'actions:resume', 'actions:cancel_update',
+    'actions:cancel_without_rollback', 'actions:snapshot',
+    'resource:signal', 'resource:mark_unhealthy',
+    'software_configs:create', 'software_configs:delete',
+    'software_deployments:create', 'software_deployments:update',
+    'software_deployments:delete',
+)
+ADMIN = ('stacks:global_index', 'service:index')
+
+
+def list_rules():
+    """Every rule with its default (oslopolicy-sample-generator's
+    entry point)."""
+    return (_BASE
+            + [policy.RuleDefault(n, 'rule:project_reader') for n in READ]
+            + [policy.RuleDefault(n, 'rule:project_member') for n in WRITE]
+            + [policy.RuleDefault(n, 'rule:context_is_admin')
+               for n in ADMIN])
+
+
+_ENFORCER = None
+
+
+def enforcer():
+    global _ENFORCER
+    if _ENFORCER is None:
+        e = policy.Enforcer(conf_mod.CONF)
+        e.register_defaults(list_rules())
+        _ENFORCER = e
+    return _ENFORCER
+
+
+def allowed(ctx, rule, target=None):
+    target = dict(target or {}, project_id=ctx.project_id)
+    return enforcer().enforce(rule, target, ctx.to_policy_values())
+
+
+def check(ctx, rule, target=None):
+    """Raise Forbidden unless the policy lets `ctx` do `rule`."""
+    if not allowed(ctx, rule, target):
+        raise exception.Forbidden('Policy does not allow %s' % rule)

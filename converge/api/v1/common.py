@@ -1,0 +1,112 @@
+"""What the orchestration API's controllers share: the action decorator
+(who is asking, may they), JSON answers, Heat's links, query values."""
+
+import functools
+import json
+
+import webob
+
+from converge import exception
+from converge.api import auth
+from converge.api import policy
+from converge.api import wsgi
+from converge.engine import service as service_mod
+
+
+def action(rule):
+    """A route of the API: authenticate the request against the URL's
+    project, check `rule` in the policy, call the handler with the
+    request context, and tag the answer with the request id."""
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(self, req, project_id, **kwargs):
+            ctx = auth.context(self.engine, req, project_id)
+            policy.check(ctx, rule)
+            resp = fn(self, req, ctx, **kwargs)
+            if resp is None:
+                resp = webob.Response(status=204)
+            resp.headers['x-openstack-request-id'] = ctx.request_id
+            return resp
+        return wrapper
+    return deco
+
+
+class Controller:
+    def __init__(self, engine):
+        self.engine = engine
+        self.service = service_mod.Service(engine)
+
+
+def reply(body, status=200):
+    return webob.Response(json=body, status=status,
+                          content_type='application/json', charset='utf-8')
+
+
+def accepted(body=None):
+    """202: the traversal started (Heat answers updates and actions so)."""
+    return reply(body if body is not None else {}, 202)
+
+
+def base_url(req, ctx):
+    return '%s/v1/%s' % (req.host_url, ctx.project_id)
+
+
+def stack_url(req, ctx, name, stack_id):
+    return '%s/stacks/%s/%s' % (base_url(req, ctx), name, stack_id)
+
+
+def stack_links(req, ctx, name, stack_id):
+    return [{'href': stack_url(req, ctx, name, stack_id), 'rel': 'self'}]
+
+
+def body(req):
+    data = wsgi.read_json(req)
+    if not isinstance(data, dict):
+        raise wsgi.Error(400, 'The request body must be a JSON object')
+    return data
+
+
+def flag(value, name):
+    """A query or body boolean, as Heat reads them."""
+    if isinstance(value, bool) or value is None:
+        return bool(value)
+    text = str(value).strip().lower()
+    if text in ('1', 'true', 't', 'yes', 'y', 'on'):
+        return True
+    if text in ('0', 'false', 'f', 'no', 'n', 'off', ''):
+        return False
+    raise exception.InvalidInput('Unrecognized value "%s" for "%s", '
+                                 'acceptable values are: true, false'
+                                 % (value, name))
+
+
+def integer(value, name, minimum=0):
+    if value in (None, ''):
+        return None
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise exception.InvalidInput('%s must be an integer, not %r'
+                                     % (name, value))
+    if number < minimum:
+        raise exception.InvalidInput('%s must be at least %d'
+                                     % (name, minimum))
+    return number
+
+
+def listed(req, name):
+    """Every value of a repeated query key (filters, sort keys)."""
+    values = req.GET.getall(name)
+    return values[0] if len(values) == 1 else (values or None)
+
+
+def json_value(value, name):
+    """A value a client may send as JSON text or as the object itself
+    (Heat's adopt_stack_data, a template)."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError as e:
+            raise exception.InvalidInput('%s is not valid JSON: %s'
+                                         % (name, e))
+    return value

@@ -1,0 +1,277 @@
+"""Heat's stacks routes: index, create (and adopt), preview, lookup,
+show, update (PUT) and update --existing (PATCH), delete, abandon,
+export, the stack's template, environment and files, its outputs, and
+the actions route (check, suspend, resume, cancel_update,
+cancel_without_rollback)."""
+
+import webob
+
+from converge import conf as conf_mod
+from converge import exception
+from converge import template
+from converge.api import policy
+from converge.api import wsgi
+from converge.api.v1 import common
+from converge.api.v1.common import action
+
+#: the query keys of GET /stacks that filter (Heat's)
+_FILTERS = ('id', 'status', 'name', 'action', 'tenant')
+_TAGS = ('tags', 'tags_any', 'not_tags', 'not_tags_any')
+
+
+def _bundle(data):
+    return template.bundle_from_request(
+        data.get('template'), data.get('files'), data.get('environment'),
+        data.get('environment_files'),
+        max_size=conf_mod.CONF.max_template_size)
+
+
+def _tags(value):
+    if value in (None, ''):
+        return None
+    if isinstance(value, str):
+        return [t for t in value.split(',') if t]
+    if isinstance(value, list) and all(isinstance(t, str) for t in value):
+        return value
+    raise exception.InvalidInput('tags must be a list of strings or a '
+                                 'comma-separated string')
+
+
+def _timeout(data):
+    return common.integer(data.get('timeout_mins'), 'timeout_mins', 1)
+
+
+class Controller(common.Controller):
+    # -- the collection -----------------------------------------------------
+    @action('stacks:index')
+    def index(self, req, ctx):
+        q = req.GET
+        everyone = common.flag(q.get('global_tenant'), 'global_tenant')
+        if everyone:
+            policy.check(ctx, 'stacks:global_index')
+        if common.flag(q.get('show_deleted'), 'show_deleted'):
+            raise exception.InvalidInput('show_deleted is not supported: '
+                                         'deleted stacks are shown by id '
+                                         '(GET /stacks/{id})')
+        filters = {k: common.listed(req, k) for k in _FILTERS if k in q}
+        rows = self.service.stack_list(
+            ctx, show_nested=common.flag(q.get('show_nested'),
+                                         'show_nested'),
+            all_projects=everyone, filters=filters,
+            sort_keys=common.listed(req, 'sort_keys'),
+            sort_dir=q.get('sort_dir'), limit=common.integer(
+                q.get('limit'), 'limit'), marker=q.get('marker'),
+            **{t: common.listed(req, t) for t in _TAGS})
+        out = {'stacks': [self._summary(req, ctx, r) for r in rows]}
+        if common.flag(q.get('with_count'), 'with_count'):
+            out['count'] = len(rows)
+        return common.reply(out)
+
+    detail = index
+
+    def _summary(self, req, ctx, row):
+        return {
+            'id': row['id'], 'stack_name': row['stack_name'],
+            'description': '', 'stack_status': row['stack_status'],
+            'stack_status_reason': row['stack_status_reason'],
+            'creation_time': row['creation_time'],
+            'updated_time': row['updated_time'],
+            'deletion_time': row['deletion_time'],
+            'stack_owner': None, 'stack_user_project_id': None,
+            'parent': row['parent'], 'tags': row['tags'],
+            'project': row['project'],
+            'links': common.stack_links(req, ctx, row['stack_name'],
+                                        row['id'])}
+
+    @action('stacks:create')
+    def create(self, req, ctx):
+        data = common.body(req)
+        name = data.get('stack_name')
+        if not name:
+            raise exception.InvalidInput('No stack name given '
+                                         '("stack_name")')
+        params = data.get('parameters') or {}
+        if 'adopt_stack_data' in data:
+            started = self.service.stack_adopt(
+                ctx, name, common.json_value(data['adopt_stack_data'],
+                                             'adopt_stack_data'),
+                params, timeout=_timeout(data), source='adopt_stack_data')
+        else:
+            started = self.service.stack_create(
+                ctx, name, _bundle(data), params,
+                disable_rollback=common.flag(
+                    data.get('disable_rollback', True), 'disable_rollback'),
+                timeout=_timeout(data), tags=_tags(data.get('tags')))
+        return common.reply({'stack': {
+            'id': started['id'],
+            'links': common.stack_links(req, ctx, name, started['id'])}},
+            201)
+
+    @action('stacks:preview')
+    def preview(self, req, ctx):
+        data = common.body(req)
+        plan = self.service.stack_preview(
+            ctx, data.get('stack_name') or 'preview', _bundle(data),
+            data.get('parameters') or {})
+        return common.reply({'stack': {
+            'stack_name': plan['stack_name'],
+            'description': plan['description'],
+            'template_description': plan['description'],
+            'parameters': plan['parameters'],
+            'disable_rollback': common.flag(
+                data.get('disable_rollback', True), 'disable_rollback'),
+            'timeout_mins': _timeout(data),
+            'resources': [dict(r, logical_resource_id=r['resource_name'])
+                          for r in plan['resource_list']]}})
+
+    # -- finding a stack by name ------------------------------------------
+    @action('stacks:lookup')
+    def lookup(self, req, ctx, stack_name, path=None):
+        """Heat's redirect from a name (or an id) to the stack's URL."""
+        found = self.service.stack_identify(ctx, stack_name)
+        location = common.stack_url(req, ctx, found['stack_name'],
+                                    found['id'])
+        if path:
+            location += '/' + path
+        if req.query_string:
+            location += '?' + req.query_string
+        return webob.Response(status=302, location=location,
+                              json={'stack': {'id': found['id'],
+                                              'stack_name':
+                                                  found['stack_name']}})
+
+    def _identify(self, ctx, stack_name, stack_id):
+        """The stack a {name}/{id} URL names: both must agree."""
+        found = self.service.stack_identify(ctx, stack_id)
+        if stack_name not in (found['stack_name'], found['id']):
+            raise exception.StackNotFound('%s/%s' % (stack_name, stack_id))
+        return found['id']
+
+    # -- one stack -----------------------------------------------------------
+    @action('stacks:show')
+    def show(self, req, ctx, stack_name, stack_id):
+        ident = self._identify(ctx, stack_name, stack_id)
+        outputs = common.flag(req.GET.get('resolve_outputs', True),
+                              'resolve_outputs')
+        data = self.service.stack_show(ctx, ident, with_outputs=outputs)
+        data.setdefault('parameters', {}).update({
+            'OS::stack_id': data['id'], 'OS::stack_name': data['stack_name'],
+            'OS::project_id': ctx.project_id})
+        data.update(template_description=data.get('description', ''),
+                    capabilities=[], notification_topics=[],
+                    stack_owner=None, stack_user_project_id=None,
+                    links=common.stack_links(req, ctx, data['stack_name'],
+                                             data['id']))
+        return common.reply({'stack': data})
+
+    def _update(self, req, ctx, stack_name, stack_id, existing):
+        ident = self._identify(ctx, stack_name, stack_id)
+        data = common.body(req)
+        bundle = _bundle(data) if data.get('template') is not None else None
+        if bundle is None and not existing:
+            raise exception.InvalidInput('No template given: send '
+                                         '"template" (or PATCH to keep '
+                                         'the existing one)')
+        rollback = None
+        if 'disable_rollback' in data:
+            rollback = not common.flag(data['disable_rollback'],
+                                       'disable_rollback')
+        self.service.stack_update(
+            ctx, ident, bundle, data.get('parameters') or {},
+            existing=existing, rollback=rollback,
+            clear_parameters=data.get('clear_parameters') or (),
+            timeout=_timeout(data), tags=_tags(data.get('tags')))
+        return common.accepted()
+
+    @action('stacks:update')
+    def update(self, req, ctx, stack_name, stack_id):
+        return self._update(req, ctx, stack_name, stack_id, existing=False)
+
+    @action('stacks:update_patch')
+    def update_patch(self, req, ctx, stack_name, stack_id):
+        return self._update(req, ctx, stack_name, stack_id, existing=True)
+
+    @action('stacks:preview_update')
+    def preview_update(self, req, ctx, stack_name, stack_id):
+        # refused rather than guessed: what an update would change is
+        # the three-way plan (template, last applied, observed) still to
+        # come; an answer of "nothing changes" would mislead
+        self._identify(ctx, stack_name, stack_id)
+        raise wsgi.Error(501, 'Update preview is not implemented yet')
+
+    preview_update_patch = preview_update
+
+    @action('stacks:delete')
+    def delete(self, req, ctx, stack_name, stack_id):
+        self.service.stack_delete(ctx, self._identify(ctx, stack_name,
+                                                      stack_id))
+        return webob.Response(status=204)
+
+    @action('stacks:abandon')
+    def abandon(self, req, ctx, stack_name, stack_id):
+        doc = self.service.stack_abandon(
+            ctx, self._identify(ctx, stack_name, stack_id))
+        return common.reply(doc)
+
+    @action('stacks:export')
+    def export(self, req, ctx, stack_name, stack_id):
+        return common.reply(self.service.stack_export(
+            ctx, self._identify(ctx, stack_name, stack_id)))
+
+    @action('stacks:template')
+    def template(self, req, ctx, stack_name, stack_id):
+        return common.reply(self.service.stack_template(
+            ctx, self._identify(ctx, stack_name, stack_id))['template'])
+
+    @action('stacks:environment')
+    def environment(self, req, ctx, stack_name, stack_id):
+        return common.reply(self.service.stack_template(
+            ctx, self._identify(ctx, stack_name, stack_id))['environment'])
+
+    @action('stacks:files')
+    def files(self, req, ctx, stack_name, stack_id):
+        return common.reply(self.service.stack_template(
+            ctx, self._identify(ctx, stack_name, stack_id))['files'])
+
+    # -- outputs -------------------------------------------------------------
+    @action('stacks:list_outputs')
+    def outputs(self, req, ctx, stack_name, stack_id):
+        outs = self.service.output_list(
+            ctx, self._identify(ctx, stack_name, stack_id))
+        return common.reply({'outputs': [
+            {'output_key': k, 'description': v.get('description', '')}
+            for k, v in sorted(outs.items())]})
+
+    @action('stacks:show_output')
+    def output(self, req, ctx, stack_name, stack_id, output_key):
+        return common.reply({'output': self.service.output_show(
+            ctx, self._identify(ctx, stack_name, stack_id), output_key)})
+
+    # -- actions -------------------------------------------------------------
+    _ACTIONS = ('check', 'suspend', 'resume', 'cancel_update',
+                'cancel_without_rollback')
+
+    def actions(self, req, project_id, stack_name, stack_id):
+        data = common.body(req)
+        if len(data) != 1 or next(iter(data)) not in self._ACTIONS:
+            raise wsgi.Error(400, 'The body must name one action of: %s'
+                             % ', '.join(self._ACTIONS))
+        verb = next(iter(data))
+        return self._action(req, project_id, verb, stack_name, stack_id)
+
+    def _action(self, req, project_id, verb, stack_name, stack_id):
+        @action('actions:' + verb)
+        def run(self, req, ctx):
+            ident = self._identify(ctx, stack_name, stack_id)
+            svc = self.service
+            if verb == 'check':
+                svc.stack_check(ctx, ident)
+            elif verb == 'suspend':
+                svc.stack_suspend(ctx, ident)
+            elif verb == 'resume':
+                svc.stack_resume(ctx, ident)
+            else:
+                svc.stack_cancel(ctx, ident,
+                                 rollback=verb == 'cancel_update')
+            return common.accepted()
+        return run(self, req, project_id)
