@@ -7,7 +7,6 @@ Heat's do; a policy file ([oslo_policy] policy_file) overrides any rule.
 
 from oslo_policy import policy
 
-from converge import conf as conf_mod
 from converge import exception
 
 _BASE = [
@@ -69,6 +68,9 @@ _ENFORCER = None
 def enforcer():
     global _ENFORCER
     if _ENFORCER is None:
+        # imported here: the sample generator imports this module for its
+        # rules and must not get converge's command-line options
+        from converge import conf as conf_mod
         e = policy.Enforcer(conf_mod.CONF)
         e.register_defaults(list_rules())
         _ENFORCER = e

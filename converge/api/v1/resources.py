@@ -116,8 +116,9 @@ class Controller(_Stacks):
         except exception.Unauthorized:
             return signals.Controller(self.engine).signal(
                 req, project_id, stack_name, stack_id, resource_name)
-        return self._user_signal(req, project_id, stack_name, stack_id,
-                                 resource_name)
+        return self._user_signal(req, project_id, stack_name=stack_name,
+                                 stack_id=stack_id,
+                                 resource_name=resource_name)
 
     @action('resource:signal')
     def _user_signal(self, req, ctx, stack_name, stack_id, resource_name):

@@ -1,0 +1,456 @@
+"""Heat's orchestration API v1 served by converge-api, driven by the real
+clients: python-heatclient (as scripts and tripleoclient use it) and the
+`openstack stack` commands (python-openstackclient with the heat plug-in),
+each with an endpoint and a token, against a live converge-api on
+loopback: embedded (SQLite, the API process being the engine) and
+distributed (PostgreSQL, RabbitMQ, Redis, a separate converge-worker)."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from converge.bench import fleet
+from tests.conftest import EXAMPLES, stop_agents
+
+pytestmark = pytest.mark.xdist_group('heat_api')
+
+BIN = os.path.dirname(sys.executable)
+
+NESTED = '''\
+heat_template_version: 2018-08-31
+parameters:
+  greeting: {type: string}
+resources:
+  word:
+    type: OS::Heat::Value
+    properties: {value: {get_param: greeting}}
+outputs:
+  said: {value: {get_attr: [word, value]}}
+'''
+
+TOP = '''\
+heat_template_version: 2018-08-31
+description: a stack sent with its files
+parameters:
+  greeting: {type: string, default: hello}
+resources:
+  motd:
+    type: OS::Heat::Value
+    properties: {value: {get_file: motd.txt}}
+  inner:
+    type: inner.yaml
+    properties: {greeting: {get_param: greeting}}
+  box:
+    type: OS::Nova::Server
+    properties: {image: cirros, flavor: m1.small}
+outputs:
+  motd: {value: {get_attr: [motd, value]}}
+  said: {value: {get_attr: [inner, said]}}
+'''
+
+
+class API:
+    """A converge-api on loopback over one home (embedded) or deployment,
+    and tokens for it."""
+
+    def __init__(self, conf, url, env=None):
+        self.conf, self.url, self.env = conf, url, env
+
+    def token(self, project, *args):
+        out = subprocess.run(
+            [os.path.join(BIN, 'converge-manage'), '--config-file',
+             self.conf, 'token', 'create', '--project', project, '-f',
+             'json'] + list(args), capture_output=True, text=True,
+            check=True, env=self.env)
+        return json.loads(out.stdout)
+
+    def client(self, project, token):
+        from heatclient import client as heat_client
+        endpoint = '%s/v1/%s' % (self.url, project)
+        return heat_client.Client('1', endpoint=endpoint, token=token)
+
+    def openstack(self, project, token, *args, check=True):
+        env = dict(os.environ, OS_AUTH_TYPE='admin_token',
+                   OS_ENDPOINT='%s/v1/%s' % (self.url, project),
+                   OS_TOKEN=token)
+        for k in ('OS_CLOUD', 'OS_AUTH_URL', 'OS_USERNAME'):
+            env.pop(k, None)
+        proc = subprocess.run([os.path.join(BIN, 'openstack')] + list(args),
+                              capture_output=True, text=True, env=env,
+                              timeout=300)
+        if check and proc.returncode:
+            raise AssertionError('openstack %s (%d):\n%s\n%s' % (
+                ' '.join(args), proc.returncode, proc.stdout, proc.stderr))
+        return proc
+
+
+def _start_api(conf, log, env=None):
+    port = fleet.free_port()
+    proc = subprocess.Popen(
+        [os.path.join(BIN, 'converge-api'), '--bind', '127.0.0.1:%d' % port,
+         '--config-file', conf, '--log-file', log],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True, env=env)
+    # it says so once it serves
+    line = proc.stdout.readline()
+    assert 'serving on' in line, open(log).read() if os.path.exists(
+        log) else line
+    return proc, 'http://127.0.0.1:%d' % port
+
+
+@pytest.fixture(scope='module')
+def api(tmp_path_factory):
+    """Embedded: one home, its converge-api being its engine."""
+    d = tmp_path_factory.mktemp('heatapi')
+    home = str(d / 'home')
+    conf = str(d / 'converge.conf')
+    with open(conf, 'w') as f:
+        f.write('[DEFAULT]\nhome = %s\n' % home)
+    proc, url = _start_api(conf, str(d / 'api.log'))
+    yield API(conf, url)
+    proc.terminate()
+    proc.wait(timeout=30)
+    stop_agents(home)
+
+
+def _settled(hc, name, timeout=120):
+    """The stack's status once it leaves IN_PROGRESS."""
+    deadline = time.monotonic() + timeout
+    while True:
+        st = hc.stacks.get(name)
+        if not st.stack_status.endswith('_IN_PROGRESS'):
+            return st
+        assert time.monotonic() < deadline, st.stack_status
+        time.sleep(0.05)
+
+
+def _sent(tmp_path, template_text, files=None, env_text=None):
+    """What python-heatclient sends for a template file and an
+    environment file: the template, the files map (get_file targets and
+    provider templates, by URL) and the environment."""
+    from heatclient.common import template_utils
+    for name, text in dict(files or {}, **{'top.yaml': template_text}
+                           ).items():
+        (tmp_path / name).write_text(text)
+    tpl_files, template = template_utils.get_template_contents(
+        str(tmp_path / 'top.yaml'))
+    env_files, env = {}, {}
+    env_list = []
+    if env_text is not None:
+        (tmp_path / 'env.yaml').write_text(env_text)
+        env_files, env = \
+            template_utils.process_multiple_environments_and_files(
+                env_paths=[str(tmp_path / 'env.yaml')],
+                env_list_tracker=env_list)
+    fields = {'template': template, 'files': dict(tpl_files, **env_files),
+              'environment': env}
+    if env_list:
+        fields['environment_files'] = env_list
+    return fields
+
+
+def test_heatclient_drives_a_stack_through_its_life(api, tmp_path):
+    """Create with get_file, a provider template and an environment;
+    show, list, resources down a level, events, outputs, the stored
+    template; update --existing; check, suspend, resume; abandon, adopt;
+    delete: each answered as Heat answers python-heatclient."""
+    from heatclient import exc
+    hc = api.client('life', api.token('life')['token'])
+    fields = _sent(tmp_path, TOP, {'motd.txt': 'welcome\n',
+                                   'inner.yaml': NESTED},
+                   env_text='parameters:\n  greeting: bonjour\n')
+    made = hc.stacks.create(stack_name='app', parameters={},
+                            disable_rollback=True, **fields)
+    stack_id = made['stack']['id']
+    assert made['stack']['links'][0]['href'].endswith('/stacks/app/' +
+                                                      stack_id)
+    st = _settled(hc, 'app')
+    assert st.stack_status == 'CREATE_COMPLETE', st.stack_status_reason
+    assert st.id == stack_id and st.description == 'a stack sent with ' \
+        'its files'
+    assert st.parameters['greeting'] == 'bonjour'
+    assert st.parameters['OS::stack_id'] == stack_id
+    outs = {o['output_key']: o['output_value'] for o in st.outputs}
+    assert outs == {'motd': 'welcome\n', 'said': 'bonjour'}
+    assert hc.stacks.output_show('app', 'said')['output'][
+        'output_value'] == 'bonjour'
+    assert [s.stack_name for s in hc.stacks.list()] == ['app']
+    # by id too (Heat's lookup answers both)
+    assert hc.stacks.get(stack_id).stack_name == 'app'
+
+    top = {r.resource_name for r in hc.resources.list('app')}
+    assert top == {'motd', 'inner', 'box'}
+    nested = hc.resources.list('app', nested_depth=1)
+    word = [r for r in nested if r.resource_name == 'word']
+    assert len(word) == 1 and word[0].parent_resource == 'inner'
+    box = hc.resources.get('app', 'box')
+    assert box.resource_status == 'CREATE_COMPLETE'
+    assert box.attributes['first_address']
+
+    events = hc.events.list('app')
+    by_name = {(e.resource_name, e.resource_status) for e in events}
+    assert ('box', 'CREATE_COMPLETE') in by_name
+    # the stack's own events, as heatclient's --wait looks for them
+    assert ('app', 'CREATE_IN_PROGRESS') in by_name
+    assert ('app', 'CREATE_COMPLETE') in by_name
+    # pages: after a marker come only later events, each once
+    first = hc.events.list('app', limit=2, sort_dir='asc')
+    rest = hc.events.list('app', marker=first[-1].id, sort_dir='asc')
+    ids = [e.id for e in first + rest]
+    assert len(ids) == len(set(ids)) == len(events)
+    one = hc.events.get('app', 'box', first[0].id if first[0].resource_name
+                        == 'box' else [e for e in events
+                                       if e.resource_name == 'box'][0].id)
+    assert one.resource_name == 'box'
+
+    assert hc.stacks.template('app')['resources']['motd']['type'] == \
+        'OS::Heat::Value'
+    assert hc.stacks.environment('app')['parameters'] == {
+        'greeting': 'bonjour'}
+    assert any(k.endswith('/motd.txt') for k in hc.stacks.files('app'))
+
+    # update --existing: a PATCH with one parameter
+    hc.stacks.update(stack_id, existing=True, parameters={
+        'greeting': 'hej'})
+    st = _settled(hc, 'app')
+    assert st.stack_status == 'UPDATE_COMPLETE', st.stack_status_reason
+    assert hc.stacks.output_show('app', 'said')['output'][
+        'output_value'] == 'hej'
+
+    for verb, status in (('check', 'CHECK_COMPLETE'),
+                         ('suspend', 'SUSPEND_COMPLETE'),
+                         ('resume', 'RESUME_COMPLETE')):
+        getattr(hc.actions, verb)('app')
+        assert _settled(hc, 'app').stack_status == status
+
+    # abandon, then adopt: the same resources taken back, none created
+    doc = hc.stacks.abandon(stack_id)
+    assert doc['resources']['box']['resource_id'] == box.physical_resource_id
+    with pytest.raises(exc.HTTPNotFound):
+        hc.stacks.get('app')
+    hc.stacks.create(stack_name='app', adopt_stack_data=json.dumps(doc),
+                     disable_rollback=True, **fields)
+    st = _settled(hc, 'app')
+    assert st.stack_status == 'ADOPT_COMPLETE', st.stack_status_reason
+    assert hc.resources.get('app', 'box').physical_resource_id == \
+        box.physical_resource_id
+    assert {o['output_key']: o['output_value'] for o in st.outputs} == {
+        'motd': 'welcome\n', 'said': 'hej'}
+
+    hc.stacks.delete('app')
+    deadline = time.monotonic() + 120
+    while any(s.stack_name == 'app' for s in hc.stacks.list()):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    with pytest.raises(exc.HTTPNotFound):
+        hc.stacks.get('app')
+
+
+def test_openstack_stack_commands(api, tmp_path):
+    """The README's commands: `openstack stack create --wait` of the
+    demo, then list, resource list, event list, output show, delete
+    --wait, with OS_AUTH_TYPE=admin_token, OS_ENDPOINT and OS_TOKEN."""
+    token = api.token('osc')['token']
+    osc = lambda *a, **kw: api.openstack('osc', token, *a, **kw)  # noqa
+    env = tmp_path / 'env.yaml'
+    env.write_text('parameters:\n  flavor: m1.medium\n')
+    out = osc('stack', 'create', '--wait', '-t',
+              os.path.join(EXAMPLES, 'demo.yaml'), '-e', str(env),
+              '--parameter', 'domain=example.net', 'demo')
+    # the events while it waited, then OSC's short summary
+    assert '[demo.web1]: CREATE_COMPLETE' in out.stdout
+    summary = out.stdout.split('| stack_status ')[-1]
+    assert summary.split('|')[1].strip() == 'CREATE_COMPLETE'
+    listed = json.loads(osc('stack', 'list', '-f', 'json').stdout)
+    assert [(s['Stack Name'], s['Stack Status']) for s in listed] == [
+        ('demo', 'CREATE_COMPLETE')]
+    resources = json.loads(osc('stack', 'resource', 'list', 'demo', '-f',
+                               'json').stdout)
+    assert len(resources) == 20
+    assert {r['resource_status'] for r in resources} == {'CREATE_COMPLETE'}
+    shown = json.loads(osc('stack', 'show', 'demo', '-f', 'json').stdout)
+    assert shown['parameters']['flavor'] == 'm1.medium'
+    assert shown['parameters']['domain'] == 'example.net'
+    url = json.loads(osc('stack', 'output', 'show', 'demo', 'url', '-f',
+                         'json').stdout)
+    assert 'example.net' in url['output_value']
+    events = osc('stack', 'event', 'list', 'demo').stdout
+    assert '[demo.lb_server]: CREATE_COMPLETE' in events
+    osc('stack', 'delete', '--wait', '-y', 'demo')
+    assert json.loads(osc('stack', 'list', '-f', 'json').stdout) == []
+    missing = osc('stack', 'show', 'demo', check=False)
+    assert missing.returncode != 0 and 'not found' in (
+        missing.stdout + missing.stderr).lower()
+
+
+def test_another_project_sees_nothing(api, tmp_path):
+    """Project B's token, by name and by id, on B's URL or on A's: every
+    read and write of A's stack is "not found", and A's stack is
+    unchanged. Expired and revoked tokens are refused (401)."""
+    from heatclient import exc
+    a = api.client('proj-a', api.token('proj-a')['token'])
+    made = a.stacks.create(stack_name='mine', template={
+        'heat_template_version': '2018-08-31',
+        'resources': {'v': {'type': 'OS::Heat::Value',
+                            'properties': {'value': 'x'}}},
+        'outputs': {'o': {'value': {'get_attr': ['v', 'value']}}}},
+        parameters={}, disable_rollback=True)
+    stack_id = made['stack']['id']
+    before = _settled(a, 'mine')
+    b_token = api.token('proj-b')['token']
+    b = api.client('proj-b', b_token)
+    for ident in ('mine', stack_id, 'mine/%s' % stack_id):
+        attempts = [
+            lambda: b.stacks.get(ident),
+            lambda: b.stacks.update(ident, existing=True,
+                                    parameters={}),
+            lambda: b.stacks.delete(ident),
+            lambda: b.events.list(ident),
+            lambda: b.resources.get(ident, 'v'),
+            lambda: b.resources.signal(ident, 'v', data={}),
+            lambda: b.stacks.output_show(ident, 'o'),
+            lambda: b.actions.check(ident),
+        ]
+        for attempt in attempts:
+            with pytest.raises(exc.HTTPNotFound):
+                attempt()
+    # B's token on A's URL: the project is not B's either
+    wrong = api.client('proj-a', b_token)
+    with pytest.raises(exc.HTTPNotFound):
+        list(wrong.stacks.list())
+    assert [s.stack_name for s in b.stacks.list()] == []
+    after = a.stacks.get('mine')
+    assert (after.stack_status, after.updated_time) == (
+        before.stack_status, before.updated_time)
+
+    expired = api.token('proj-a', '--expires', '0')['token']
+    with pytest.raises(exc.HTTPUnauthorized):
+        list(api.client('proj-a', expired).stacks.list())
+    revoked = api.token('proj-a')
+    assert len(list(api.client('proj-a', revoked['token']).stacks.list())) == 1
+    subprocess.run([os.path.join(BIN, 'converge-manage'), '--config-file',
+                    api.conf, 'token', 'revoke', revoked['id']], check=True,
+                   capture_output=True)
+    with pytest.raises(exc.HTTPUnauthorized):
+        list(api.client('proj-a', revoked['token']).stacks.list())
+    with pytest.raises(exc.HTTPUnauthorized):
+        list(api.client('proj-a', 'made-up').stacks.list())
+
+
+def test_policy_roles(api):
+    """A reader lists but cannot create (403); only an admin lists every
+    project's stacks (global_tenant)."""
+    from heatclient import exc
+    reader = api.client('pol', api.token('pol', '--role', 'reader')['token'])
+    assert list(reader.stacks.list()) == []
+    with pytest.raises(exc.HTTPForbidden):
+        reader.stacks.create(stack_name='no', template={
+            'heat_template_version': '2018-08-31'}, parameters={})
+    member = api.client('pol', api.token('pol')['token'])
+    member.stacks.create(stack_name='yes', template={
+        'heat_template_version': '2018-08-31'}, parameters={})
+    assert [s.stack_name for s in reader.stacks.list()] == ['yes']
+    with pytest.raises(exc.HTTPForbidden):
+        list(member.stacks.list(global_tenant=True))
+    admin = api.client('pol', api.token('pol', '--role', 'admin')['token'])
+    everyone = {s.stack_name for s in admin.stacks.list(global_tenant=True)}
+    assert 'yes' in everyone and len(everyone) > 1
+
+
+def test_bad_requests_say_what_and_store_nothing(api, tmp_path):
+    """An invalid template, a taken name, a stack that does not exist,
+    a body that is not JSON: Heat's status codes and error body, no
+    traceback, and nothing stored."""
+    import requests
+    token = api.token('bad')['token']
+    hc = api.client('bad', token)
+    from heatclient import exc
+    with pytest.raises(exc.HTTPBadRequest) as err:
+        hc.stacks.create(stack_name='broken', parameters={}, template={
+            'heat_template_version': '2018-08-31',
+            'resources': {'v': {'type': 'OS::Heat::Value',
+                                'properties': {'valeu': 1}}}})
+    assert 'resources.v.properties' in str(err.value)
+    assert 'valeu' in str(err.value)
+    assert list(hc.stacks.list()) == []
+    hc.stacks.create(stack_name='taken', parameters={}, template={
+        'heat_template_version': '2018-08-31'})
+    with pytest.raises(exc.HTTPConflict):
+        hc.stacks.create(stack_name='taken', parameters={}, template={
+            'heat_template_version': '2018-08-31'})
+    with pytest.raises(exc.HTTPNotFound):
+        hc.stacks.get('nowhere')
+    base = '%s/v1/bad' % api.url
+    r = requests.post(base + '/stacks', data='{not json',
+                      headers={'X-Auth-Token': token,
+                               'Content-Type': 'application/json'})
+    assert r.status_code == 400
+    body = r.json()
+    assert body['code'] == 400 and body['error']['traceback'] is None
+    assert 'not valid JSON' in body['error']['message']
+    r = requests.get(base + '/stacks/taken/nope/resources',
+                     headers={'X-Auth-Token': token})
+    assert r.status_code == 404
+    assert [s.stack_name for s in hc.stacks.list()] == ['taken']
+
+
+def test_engine_catalog(api):
+    """Template validate, resource types, template versions and their
+    functions, build info."""
+    hc = api.client('cat', api.token('cat')['token'])
+    info = hc.stacks.validate(template={
+        'heat_template_version': '2018-08-31',
+        'description': 'checked',
+        'parameters': {'n': {'type': 'number', 'default': 2}}})
+    assert info['Description'] == 'checked'
+    assert info['Parameters']['n']['Default'] == 2
+    types = hc.resource_types.list()
+    names = {t.resource_type for t in types}
+    assert {'OS::Nova::Server', 'OS::Heat::SoftwareDeployment'} <= names
+    schema = hc.resource_types.get('OS::Heat::Value')
+    assert schema['properties']['value']['required'] is True
+    assert 'value' in schema['attributes']
+    versions = {v.version for v in hc.template_versions.list()}
+    assert 'heat_template_version.2018-08-31' in versions
+    funcs = {f.functions for f in hc.template_versions.get(
+        'heat_template_version.2018-08-31')}
+    assert {'get_attr', 'yaql', 'list_concat'} <= funcs
+    assert 'list_concat' not in {f.functions for f in
+                                 hc.template_versions.get(
+                                     'heat_template_version.2016-10-14')}
+    assert hc.build_info.build_info()['engine']['revision']
+
+
+@pytest.fixture
+def dist_api(dist):
+    """Distributed: converge-api and one converge-worker, separate
+    processes sharing only PostgreSQL, RabbitMQ and Redis."""
+    dist.start_worker()
+    proc, url = _start_api(dist.conf, str(dist.dir / 'api.log'))
+    dist.apis.append((proc, str(dist.dir / 'api.log')))
+    yield API(dist.conf, url)
+
+
+def test_distributed_heatclient(dist_api, tmp_path):
+    """The same client calls on a distributed deployment: the API stores
+    and casts, the worker converges."""
+    hc = dist_api.client('d', dist_api.token('d')['token'])
+    fields = _sent(tmp_path, TOP, {'motd.txt': 'hi\n',
+                                   'inner.yaml': NESTED})
+    hc.stacks.create(stack_name='far', parameters={'greeting': 'salut'},
+                     disable_rollback=True, **fields)
+    st = _settled(hc, 'far')
+    assert st.stack_status == 'CREATE_COMPLETE', st.stack_status_reason
+    assert {o['output_key']: o['output_value'] for o in st.outputs} == {
+        'motd': 'hi\n', 'said': 'salut'}
+    assert ('far', 'CREATE_COMPLETE') in {
+        (e.resource_name, e.resource_status) for e in hc.events.list('far')}
+    hc.stacks.delete('far')
+    deadline = time.monotonic() + 120
+    while list(hc.stacks.list()):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
