@@ -121,7 +121,7 @@ class FakeConfigs:
         self.creates = 0
 
     def create(self, id, name, group, config, options=None, inputs=None,
-               outputs=None):
+               outputs=None, project_id=None):
         self.creates += 1
         if id in self.rows:
             return

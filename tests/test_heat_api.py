@@ -454,3 +454,64 @@ def test_distributed_heatclient(dist_api, tmp_path):
     while list(hc.stacks.list()):
         assert time.monotonic() < deadline
         time.sleep(0.05)
+
+
+def test_software_config_and_deployment_of_no_stack(api):
+    """`software config create` and `software deployment create` through
+    the API: the server's agent runs the script once and its outputs are
+    the deployment's; the server's metadata lists it; another project
+    sees neither and cannot deploy to the server."""
+    from heatclient import exc
+    token = api.token('sw')['token']
+    hc = api.client('sw', token)
+    hc.stacks.create(stack_name='host', parameters={}, template={
+        'heat_template_version': '2018-08-31',
+        'resources': {'box': {'type': 'OS::Nova::Server', 'properties': {
+            'image': 'cirros', 'flavor': 'm1.small',
+            'user_data_format': 'SOFTWARE_CONFIG'}}}})
+    assert _settled(hc, 'host').stack_status == 'CREATE_COMPLETE'
+    server = hc.resources.get('host', 'box').physical_resource_id
+    config = hc.software_configs.create(
+        name='greet', group='script',
+        config='#!/bin/sh\nprintf "hi %s" "$who" > "$heat_outputs_path.said"'
+               '\necho ran >> /tmp/greet-runs\n'
+               'wc -l < /tmp/greet-runs | tr -d " " > '
+               '"$heat_outputs_path.runs"\n',
+        inputs=[{'name': 'who'}], outputs=[{'name': 'said'},
+                                           {'name': 'runs'}])
+    assert hc.software_configs.get(config.id).group == 'script'
+    dep = hc.software_deployments.create(
+        config_id=config.id, server_id=server, action='CREATE',
+        status='IN_PROGRESS', input_values={'who': 'there'})
+    deadline = time.monotonic() + 120
+    while True:
+        shown = hc.software_deployments.get(dep.id)
+        if shown.status != 'IN_PROGRESS':
+            break
+        assert time.monotonic() < deadline, shown.status
+        time.sleep(0.05)
+    assert shown.status == 'COMPLETE', shown.status_reason
+    assert shown.output_values['said'] == 'hi there'
+    assert shown.output_values['runs'].strip() == '1'
+    meta = hc.software_deployments.metadata(server)
+    assert [m['id'] for m in meta] == [dep.id]
+    assert [d.id for d in hc.software_deployments.list(
+        server_id=server)] == [dep.id]
+
+    other = api.client('sw-other', api.token('sw-other')['token'])
+    with pytest.raises(exc.HTTPNotFound):
+        other.software_configs.get(config.id)
+    with pytest.raises(exc.HTTPNotFound):
+        other.software_deployments.get(dep.id)
+    mine = other.software_configs.create(group='script', config='true')
+    with pytest.raises(exc.HTTPNotFound):
+        other.software_deployments.create(config_id=mine.id,
+                                          server_id=server)
+    assert [c.id for c in other.software_configs.list()] == [mine.id]
+
+    hc.software_deployments.delete(dep.id)
+    with pytest.raises(exc.HTTPNotFound):
+        hc.software_deployments.get(dep.id)
+    hc.software_configs.delete(config.id)
+    with pytest.raises(exc.HTTPNotFound):
+        hc.software_configs.get(config.id)

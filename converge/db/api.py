@@ -646,10 +646,20 @@ def lease_count(conn, key, now=None):
 
 # -- software configs ---------------------------------------------------------
 
-def software_config_create(session, config_id, name, group, config):
+def software_config_create(session, config_id, name, group, config,
+                           project_id=None):
     if session.get(models.SoftwareConfig, config_id) is None:
         session.add(models.SoftwareConfig(id=config_id, name=name or '',
-                                          group=group or '', config=config))
+                                          group=group or '', config=config,
+                                          project_id=project_id))
+
+
+def software_configs_list(session, project_id):
+    return session.scalars(
+        sa.select(models.SoftwareConfig)
+        .where(models.SoftwareConfig.project_id == project_id)
+        .order_by(models.SoftwareConfig.created_at,
+                  models.SoftwareConfig.id)).all()
 
 
 def software_config_get(session, config_id):

@@ -230,6 +230,10 @@ class SoftwareConfig(Base):
     name: Mapped[str] = mapped_column(String(255), default='')
     group: Mapped[str] = mapped_column(String(255), default='')
     config: Mapped[dict] = mapped_column(JSON, default=dict)
+    #: whose it is: the API lists and shows a project's own only (None:
+    #: made before configs had owners, seen by no one's listing)
+    project_id: Mapped[str | None] = mapped_column(String(64), index=True,
+                                                   nullable=True)
     created_at: Mapped[datetime.datetime] = mapped_column(DateTime,
                                                           default=utcnow)
 

@@ -31,11 +31,12 @@ class ConfigStore:
         self._read = functools.lru_cache(CACHED_CONFIGS)(self._load)
 
     def create(self, id, name, group, config, options=None, inputs=None,
-               outputs=None):
+               outputs=None, project_id=None):
         body = {'config': config, 'options': options or {},
                 'inputs': inputs or [], 'outputs': outputs or []}
         with self._db.write() as s:
-            api.software_config_create(s, id, name, group, body)
+            api.software_config_create(s, id, name, group, body,
+                                       project_id)
 
     def _load(self, id):
         with self._db.connect() as conn:

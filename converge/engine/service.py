@@ -29,6 +29,7 @@ from converge.engine import request
 from converge.engine import rollouts
 from converge.engine import scaling
 from converge.engine import software
+from converge.engine import standalone
 from converge.engine import stacks
 from converge.engine import views
 from converge.graph import plan as plan_mod
@@ -516,6 +517,51 @@ class Service:
         """Let this process's in-flight units of work end (embedded: the
         CLI process is a worker too) before it exits."""
         self.engine.idle.wait(timeout=self.engine.lock_wait)
+
+    # -- software configs and deployments of no stack (Heat's API) ----------
+    def software_config_create(self, ctx, data):
+        return standalone.config_create(self.engine,
+                                        request.project_of(ctx), data)
+
+    @_read
+    def software_config_list(self, ctx):
+        return standalone.config_list(self.engine, request.project_of(ctx))
+
+    @_read
+    def software_config_show(self, ctx, config_id):
+        return standalone.config_show(self.engine, request.project_of(ctx),
+                                      config_id)
+
+    def software_config_delete(self, ctx, config_id):
+        standalone.config_delete(self.engine, request.project_of(ctx),
+                                 config_id)
+
+    def software_deployment_create(self, ctx, data):
+        return standalone.deployment_create(
+            self.engine, request.project_of(ctx), data)
+
+    @_read
+    def software_deployment_list(self, ctx, server_id=None):
+        return standalone.deployment_list(
+            self.engine, request.project_of(ctx), server_id)
+
+    @_read
+    def software_deployment_show(self, ctx, deployment_id):
+        return standalone.deployment_show(
+            self.engine, request.project_of(ctx), deployment_id)
+
+    def software_deployment_update(self, ctx, deployment_id, data):
+        return standalone.deployment_update(
+            self.engine, request.project_of(ctx), deployment_id, data)
+
+    def software_deployment_delete(self, ctx, deployment_id):
+        standalone.deployment_delete(self.engine, request.project_of(ctx),
+                                     deployment_id)
+
+    @_read
+    def software_deployment_metadata(self, ctx, server_id):
+        return standalone.server_metadata(
+            self.engine, request.project_of(ctx), server_id)
 
     # -- deployments: day-2 actions -------------------------------------------
     def deployment_action_run(self, ctx, stack, resource, action,

@@ -95,7 +95,9 @@ class SoftwareConfig(base.Resource):
             raise exception.ResourceFailure(
                 'No software config store available for %s' % self.name)
         config_id = self.config_id
-        store.create(config_id, **self._body())  # same id again: a no-op
+        # same id again: a no-op
+        store.create(config_id, project_id=self.stack.project_id,
+                     **self._body())
         self.physical_id = config_id
 
     def update(self, prior, observed):

@@ -46,6 +46,48 @@ DONE, RUNNING, PENDING = 'done', 'running', 'pending'
 ROLLOUT = 'rollout'
 
 
+def derived_inputs(declared_inputs, values, server_id, action,
+                   deployment_id, signal_transport, stack_id=None,
+                   resource_name=None):
+    """A derived config's inputs: the config's declared inputs with the
+    deployment's values (else their defaults), undeclared values, then
+    Heat's derived inputs (deploy_server_id, deploy_action, ..., the
+    signal URL on converge-api unless NO_SIGNAL)."""
+    values = dict(values or {})
+    inputs = []
+    declared = set()
+    for item in declared_inputs or []:
+        name = item['name']
+        declared.add(name)
+        entry = {k: v for k, v in item.items() if k != 'default'}
+        entry['value'] = values.get(name, item.get('default'))
+        inputs.append(entry)
+    for name in sorted(set(values) - declared):
+        inputs.append({'name': name, 'type': 'String',
+                       'description': 'undeclared input',
+                       'value': values[name]})
+    derived = {
+        'deploy_server_id': server_id,
+        'deploy_action': action,
+        'deploy_stack_id': stack_id,
+        'deploy_resource_name': resource_name,
+        'deploy_signal_transport': signal_transport,
+    }
+    if signal_transport != 'NO_SIGNAL':
+        derived['deploy_signal_id'] = (
+            '%s/v1/agent/deployments/%s/signal'
+            % (conf_mod.api_endpoint(), deployment_id))
+        derived['deploy_signal_verb'] = 'POST'
+    for name, value in derived.items():
+        if value is None and name in ('deploy_stack_id',
+                                      'deploy_resource_name'):
+            continue  # a deployment made outside any stack
+        inputs.append({'name': name, 'type': 'String',
+                       'description': 'converge: %s' % name,
+                       'value': value})
+    return inputs
+
+
 @dataclasses.dataclass
 class Target:
     """One deployment a resource makes: its id, its server, the plug-in
@@ -469,38 +511,14 @@ class SoftwareDeployment(base.Resource):
             body = (entry or {}).get('config', '') if entry else body
         elif runs and action not in self._actions():
             return None
-        values = dict(self.properties.get('input_values') or {})
-        inputs = []
-        declared = set()
-        for item in source.get('inputs') or []:
-            name = item['name']
-            declared.add(name)
-            entry = {k: v for k, v in item.items() if k != 'default'}
-            entry['value'] = values.get(name, item.get('default'))
-            inputs.append(entry)
-        for name in sorted(set(values) - declared):
-            inputs.append({'name': name, 'type': 'String',
-                           'description': 'undeclared input',
-                           'value': values[name]})
         stack = self.stack
-        endpoint = conf_mod.api_endpoint()
-        derived = {
-            'deploy_server_id': target.server,
-            'deploy_action': action,
-            'deploy_stack_id': '%s/%s' % (stack.name, stack.id),
-            'deploy_resource_name': (target.member if target.member
-                                     is not None else self.name),
-            'deploy_signal_transport': self.properties.get(
-                'signal_transport'),
-        }
-        if self.properties.get('signal_transport') != 'NO_SIGNAL':
-            derived['deploy_signal_id'] = (
-                '%s/v1/agent/deployments/%s/signal' % (endpoint, target.id))
-            derived['deploy_signal_verb'] = 'POST'
-        for name, value in derived.items():
-            inputs.append({'name': name, 'type': 'String',
-                           'description': 'converge: %s' % name,
-                           'value': value})
+        inputs = derived_inputs(
+            source.get('inputs'), self.properties.get('input_values'),
+            target.server, action, target.id,
+            self.properties.get('signal_transport'),
+            stack_id='%s/%s' % (stack.name, stack.id),
+            resource_name=(target.member if target.member is not None
+                           else self.name))
         body = self.derive_body(body, {i['name']: i.get('value')
                                        for i in inputs})
         return {

@@ -4,6 +4,7 @@ Every controller calls the engine's service layer only."""
 
 from converge.api.v1 import catalog
 from converge.api.v1 import resources
+from converge.api.v1 import software
 from converge.api.v1 import stacks
 
 #: the sub-paths a stack's name alone may be looked up with (redirected
@@ -18,6 +19,7 @@ def add_routes(mapper, engine):
     st = stacks.Controller(engine)
     rs = resources.Controller(engine)
     cat = catalog.Controller(engine)
+    sw = software.Controller(engine)
     p = '/v1/{project_id}'
     stack = p + '/stacks/{stack_name}/{stack_id}'
     res = stack + '/resources/{resource_name}'
@@ -71,3 +73,18 @@ def add_routes(mapper, engine):
           cat.template_functions, 'GET')
     route(p + '/build_info', cat.build_info, 'GET')
     route(p + '/services', cat.services, 'GET')
+    # software configs and deployments
+    route(p + '/software_configs', sw.configs, 'GET')
+    route(p + '/software_configs', sw.config_create, 'POST')
+    route(p + '/software_configs/{config_id}', sw.config_show, 'GET')
+    route(p + '/software_configs/{config_id}', sw.config_delete, 'DELETE')
+    route(p + '/software_deployments', sw.deployments, 'GET')
+    route(p + '/software_deployments', sw.deployment_create, 'POST')
+    route(p + '/software_deployments/metadata/{server_id}', sw.metadata,
+          'GET')
+    route(p + '/software_deployments/{deployment_id}', sw.deployment_show,
+          'GET')
+    route(p + '/software_deployments/{deployment_id}',
+          sw.deployment_update, 'PUT')
+    route(p + '/software_deployments/{deployment_id}',
+          sw.deployment_delete, 'DELETE')

@@ -1,4 +1,5 @@
-"""api tokens: converge's own tokens for the REST API (hashed)
+"""api tokens: converge's own tokens for the REST API (hashed); software
+configs belong to a project
 
 Revision ID: 0007
 Revises: 0006
@@ -31,9 +32,17 @@ def upgrade():
     with op.batch_alter_table('api_tokens', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_api_tokens_project_id'),
                               ['project_id'], unique=False)
+    with op.batch_alter_table('software_configs', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('project_id', sa.String(length=64),
+                                      nullable=True))
+        batch_op.create_index(batch_op.f('ix_software_configs_project_id'),
+                              ['project_id'], unique=False)
 
 
 def downgrade():
+    with op.batch_alter_table('software_configs', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_software_configs_project_id'))
+        batch_op.drop_column('project_id')
     with op.batch_alter_table('api_tokens', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_api_tokens_project_id'))
     op.drop_table('api_tokens')
