@@ -28,8 +28,11 @@ class App:
         mapper = routes.Mapper()
         agent.add_routes(mapper, agent.Controller(engine, self.stopping))
         v1.add_routes(mapper, engine)
-        self._router = routes.middleware.RoutesMiddleware(self._dispatch,
-                                                          mapper)
+        # no method override from a form field: it would parse every
+        # POST body as a form (a JSON API has none), and a malformed
+        # multipart body would fail there, outside any error handling
+        self._router = routes.middleware.RoutesMiddleware(
+            self._dispatch, mapper, use_method_override=False)
 
     @webob.dec.wsgify
     def __call__(self, req):

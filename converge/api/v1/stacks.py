@@ -20,9 +20,16 @@ _TAGS = ('tags', 'tags_any', 'not_tags', 'not_tags_any')
 
 
 def _bundle(data):
+    names = data.get('environment_files')
+    if names is not None and not (isinstance(names, list) and all(
+            isinstance(n, str) for n in names)):
+        raise exception.InvalidInput('environment_files must be a list of '
+                                     'file names')
+    env = data.get('environment')
+    if env is not None and not isinstance(env, (dict, str)):
+        raise exception.InvalidInput('environment must be a map')
     return template.bundle_from_request(
-        data.get('template'), data.get('files'), data.get('environment'),
-        data.get('environment_files'),
+        data.get('template'), common.mapping(data, 'files'), env, names,
         max_size=conf_mod.CONF.max_template_size)
 
 
@@ -86,11 +93,8 @@ class Controller(common.Controller):
     @action('stacks:create')
     def create(self, req, ctx):
         data = common.body(req)
-        name = data.get('stack_name')
-        if not name:
-            raise exception.InvalidInput('No stack name given '
-                                         '("stack_name")')
-        params = data.get('parameters') or {}
+        name = common.string(data, 'stack_name', required=True)
+        params = common.mapping(data, 'parameters')
         if 'adopt_stack_data' in data:
             started = self.service.stack_adopt(
                 ctx, name, common.json_value(data['adopt_stack_data'],
@@ -111,8 +115,8 @@ class Controller(common.Controller):
     def preview(self, req, ctx):
         data = common.body(req)
         plan = self.service.stack_preview(
-            ctx, data.get('stack_name') or 'preview', _bundle(data),
-            data.get('parameters') or {})
+            ctx, common.string(data, 'stack_name') or 'preview',
+            _bundle(data), common.mapping(data, 'parameters'))
         return common.reply({'stack': {
             'stack_name': plan['stack_name'],
             'description': plan['description'],
@@ -176,10 +180,15 @@ class Controller(common.Controller):
         if 'disable_rollback' in data:
             rollback = not common.flag(data['disable_rollback'],
                                        'disable_rollback')
+        clear = data.get('clear_parameters') or ()
+        if not isinstance(clear, (list, tuple)) or not all(
+                isinstance(c, str) for c in clear):
+            raise exception.InvalidInput('clear_parameters must be a list '
+                                         'of parameter names')
         self.service.stack_update(
-            ctx, ident, bundle, data.get('parameters') or {},
+            ctx, ident, bundle, common.mapping(data, 'parameters'),
             existing=existing, rollback=rollback,
-            clear_parameters=data.get('clear_parameters') or (),
+            clear_parameters=clear,
             timeout=_timeout(data), tags=_tags(data.get('tags')))
         return common.accepted()
 
