@@ -57,8 +57,8 @@ def test_no_server_error_from_any_generated_request(api):
         capture_output=True, text=True, timeout=1200)
     out = run.stdout + run.stderr
     tried = re.search(r'(\d+) generated', out)
-    sys.stdout.write('schemathesis: %s\n' % (tried.group(0) if tried
-                                               else out[-2000:]))
+    summary = tried.group(0) if tried else out[-2000:]
+    sys.stdout.write('schemathesis: %s\n' % summary)
     assert tried and int(tried.group(1)) > 100, out[-3000:]
     assert 'Server error' not in out, out[-3000:]
     assert run.returncode == 0, out[-3000:]
