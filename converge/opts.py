@@ -41,6 +41,10 @@ DEFAULT_OPTS = [
                     'take (yaql\'s memoryQuota).'),
     cfg.IntOpt('max_resources_per_stack', default=30000, min=1,
                help='Most resources one stack may hold.'),
+    cfg.IntOpt('max_stacks_per_project', default=512, min=0,
+               help='Most live stacks (nested ones not counted) one '
+                    'project may have; 0: no limit. Heat\'s '
+                    'max_stacks_per_tenant and its default.'),
     cfg.IntOpt('max_nested_stack_depth', default=5, min=0,
                help='How deeply stacks may nest (provider templates, '
                     'OS::Heat::Stack, groups): a stack of depth 0 may own '

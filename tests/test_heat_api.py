@@ -515,3 +515,39 @@ def test_software_config_and_deployment_of_no_stack(api):
     hc.software_configs.delete(config.id)
     with pytest.raises(exc.HTTPNotFound):
         hc.software_configs.get(config.id)
+
+
+def test_stacks_per_project_limit(tmp_path):
+    """`max_stacks_per_project` refuses one stack too many (409, nothing
+    stored) in that project only; deleting one makes room."""
+    from heatclient import exc
+    home = str(tmp_path / 'home')
+    conf = str(tmp_path / 'converge.conf')
+    with open(conf, 'w') as f:
+        f.write('[DEFAULT]\nhome = %s\nmax_stacks_per_project = 2\n' % home)
+    proc, url = _start_api(conf, str(tmp_path / 'api.log'))
+    try:
+        api = API(conf, url)
+        hc = api.client('full', api.token('full')['token'])
+        tmpl = {'heat_template_version': '2018-08-31'}
+        for name in ('one', 'two'):
+            hc.stacks.create(stack_name=name, template=tmpl, parameters={})
+        with pytest.raises(exc.HTTPConflict) as err:
+            hc.stacks.create(stack_name='three', template=tmpl,
+                             parameters={})
+        assert 'maximum stacks per project, 2' in str(err.value)
+        assert sorted(s.stack_name for s in hc.stacks.list()) == [
+            'one', 'two']
+        other = api.client('roomy', api.token('roomy')['token'])
+        other.stacks.create(stack_name='three', template=tmpl,
+                            parameters={})
+        _settled(hc, 'one')
+        hc.stacks.delete('one')
+        deadline = time.monotonic() + 60
+        while len(list(hc.stacks.list())) > 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        hc.stacks.create(stack_name='three', template=tmpl, parameters={})
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
