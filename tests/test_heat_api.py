@@ -551,3 +551,45 @@ def test_stacks_per_project_limit(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_snapshot_and_restore(api):
+    """`stack snapshot create`, list, show; an update that changes a value
+    and adds a resource; restore: the stack is back to the snapshot's
+    definition (the value as it was, the added resource gone)."""
+    from heatclient import exc
+    hc = api.client('snap', api.token('snap')['token'])
+
+    def tmpl(extra=False):
+        t = {'heat_template_version': '2018-08-31',
+             'parameters': {'word': {'type': 'string'}},
+             'resources': {'v': {'type': 'OS::Heat::Value', 'properties': {
+                 'value': {'get_param': 'word'}}}},
+             'outputs': {'o': {'value': {'get_attr': ['v', 'value']}}}}
+        if extra:
+            t['resources']['w'] = {'type': 'OS::Heat::None'}
+        return t
+    hc.stacks.create(stack_name='s', template=tmpl(),
+                     parameters={'word': 'before'})
+    assert _settled(hc, 's').stack_status == 'CREATE_COMPLETE'
+    snap = hc.stacks.snapshot('s', 'first')
+    assert snap['status'] == 'COMPLETE' and snap['name'] == 'first'
+    assert [x['id'] for x in hc.stacks.snapshot_list('s')['snapshots']] == [
+        snap['id']]
+    kept = hc.stacks.snapshot_show('s', snap['id'])['snapshot']
+    assert kept['data']['resources']['v']['type'] == 'OS::Heat::Value'
+
+    hc.stacks.update('s', template=tmpl(extra=True),
+                     parameters={'word': 'after'})
+    assert _settled(hc, 's').stack_status == 'UPDATE_COMPLETE'
+    assert {r.resource_name for r in hc.resources.list('s')} == {'v', 'w'}
+
+    hc.stacks.restore('s', snap['id'])
+    st = _settled(hc, 's')
+    assert st.stack_status == 'UPDATE_COMPLETE', st.stack_status_reason
+    assert st.outputs[0]['output_value'] == 'before'
+    assert {r.resource_name for r in hc.resources.list('s')} == {'v'}
+
+    hc.stacks.snapshot_delete('s', snap['id'])
+    with pytest.raises(exc.HTTPNotFound):
+        hc.stacks.snapshot_show('s', snap['id'])

@@ -242,6 +242,36 @@ class Controller(common.Controller):
         return common.reply(self.service.stack_template(
             ctx, self._identify(ctx, stack_name, stack_id))['files'])
 
+    # -- snapshots -----------------------------------------------------------
+    @action('stacks:snapshot')
+    def snapshot(self, req, ctx, stack_name, stack_id):
+        data = common.body(req)
+        return common.reply(self.service.stack_snapshot(
+            ctx, self._identify(ctx, stack_name, stack_id),
+            common.string(data, 'name')))
+
+    @action('stacks:list_snapshots')
+    def snapshots(self, req, ctx, stack_name, stack_id):
+        return common.reply({'snapshots': self.service.stack_snapshot_list(
+            ctx, self._identify(ctx, stack_name, stack_id))})
+
+    @action('stacks:show_snapshot')
+    def snapshot_show(self, req, ctx, stack_name, stack_id, snapshot_id):
+        return common.reply({'snapshot': self.service.stack_snapshot_show(
+            ctx, self._identify(ctx, stack_name, stack_id), snapshot_id)})
+
+    @action('stacks:delete_snapshot')
+    def snapshot_delete(self, req, ctx, stack_name, stack_id, snapshot_id):
+        self.service.stack_snapshot_delete(
+            ctx, self._identify(ctx, stack_name, stack_id), snapshot_id)
+        return None
+
+    @action('stacks:restore_snapshot')
+    def snapshot_restore(self, req, ctx, stack_name, stack_id, snapshot_id):
+        self.service.stack_snapshot_restore(
+            ctx, self._identify(ctx, stack_name, stack_id), snapshot_id)
+        return common.accepted()
+
     # -- outputs -------------------------------------------------------------
     @action('stacks:list_outputs')
     def outputs(self, req, ctx, stack_name, stack_id):
