@@ -593,3 +593,32 @@ def test_snapshot_and_restore(api):
     hc.stacks.snapshot_delete('s', snap['id'])
     with pytest.raises(exc.HTTPNotFound):
         hc.stacks.snapshot_show('s', snap['id'])
+
+
+def test_rally_task_through_the_api(api, tmp_path):
+    """`converge-bench --rally TASK --api URL`: Rally's HeatStacks
+    scenarios through the REST API with python-heatclient."""
+    extra = os.path.join(os.path.dirname(EXAMPLES), 'rally-jobs', 'extra')
+    task = tmp_path / 'task.yaml'
+    task.write_text(
+        'HeatStacks.create_update_delete_stack:\n'
+        '  - args:\n'
+        '      template_path: "%s/random_strings.yaml"\n'
+        '      updated_template_path: "%s/updated_random_strings_add.yaml"\n'
+        '    runner: {type: constant, times: 3, concurrency: 2}\n'
+        '    sla: {failure_rate: {max: 0}}\n' % (extra, extra))
+    token = api.token('rally')['token']
+    out = subprocess.run(
+        [os.path.join(BIN, 'converge-bench'), '--rally', str(task),
+         '--api', '%s/v1/rally' % api.url, '--api-token', token,
+         '--json', str(tmp_path / 'rows.json')],
+        capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    rows = json.loads((tmp_path / 'rows.json').read_text())
+    assert rows[0]['total']['count'] == 3
+    assert rows[0]['total']['success_pct'] == 100.0
+    assert set(rows[0]['atomic']) == {'heat.create_stack',
+                                      'heat.update_stack',
+                                      'heat.delete_stack'}
+    hc = api.client('rally', token)
+    assert list(hc.stacks.list()) == []
