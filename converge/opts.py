@@ -232,6 +232,8 @@ API_OPTS = [
     cfg.StrOpt('auth_strategy', default='token',
                choices=[('token', "converge's own tokens "
                          '(converge-manage token create)'),
+                        ('keystone', 'keystone tokens, validated by '
+                         'keystonemiddleware ([keystone_authtoken])'),
                         ('noauth', 'no authentication: the project is the '
                          "URL's, the roles X-Roles' (development only)")],
                help='How the orchestration API (/v1/{project_id}/...) '

@@ -622,3 +622,53 @@ def test_rally_task_through_the_api(api, tmp_path):
                                       'heat.delete_stack'}
     hc = api.client('rally', token)
     assert list(hc.stacks.list()) == []
+
+
+def test_keystone_tokens(engine):
+    """`[api] auth_strategy = keystone`: keystonemiddleware validates the
+    token (keystone's answers stood in by its own test fixture) and the
+    API reads who it is from what the middleware leaves; identity headers
+    a client sends itself count for nothing, and the agents' routes keep
+    their own credentials."""
+    import requests
+    from heatclient import exc
+    from keystonemiddleware import fixture as ksm_fixture
+    from converge import conf
+    from converge.api import server
+    conf.CONF.set_override('auth_strategy', 'keystone', group='api')
+    ks = ksm_fixture.AuthTokenFixture()
+    ks.setUp()
+    from keystonemiddleware import auth_token
+    for group, opts in auth_token.list_opts():
+        conf.CONF.register_opts(opts, group=group)
+    # where a refused client is sent to authenticate
+    conf.CONF.set_override('www_authenticate_uri', 'http://keystone.test',
+                           group='keystone_authtoken')
+    served = server.Served(engine, '127.0.0.1', 0, threads=4)
+    try:
+        mine, theirs = 'kp-token', 'other-token'
+        ks.add_token_data(token_id=mine, project_id='kp', user_id='u1',
+                          role_list=['member', 'reader'])
+        ks.add_token_data(token_id=theirs, project_id='other',
+                          user_id='u2', role_list=['member', 'reader'])
+        hc = API(None, served.url).client('kp', mine)
+        hc.stacks.create(stack_name='k', parameters={}, template={
+            'heat_template_version': '2018-08-31'})
+        assert [s.stack_name for s in hc.stacks.list()] == ['k']
+        with pytest.raises(exc.HTTPNotFound):
+            API(None, served.url).client('kp', theirs).stacks.get('k')
+        with pytest.raises(exc.HTTPUnauthorized):
+            list(API(None, served.url).client('kp', 'nope').stacks.list())
+        forged = requests.get(served.url + '/v1/kp/stacks', headers={
+            'X-Identity-Status': 'Confirmed', 'X-Project-Id': 'kp',
+            'X-Roles': 'admin'})
+        assert forged.status_code == 401
+        agent = requests.get(served.url + '/v1/agent/deployments', headers={
+            'X-Agent-Id': 'x', 'X-Agent-Token': 'y'})
+        assert agent.status_code == 403   # its own refusal, not keystone's
+    finally:
+        served.stop()
+        ks.cleanUp()
+        conf.CONF.clear_override('auth_strategy', group='api')
+        conf.CONF.clear_override('www_authenticate_uri',
+                                 group='keystone_authtoken')
