@@ -238,6 +238,12 @@ API_OPTS = [
                          "URL's, the roles X-Roles' (development only)")],
                help='How the orchestration API (/v1/{project_id}/...) '
                     'knows who is asking.'),
+    cfg.IntOpt('max_requests_per_minute', default=0, min=0,
+               help='Most requests to the orchestration API one caller (a '
+                    'token, or a keystone user in a project) may make in '
+                    'a minute, counted across every API process in the '
+                    'database (each counted request costs a write); '
+                    'beyond it, 429. 0: no limit.'),
     cfg.IntOpt('max_json_body_size', default=1048576, min=1,
                help='Largest request body the API reads, in bytes '
                     "(Heat's default)."),

@@ -52,8 +52,11 @@ class App:
         except Error as e:
             return error_response(e.code, e.message, title=e.title)
         except exception.ConvergeError as e:
-            return error_response(exception.http_status(e), str(e),
+            resp = error_response(exception.http_status(e), str(e),
                                   type(e).__name__)
+            if getattr(e, 'retry_after', None):
+                resp.headers['Retry-After'] = '%d' % e.retry_after
+            return resp
         except Exception:
             LOG.exception('%s %s failed', req.method, req.path)
             return error_response(500, 'The server could not complete the '

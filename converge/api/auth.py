@@ -41,8 +41,9 @@ def context(engine, req, project_id):
             raise exception.NotFound('The resource could not be found')
         roles = [r.strip() for r in req.headers.get('X-Roles', '').split(
             ',') if r.strip()]
-        return request.make(project, req.headers.get('X-User-Id'), roles,
-                            rid)
+        user = req.headers.get('X-User-Id')
+        _count(engine, 'keystone:%s:%s' % (project, user))
+        return request.make(project, user, roles, rid)
     if strategy == 'noauth':
         roles = [r.strip() for r in req.headers.get(
             'X-Roles', 'member,reader').split(',') if r.strip()]
@@ -52,8 +53,15 @@ def context(engine, req, project_id):
                                   req.headers.get('X-Auth-Token', ''))
     if who['project_id'] != project_id:
         raise exception.NotFound('The resource could not be found')
+    _count(engine, 'token:%s' % who['token_id'])
     return request.make(who['project_id'], who['user_id'], who['roles'],
                         rid)
+
+
+def _count(engine, caller):
+    cap = conf_mod.CONF.api.max_requests_per_minute
+    if cap:
+        api_tokens.count_request(engine.db, caller, cap)
 
 
 def wrap(app):

@@ -403,3 +403,15 @@ class StackSnapshot(Base):
     status_reason: Mapped[str] = mapped_column(Text, default='')
     data: Mapped[dict] = mapped_column(JSON, default=dict)
     created_at: Mapped[float] = mapped_column(Double)
+
+
+class ApiRate(Base):
+    """Requests one caller made in one minute (`[api]
+    max_requests_per_minute`): counted in the database so that the limit
+    holds across every API process."""
+
+    __tablename__ = 'api_rates'
+
+    caller: Mapped[str] = mapped_column(String(160), primary_key=True)
+    minute: Mapped[int] = mapped_column(Integer, primary_key=True)
+    count: Mapped[int] = mapped_column(Integer, default=0)

@@ -1,5 +1,5 @@
 """api tokens: converge's own tokens for the REST API (hashed); software
-configs belong to a project; stack snapshots
+configs belong to a project; stack snapshots; request counts
 
 Revision ID: 0007
 Revises: 0006
@@ -51,9 +51,16 @@ def upgrade():
     with op.batch_alter_table('stack_snapshots', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_stack_snapshots_stack_id'),
                               ['stack_id'], unique=False)
+    op.create_table(
+        'api_rates',
+        sa.Column('caller', sa.String(length=160), nullable=False),
+        sa.Column('minute', sa.Integer(), nullable=False),
+        sa.Column('count', sa.Integer(), nullable=False),
+        sa.PrimaryKeyConstraint('caller', 'minute'))
 
 
 def downgrade():
+    op.drop_table('api_rates')
     with op.batch_alter_table('stack_snapshots', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_stack_snapshots_stack_id'))
     op.drop_table('stack_snapshots')
