@@ -16,8 +16,6 @@ import pytest
 from converge.bench import fleet
 from tests.conftest import EXAMPLES, stop_agents
 
-pytestmark = pytest.mark.xdist_group('heat_api')
-
 BIN = os.path.dirname(sys.executable)
 
 NESTED = '''\
@@ -258,7 +256,7 @@ def test_openstack_stack_commands(api, tmp_path):
     osc = lambda *a, **kw: api.openstack('osc', token, *a, **kw)  # noqa
     env = tmp_path / 'env.yaml'
     env.write_text('parameters:\n  flavor: m1.medium\n')
-    out = osc('stack', 'create', '--wait', '-t',
+    out = osc('stack', 'create', '--wait', '--poll', '1', '-t',
               os.path.join(EXAMPLES, 'demo.yaml'), '-e', str(env),
               '--parameter', 'domain=example.net', 'demo')
     # the events while it waited, then OSC's short summary
@@ -272,19 +270,19 @@ def test_openstack_stack_commands(api, tmp_path):
                                'json').stdout)
     assert len(resources) == 20
     assert {r['resource_status'] for r in resources} == {'CREATE_COMPLETE'}
-    shown = json.loads(osc('stack', 'show', 'demo', '-f', 'json').stdout)
-    assert shown['parameters']['flavor'] == 'm1.medium'
-    assert shown['parameters']['domain'] == 'example.net'
     url = json.loads(osc('stack', 'output', 'show', 'demo', 'url', '-f',
                          'json').stdout)
     assert 'example.net' in url['output_value']
+    # the environment file was sent and applied
+    hc = api.client('osc', token)
+    assert hc.stacks.get('demo').parameters['flavor'] == 'm1.medium'
     events = osc('stack', 'event', 'list', 'demo').stdout
     assert '[demo.lb_server]: CREATE_COMPLETE' in events
     osc('stack', 'delete', '--wait', '-y', 'demo')
-    assert json.loads(osc('stack', 'list', '-f', 'json').stdout) == []
     missing = osc('stack', 'show', 'demo', check=False)
     assert missing.returncode != 0 and 'not found' in (
         missing.stdout + missing.stderr).lower()
+    assert list(hc.stacks.list()) == []
 
 
 def test_another_project_sees_nothing(api, tmp_path):
@@ -454,6 +452,17 @@ def test_distributed_heatclient(dist_api, tmp_path):
     while list(hc.stacks.list()):
         assert time.monotonic() < deadline
         time.sleep(0.05)
+    # and the openstack commands, the workers converging
+    token = dist_api.token('d')['token']
+    osc = lambda *a, **kw: dist_api.openstack('d', token, *a, **kw)  # noqa
+    out = osc('stack', 'create', '--wait', '--poll', '1', '-t',
+              os.path.join(EXAMPLES, 'demo.yaml'), 'demo')
+    assert '[demo.web1]: CREATE_COMPLETE' in out.stdout
+    assert [r['resource_status'] for r in json.loads(osc(
+        'stack', 'resource', 'list', 'demo', '-f', 'json').stdout)] == [
+        'CREATE_COMPLETE'] * 20
+    osc('stack', 'delete', '--wait', '-y', 'demo')
+    assert list(hc.stacks.list()) == []
 
 
 def test_software_config_and_deployment_of_no_stack(api):
