@@ -447,7 +447,17 @@ def test_distributed_heatclient(dist_api, tmp_path):
         'motd': 'hi\n', 'said': 'salut'}
     assert ('far', 'CREATE_COMPLETE') in {
         (e.resource_name, e.resource_status) for e in hc.events.list('far')}
-    hc.stacks.delete('far')
+    # a second API process, sharing nothing with the first but the
+    # database, the bus and the locks (two behind a load balancer)
+    proc, url2 = _start_api(dist_api.conf, str(tmp_path / 'api2.log'))
+    try:
+        hc2 = API(dist_api.conf, url2).client('d', dist_api.token('d')[
+            'token'])
+        assert hc2.stacks.get('far').stack_status == 'CREATE_COMPLETE'
+        hc2.stacks.delete('far')
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
     deadline = time.monotonic() + 120
     while list(hc.stacks.list()):
         assert time.monotonic() < deadline
@@ -713,3 +723,63 @@ def test_requests_per_minute(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+SCALED = '''\
+heat_template_version: 2018-08-31
+resources:
+  asg:
+    type: OS::Heat::AutoScalingGroup
+    properties:
+      min_size: 1
+      max_size: 3
+      desired_capacity: 1
+      resource:
+        type: OS::Heat::Value
+        properties: {value: member}
+  up:
+    type: OS::Heat::ScalingPolicy
+    properties:
+      auto_scaling_group_id: {get_resource: asg}
+      adjustment_type: change_in_capacity
+      scaling_adjustment: 1
+  box:
+    type: OS::Heat::Value
+    properties: {value: box}
+outputs:
+  size: {value: {get_attr: [asg, current_size]}}
+'''
+
+
+def test_signal_and_mark_unhealthy(api, tmp_path):
+    """`stack resource signal` with a user's token scales the group once
+    per signal; `stack resource mark unhealthy` makes a resource
+    CHECK_FAILED with the reason given, and the next update does it
+    again (UPDATE_COMPLETE); marking it healthy undoes only a mark."""
+    from heatclient import exc
+    hc = api.client('sig', api.token('sig')['token'])
+    hc.stacks.create(stack_name='g', parameters={},
+                     **_sent(tmp_path, SCALED))
+    assert _settled(hc, 'g').stack_status == 'CREATE_COMPLETE'
+    hc.resources.signal('g', 'up', data={'current': 'alarm'})
+    st = _settled(hc, 'g')
+    assert st.stack_status == 'UPDATE_COMPLETE', st.stack_status_reason
+    assert st.outputs[0]['output_value'] == 2
+    with pytest.raises(exc.HTTPBadRequest):
+        hc.resources.signal('g', 'box')   # takes no signals
+
+    hc.resources.mark_unhealthy('g', 'box', True, 'disk looks bad')
+    box = hc.resources.get('g', 'box')
+    assert (box.resource_status, box.resource_status_reason) == (
+        'CHECK_FAILED', 'disk looks bad')
+    hc.stacks.update('g', existing=True, parameters={})
+    assert _settled(hc, 'g').stack_status == 'UPDATE_COMPLETE'
+    assert hc.resources.get('g', 'box').resource_status == 'UPDATE_COMPLETE'
+    # healthy again: only a mark is undone
+    hc.resources.mark_unhealthy('g', 'box', False, '')
+    assert hc.resources.get('g', 'box').resource_status == 'UPDATE_COMPLETE'
+    hc.resources.mark_unhealthy('g', 'box', True, 'again')
+    hc.resources.mark_unhealthy('g', 'box', False, 'fine after all')
+    box = hc.resources.get('g', 'box')
+    assert (box.resource_status, box.resource_status_reason) == (
+        'CHECK_COMPLETE', 'fine after all')
