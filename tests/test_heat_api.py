@@ -598,6 +598,29 @@ def test_snapshot_and_restore(api):
     kept = hc.stacks.snapshot_show('s', snap['id'])['snapshot']
     assert kept['data']['resources']['v']['type'] == 'OS::Heat::Value'
 
+    # what the update would do, before doing it
+    changes = hc.stacks.preview_update('s', template=tmpl(extra=True),
+                                       parameters={'word': 'after'})
+    changes = {k: [r['resource_name'] for r in v]
+               for k, v in changes['resource_changes'].items()}
+    assert changes == {'added': ['w'], 'updated': ['v'], 'replaced': [],
+                       'deleted': [], 'unchanged': []}
+    other = tmpl()
+    other['resources']['v']['type'] = 'OS::Heat::RandomString'
+    other['resources']['v']['properties'] = {}
+    other['outputs'] = {}
+    changes = hc.stacks.preview_update('s', template=other,
+                                       parameters={'word': 'x'})
+    assert [r['resource_name'] for r in
+            changes['resource_changes']['replaced']] == ['v']
+    gone = {'heat_template_version': '2018-08-31',
+            'resources': {'w': {'type': 'OS::Heat::None'}}}
+    changes = hc.stacks.preview_update('s', template=gone, parameters={})
+    assert [r['resource_name'] for r in
+            changes['resource_changes']['deleted']] == ['v']
+    same = hc.stacks.preview_update('s', existing=True, parameters={})
+    assert [r['resource_name'] for r in
+            same['resource_changes']['unchanged']] == ['v']
     hc.stacks.update('s', template=tmpl(extra=True),
                      parameters={'word': 'after'})
     assert _settled(hc, 's').stack_status == 'UPDATE_COMPLETE'

@@ -25,6 +25,7 @@ from converge.engine import abandon
 from converge.engine import catalog
 from converge.engine import health
 from converge.engine import listing
+from converge.engine import preview
 from converge.engine import request
 from converge.engine import rollouts
 from converge.engine import scaling
@@ -126,6 +127,14 @@ class Service:
 
     def template_functions(self, ctx, version, with_condition_func=False):
         return catalog.template_functions(version, with_condition_func)
+
+    def stack_preview_update(self, ctx, ident, bundle=None, params=None,
+                             existing=False, clear_parameters=()):
+        """What an update would do to each resource: {added, deleted,
+        replaced, updated, unchanged}; nothing is stored."""
+        return preview.update(self.engine, ident, bundle, params, existing,
+                              clear_parameters,
+                              project_id=request.project_of(ctx))
 
     def stack_preview(self, ctx, name, bundle, params):
         """What creating the stack would lay out (--dry-run); nothing is

@@ -163,6 +163,34 @@ def update(engine, ident, bundle=None, params=None, existing=False,
            rollback=None, clear_parameters=(), timeout=None, tags=None,
            project_id=None, only=None):
     check_timeout(timeout)
+    stack, bundle, params, defn = planned(
+        engine, ident, bundle, params, existing, clear_parameters,
+        project_id)
+    if rollback is None:
+        rollback = not stack.disable_rollback
+    with engine.db.write() as s:
+        stack = api.stack_get(s, stack.id, project_id=project_id)
+        template_id = api.template_create(s, stack.id, bundle.to_dict(),
+                                          params or {})
+        stack.disable_rollback = not rollback
+        if timeout is not None:
+            stack.timeout_mins = timeout
+        if tags is not None:
+            stack.tags = list(tags)
+        engine.remember(template_id, stack, defn)
+        trav = traversal.start(engine, s, stack, template_id, 'UPDATE',
+                               defn, rollback=rollback,
+                               prev_template_id=stack.template_id,
+                               only=only)
+    traversal.kick(engine, trav)
+    return stack.id, trav.id
+
+
+def planned(engine, ident, bundle=None, params=None, existing=False,
+            clear_parameters=(), project_id=None):
+    """What an update would use: (the stack, its new bundle, parameters
+    and definition, validated). --existing keeps the old template (when
+    none is given), environment and parameters under the new ones."""
     with engine.db.read() as s:
         stack = api.stack_get(s, ident, project_id=project_id)
         old = api.template_get(s, stack.template_id)
@@ -183,24 +211,7 @@ def update(engine, ident, bundle=None, params=None, existing=False,
                                      '(-t), or --existing')
     defn = validate(bundle, params or {}, stack_name=stack.name,
                     stack_id=stack.id, project_id=stack.project_id)
-    if rollback is None:
-        rollback = not stack.disable_rollback
-    with engine.db.write() as s:
-        stack = api.stack_get(s, stack.id, project_id=project_id)
-        template_id = api.template_create(s, stack.id, bundle.to_dict(),
-                                          params or {})
-        stack.disable_rollback = not rollback
-        if timeout is not None:
-            stack.timeout_mins = timeout
-        if tags is not None:
-            stack.tags = list(tags)
-        engine.remember(template_id, stack, defn)
-        trav = traversal.start(engine, s, stack, template_id, 'UPDATE',
-                               defn, rollback=rollback,
-                               prev_template_id=stack.template_id,
-                               only=only)
-    traversal.kick(engine, trav)
-    return stack.id, trav.id
+    return stack, bundle, params, defn
 
 
 def delete(engine, ident, project_id=None):

@@ -44,6 +44,15 @@ def _tags(value):
                                  'comma-separated string')
 
 
+def _clear(data):
+    clear = data.get('clear_parameters') or ()
+    if not isinstance(clear, (list, tuple)) or not all(
+            isinstance(c, str) for c in clear):
+        raise exception.InvalidInput('clear_parameters must be a list of '
+                                     'parameter names')
+    return clear
+
+
 def _timeout(data):
     return common.integer(data.get('timeout_mins'), 'timeout_mins', 1)
 
@@ -180,11 +189,7 @@ class Controller(common.Controller):
         if 'disable_rollback' in data:
             rollback = not common.flag(data['disable_rollback'],
                                        'disable_rollback')
-        clear = data.get('clear_parameters') or ()
-        if not isinstance(clear, (list, tuple)) or not all(
-                isinstance(c, str) for c in clear):
-            raise exception.InvalidInput('clear_parameters must be a list '
-                                         'of parameter names')
+        clear = _clear(data)
         self.service.stack_update(
             ctx, ident, bundle, common.mapping(data, 'parameters'),
             existing=existing, rollback=rollback,
@@ -200,15 +205,26 @@ class Controller(common.Controller):
     def update_patch(self, req, ctx, stack_name, stack_id):
         return self._update(req, ctx, stack_name, stack_id, existing=True)
 
+    def _preview_update(self, req, ctx, stack_name, stack_id, existing):
+        ident = self._identify(ctx, stack_name, stack_id)
+        data = common.body(req)
+        bundle = _bundle(data) if data.get('template') is not None else None
+        if bundle is None and not existing:
+            raise exception.InvalidInput('No template given: send '
+                                         '"template" (or PATCH to keep '
+                                         'the existing one)')
+        changes = self.service.stack_preview_update(
+            ctx, ident, bundle, common.mapping(data, 'parameters'),
+            existing=existing, clear_parameters=_clear(data))
+        return common.reply({'resource_changes': changes})
+
     @action('stacks:preview_update')
     def preview_update(self, req, ctx, stack_name, stack_id):
-        # refused rather than guessed: what an update would change is
-        # the three-way plan (template, last applied, observed) still to
-        # come; an answer of "nothing changes" would mislead
-        self._identify(ctx, stack_name, stack_id)
-        raise wsgi.Error(501, 'Update preview is not implemented yet')
+        return self._preview_update(req, ctx, stack_name, stack_id, False)
 
-    preview_update_patch = preview_update
+    @action('stacks:preview_update_patch')
+    def preview_update_patch(self, req, ctx, stack_name, stack_id):
+        return self._preview_update(req, ctx, stack_name, stack_id, True)
 
     @action('stacks:delete')
     def delete(self, req, ctx, stack_name, stack_id):
