@@ -23,7 +23,8 @@ def _bundle(data):
     return template.bundle_from_request(
         data.get('template'), data.get('files'), data.get('environment'),
         data.get('environment_files'),
-        max_size=conf_mod.CONF.max_template_size)
+        max_size=conf_mod.CONF.max_template_size,
+        base_url=data.get('template_base_url'))
 
 
 def _tags(value):

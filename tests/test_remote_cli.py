@@ -1,0 +1,266 @@
+"""The `converge` CLI in remote mode (--os-url, --os-token) against a live
+converge-api on loopback (an embedded home, the API process being the
+engine), beside the same commands embedded on a home of their own: the
+same columns, the same values but ids and times, the same exit codes."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import CLI, stop_agents
+from tests import test_heat_api
+from tests.test_heat_api import NESTED, TOP
+
+pytestmark = pytest.mark.xdist_group('heat_api')
+
+#: values that differ between two stacks made alike: ids, times, the
+#: physical ids (random suffixes), a stack's project
+VARYING = ('id', 'creation_time', 'updated_time', 'event_time',
+           'physical_resource_id', 'project', 'Creation Time',
+           'Updated Time', 'ID')
+
+#: a converge-api on loopback over an embedded home, this module's own
+api = test_heat_api.api
+
+FAILING = '''\
+heat_template_version: 2018-08-31
+resources:
+  ok:
+    type: OS::Heat::Value
+    properties: {value: fine}
+  bad:
+    type: OS::Heat::TestResource
+    properties: {fail: true}
+    depends_on: ok
+'''
+
+
+class Remote:
+    """Runs `converge --os-url URL --os-token T` in a subprocess; its
+    --home is an empty directory, so nothing local can answer."""
+
+    def __init__(self, url, token, home):
+        self.url, self.token, self.home = url, token, home
+
+    def run(self, *args, check=True, url=None, token=None):
+        env = dict(os.environ)
+        for k in ('CONVERGE_HOME', 'CONVERGE_URL', 'CONVERGE_TOKEN',
+                  'OS_PROJECT_ID'):
+            env.pop(k, None)
+        proc = subprocess.run(
+            [sys.executable, '-m', 'converge.cmd.cli', '--home', self.home,
+             '--os-url', url or self.url, '--os-token', token or self.token]
+            + list(args), capture_output=True, text=True, env=env,
+            timeout=300)
+        if check and proc.returncode != 0:
+            raise AssertionError('converge %s failed (%d):\n%s\n%s' % (
+                ' '.join(args), proc.returncode, proc.stdout, proc.stderr))
+        return proc
+
+    def json(self, *args, **kw):
+        return json.loads(self.run(*(list(args) + ['-f', 'json']),
+                                   **kw).stdout)
+
+
+def _remote(api, tmp_path, project):
+    token = api.token(project)['token']
+    return Remote('%s/v1/%s' % (api.url, project), token,
+                  str(tmp_path / 'nohome'))
+
+
+def _same(remote, local):
+    """`remote` and `local` (rows or one mapping, as -f json prints them)
+    alike but for VARYING values."""
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items()
+                    if k not in VARYING}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        if isinstance(value, str):
+            # a nested stack's name ends in part of its id
+            return re.sub(r'-[0-9a-f]{12}\b', '-<id>', value)
+        return value
+    assert strip(remote) == strip(local)
+    if isinstance(remote, list):
+        assert [sorted(r) for r in remote] == [sorted(r) for r in local]
+    else:
+        assert sorted(remote) == sorted(local)
+
+
+def _lines(out):
+    """What following printed, one line per event, without the time."""
+    return sorted(line.split(' ', 2)[2] for line in out.splitlines()
+                  if line.startswith('20'))
+
+
+def test_a_stack_through_its_life_remote_as_embedded(api, tmp_path, write):
+    """create --wait with get_file, a provider template and an
+    environment; list, show, resource list (and a level down), event
+    list, output show; update --existing --parameter --wait; check;
+    converge; delete --wait: remote and embedded print the same and exit
+    the same."""
+    remote = _remote(api, tmp_path, 'life')
+    local = CLI(str(tmp_path / 'home'))
+    write('motd.txt', 'welcome\n')
+    write('inner.yaml', NESTED)
+    top = write('top.yaml', TOP)
+    env = write('env.yaml', 'parameters:\n  greeting: bonjour\n')
+    try:
+        both = {}
+        for side, cli in (('remote', remote), ('local', local)):
+            made = cli.run('stack', 'create', '-t', top, '-e', env,
+                           '--wait', 'app')
+            both[side] = made
+        # following printed every event of the traversal, once
+        assert _lines(both['remote'].stdout) == _lines(both['local'].stdout)
+        assert '[box]: CREATE_COMPLETE' in both['remote'].stdout
+
+        listed = remote.json('stack', 'list')
+        assert [r['Stack Status'] for r in listed] == ['CREATE_COMPLETE']
+        _same(listed, local.json('stack', 'list'))
+
+        shown = remote.json('stack', 'show', 'app')
+        assert shown['stack_status'] == 'CREATE_COMPLETE'
+        assert shown['parameters'] == {'greeting': 'bonjour'}
+        assert {o['output_key']: o['output_value']
+                for o in shown['outputs']} == {'motd': 'welcome\n',
+                                               'said': 'bonjour'}
+        _same(shown, local.json('stack', 'show', 'app'))
+        # by id too
+        assert remote.json('stack', 'show', shown['id'])['stack_name'] \
+            == 'app'
+
+        for args in (('stack', 'resource', 'list', 'app'),
+                     ('stack', 'resource', 'list', 'app', '-n', '1'),
+                     ('stack', 'output', 'show', 'app', 'said'),
+                     ('stack', 'output', 'show', 'app', '--all'),
+                     ('stack', 'output', 'list', 'app'),
+                     ('stack', 'resource', 'show', 'app', 'motd')):
+            _same(remote.json(*args), local.json(*args))
+
+        events = remote.json('stack', 'event', 'list', 'app')
+        assert [(e['resource_name'], e['resource_status'])
+                for e in events if e['resource_name'] == 'box'] == [
+            ('box', 'CREATE_IN_PROGRESS'), ('box', 'CREATE_COMPLETE')]
+        assert sorted((e['resource_name'], e['resource_status'])
+                      for e in events) == sorted(
+            (e['resource_name'], e['resource_status'])
+            for e in local.json('stack', 'event', 'list', 'app'))
+        assert list(events[0]) == list(local.json(
+            'stack', 'event', 'list', 'app', '--limit', '1')[0])
+        assert len(remote.json('stack', 'event', 'list', 'app',
+                               '--limit', '2')) == 2
+
+        for side, cli in (('remote', remote), ('local', local)):
+            both[side] = cli.json('stack', 'update', 'app', '--existing',
+                                  '--parameter', 'greeting=hej', '--wait')
+        assert both['remote']['stack_status'] == 'UPDATE_COMPLETE'
+        _same(both['remote'], both['local'])
+        assert remote.json('stack', 'output', 'show', 'app', 'said')[
+            'output_value'] == 'hej'
+
+        for verb, status in (('check', 'CHECK_COMPLETE'),
+                             ('converge', 'UPDATE_COMPLETE')):
+            got = remote.json('stack', verb, 'app', '--wait')
+            assert got['stack_status'] == status, got
+            _same(got, local.json('stack', verb, 'app'))
+
+        for cli in (remote, local):
+            stack_id = cli.json('stack', 'show', 'app')['id']
+            cli.run('stack', 'delete', 'app', '--wait', '--yes')
+            assert cli.json('stack', 'list') == []
+            # a deleted stack is shown by its id (as Heat's lookup)
+            assert cli.json('stack', 'show', stack_id)['stack_status'] == \
+                'DELETE_COMPLETE'
+            gone = cli.run('stack', 'resource', 'list', 'app', check=False)
+            assert gone.returncode == 3, gone.stderr
+            assert 'Stack not found: app' in gone.stderr
+    finally:
+        stop_agents(local.home)
+
+
+def test_refusals_exit_as_embedded(api, tmp_path, write):
+    """A failed create (rolled back), an invalid template, a name taken,
+    a missing resource and output: the same codes and messages."""
+    remote = _remote(api, tmp_path, 'refusals')
+    local = CLI(str(tmp_path / 'home'))
+    bad = write('bad.yaml', 'heat_template_version: 2018-08-31\n'
+                'resources:\n  x: {type: OS::Heat::Nope}\n')
+    failing = write('failing.yaml', FAILING)
+    ok = write('ok.yaml', 'heat_template_version: 2018-08-31\n'
+               'resources:\n  v: {type: OS::Heat::Value, '
+               'properties: {value: 1}}\n')
+    cases = [
+        (('stack', 'create', '-t', bad, 'bad', '--wait'), 2,
+         'Unknown resource type "OS::Heat::Nope"'),
+        (('stack', 'create', '-t', failing, 'f', '--enable-rollback',
+          '--wait'), 1, 'failed and was rolled back'),
+        (('stack', 'create', '-t', ok, 'ok', '--wait'), 0, ''),
+        (('stack', 'create', '-t', ok, 'ok', '--wait'), 4,
+         'Stack ok already exists'),
+        (('stack', 'create', '-t', ok, 'a/b', '--wait'), 2, 'a/b'),
+        (('stack', 'resource', 'show', 'ok', 'nope'), 3,
+         'Resource nope not found in stack ok'),
+        (('stack', 'output', 'show', 'ok', 'nope'), 3,
+         'Output nope not found'),
+        (('stack', 'cancel', 'ok'), 4, ''),
+        (('stack', 'show', 'nope'), 3, 'Stack not found: nope'),
+    ]
+    try:
+        for args, code, needle in cases:
+            got = {}
+            for side, cli in (('remote', remote), ('local', local)):
+                proc = cli.run(*args, check=False)
+                assert proc.returncode == code, (side, args, proc.stderr)
+                assert needle in proc.stderr, (side, args, proc.stderr)
+                got[side] = proc.stderr.strip().splitlines()[-1:]
+            assert got['remote'] == got['local'], args
+    finally:
+        stop_agents(local.home)
+
+
+def test_tokens_and_projects(api, tmp_path, write):
+    """A wrong token exits non-zero saying the token was refused;
+    another project's stack, by name or id, is not found; the project
+    given twice, differently, is refused; an API not there is said so."""
+    alice = _remote(api, tmp_path, 'alice')
+    bob = _remote(api, tmp_path, 'bob')
+    ok = write('ok.yaml', 'heat_template_version: 2018-08-31\n'
+               'resources:\n  v: {type: OS::Heat::Value, '
+               'properties: {value: 1}}\n')
+    made = alice.json('stack', 'create', '-t', ok, 'mine', '--wait')
+
+    wrong = alice.run('stack', 'list', token='not-a-token', check=False)
+    assert wrong.returncode not in (0, 3), wrong
+    assert 'refused the token' in wrong.stderr
+
+    for ident in ('mine', made['id']):
+        proc = bob.run('stack', 'show', ident, check=False)
+        assert proc.returncode == 3, proc.stderr
+        assert 'Stack not found: %s' % ident in proc.stderr
+        proc = bob.run('stack', 'delete', ident, '--yes', check=False)
+        assert proc.returncode == 3, proc.stderr
+    assert bob.json('stack', 'list') == []
+    # bob's token on alice's URL finds nothing either
+    proc = bob.run('stack', 'show', 'mine', url=alice.url, check=False)
+    assert proc.returncode == 3, proc.stderr
+    assert alice.json('stack', 'show', 'mine')['stack_status'] == \
+        'CREATE_COMPLETE'
+
+    proc = alice.run('--os-project-id', 'bob', 'stack', 'list',
+                     check=False)
+    assert proc.returncode == 2 and 'give one' in proc.stderr
+    # the project from --os-project-id, the URL naming none
+    assert [r['Stack Name'] for r in alice.json(
+        '--os-project-id', 'alice', 'stack', 'list', url=api.url)] == [
+            'mine']
+
+    down = alice.run('stack', 'list', url='http://127.0.0.1:9/v1/alice',
+                     check=False)
+    assert down.returncode == 1
+    assert 'Cannot reach converge-api at http://127.0.0.1:9' in down.stderr
