@@ -264,3 +264,102 @@ def test_tokens_and_projects(api, tmp_path, write):
                      check=False)
     assert down.returncode == 1
     assert 'Cannot reach converge-api at http://127.0.0.1:9' in down.stderr
+
+
+HEAL = '''\
+heat_template_version: 2018-08-31
+resources:
+  srv:
+    type: OS::Nova::Server
+    properties: {image: cirros, flavor: m1.tiny, name: healme}
+  word:
+    type: OS::Heat::Value
+    properties: {value: {get_attr: [srv, first_address]}}
+'''
+
+
+def _servers(cloud, name):
+    """How many servers of that name the API's simulated cloud has (other
+    tests' servers are there too)."""
+    return sum(1 for s in cloud.json('sim', 'server', 'list')
+               if s['Name'] == name)
+
+
+def test_converge_extensions_and_osc_verbs(api, tmp_path, write):
+    """What Heat's API has no route for, remotely: graph, drift, converge
+    healing a server deleted behind the engine's back, abandon and adopt;
+    and the OSC verbs (template, environment and files of a stack, mark
+    unhealthy, event show, template versions, resource types), printed
+    as embedded prints them."""
+    remote = _remote(api, tmp_path, 'ext')
+    local = CLI(str(tmp_path / 'home'))
+    # the API's own home: its simulated cloud
+    cloud = CLI(os.path.join(os.path.dirname(api.conf), 'home'))
+    tmpl = write('heal.yaml', HEAL)
+    env = write('env.yaml', 'parameter_defaults: {}\n')
+    try:
+        for cli in (remote, local):
+            cli.run('stack', 'create', '-t', tmpl, '-e', env, 'h', '--wait')
+        assert 'digraph "h"' in remote.run('stack', 'graph', 'h').stdout
+        assert remote.run('stack', 'graph', 'h').stdout == local.run(
+            'stack', 'graph', 'h').stdout
+        assert remote.json('stack', 'drift', 'h') == []
+
+        cloud.run('sim', 'server', 'delete', 'healme')
+        drift = remote.json('stack', 'drift', 'h')
+        assert [d['resource_name'] for d in drift] == ['srv'], drift
+        healed = remote.json('stack', 'converge', 'h', '--wait')
+        assert healed['stack_status'] == 'UPDATE_COMPLETE', healed
+        assert _servers(cloud, 'healme') == 1
+        assert remote.json('stack', 'drift', 'h') == []
+
+        for args in (('stack', 'template', 'show', 'h'),
+                     ('stack', 'environment', 'show', 'h'),
+                     ('stack', 'file', 'list', 'h'),
+                     ('orchestration', 'template', 'version', 'list'),
+                     ('orchestration', 'resource', 'type', 'list',
+                      '--filter', 'name=Server', '--long'),
+                     ('orchestration', 'resource', 'type', 'show',
+                      'OS::Heat::Value')):
+            assert remote.json(*args) == local.json(*args), args
+        assert remote.json('stack', 'template', 'show', 'h')[
+            'resources']['srv']['type'] == 'OS::Nova::Server'
+
+        for cli in (remote, local):
+            cli.run('stack', 'resource', 'mark', 'unhealthy', 'h', 'word',
+                    'by hand')
+            word = cli.json('stack', 'resource', 'show', 'h', 'word')
+            assert word['resource_status'] == 'CHECK_FAILED', word
+            assert word['resource_status_reason'] == 'by hand'
+            uuid = cli.json('stack', 'event', 'list', 'h', '--resource',
+                            'srv')[0]['id']
+            shown = cli.json('stack', 'event', 'show', 'h', 'srv', uuid)
+            assert shown['id'] == uuid
+            assert shown['resource_status'] == 'CREATE_IN_PROGRESS'
+            assert shown['resource_type'] == 'OS::Nova::Server'
+            missing = cli.run('stack', 'event', 'show', 'h', 'srv',
+                              'no-such-event', check=False)
+            assert missing.returncode == 3, missing.stderr
+        assert sorted(shown) == sorted(remote.json(
+            'stack', 'event', 'show', 'h', 'srv', remote.json(
+                'stack', 'event', 'list', 'h', '--resource', 'srv')[0][
+                    'id']))
+
+        # abandon writes the stack's state and forgets it; adopt takes
+        # the same server back, creating nothing
+        saved = str(tmp_path / 'h.json')
+        server = remote.json('stack', 'resource', 'show', 'h', 'srv')[
+            'physical_resource_id']
+        remote.run('stack', 'abandon', 'h', '--output-file', saved)
+        assert remote.json('stack', 'list') == []
+        with open(saved) as f:
+            assert json.load(f)['resources']['srv']['resource_id'] == server
+        adopted = remote.json('stack', 'adopt', 'h', '--adopt-file', saved,
+                              '--wait')
+        assert adopted['stack_status'] == 'ADOPT_COMPLETE', adopted
+        assert remote.json('stack', 'resource', 'show', 'h', 'srv')[
+            'physical_resource_id'] == server
+        assert _servers(cloud, 'healme') == 1
+        remote.run('stack', 'delete', 'h', '--yes', '--wait')
+    finally:
+        stop_agents(local.home)
