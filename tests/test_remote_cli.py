@@ -363,3 +363,34 @@ def test_converge_extensions_and_osc_verbs(api, tmp_path, write):
         remote.run('stack', 'delete', 'h', '--yes', '--wait')
     finally:
         stop_agents(local.home)
+
+
+def test_suspend_resume_and_a_deployment_action_remote(api, tmp_path,
+                                                       write):
+    """A component's stack suspended and resumed, then its day-2 action
+    run with --wait, listed and shown: converge-api's agent routes serve
+    the server's agent, the CLI only follows."""
+    from tests.test_software_e2e import COMPONENT
+    remote = _remote(api, tmp_path, 'day2')
+    remote.run('stack', 'create', '-t', write('app.yaml', COMPONENT),
+               'app', '--wait')
+    for verb, status in (('suspend', 'SUSPEND_COMPLETE'),
+                         ('resume', 'RESUME_COMPLETE')):
+        assert remote.json('stack', verb, 'app', '--wait')[
+            'stack_status'] == status
+    before = remote.json('stack', 'show', 'app')
+    [done] = remote.json('deployment', 'action', 'run', 'app', 'deployment',
+                         'backup', '--input', 'target=/mnt/b', '--wait')
+    assert done['status'] == 'COMPLETE', done
+    assert done['output_values']['archive'] == '/mnt/b/app.tgz'
+    assert remote.json('stack', 'show', 'app')['updated_time'] == \
+        before['updated_time']
+    [listed] = remote.json('deployment', 'action', 'list', 'app')
+    assert (listed['id'], listed['action']) == (done['id'], 'backup')
+    shown = remote.json('deployment', 'action', 'show', done['id'])
+    assert shown['output_values'] == done['output_values']
+    refused = remote.run('deployment', 'action', 'run', 'app', 'deployment',
+                         'nosuch', check=False)
+    assert refused.returncode == 2 and 'no config for action nosuch' in \
+        refused.stderr
+    remote.run('stack', 'delete', 'app', '--yes', '--wait')
