@@ -252,6 +252,18 @@ def test_tokens_and_projects(api, tmp_path, write):
     assert alice.json('stack', 'show', 'mine')['stack_status'] == \
         'CREATE_COMPLETE'
 
+    # a reader reads, and is refused a write
+    reader = api.token('alice', '--role', 'reader')['token']
+    assert [r['Stack Name'] for r in alice.json(
+        'stack', 'list', token=reader)] == ['mine']
+    proc = alice.run('stack', 'delete', 'mine', '--yes', token=reader,
+                     check=False)
+    assert proc.returncode == 5, proc.stderr
+    assert 'Policy does not allow stacks:delete' in proc.stderr
+    proc = alice.run('stack', 'converge', 'mine', token=reader, check=False)
+    assert proc.returncode == 5, proc.stderr
+    assert 'converge:stack_converge' in proc.stderr
+
     proc = alice.run('--os-project-id', 'bob', 'stack', 'list',
                      check=False)
     assert proc.returncode == 2 and 'give one' in proc.stderr

@@ -3,6 +3,7 @@ body turned back into the converge.exception the local service raises,
 so that a command exits with the same code (docs/cli.md) either way."""
 
 import json
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -12,6 +13,13 @@ from converge import exception
 #: seconds a request may take: a drift observes every resource, an
 #: abandon writes a whole stack
 TIMEOUT = 300
+
+#: connection failures in a row a read (GET) survives: converge-api
+#: restarting, a load balancer moving it (a write is not repeated: it
+#: may have been done)
+DROPPED_RETRIES = 5
+#: seconds before the first retry of a read (doubling, at most 2 s)
+RETRY_PAUSE = 0.2
 
 #: the error class by status, when the body names no converge error
 _BY_STATUS = {400: exception.InvalidInput, 401: exception.Unauthorized,
@@ -102,6 +110,18 @@ class Client:
             headers['X-Auth-Token'] = self.token
         req = urllib.request.Request(url, data=data, headers=headers,
                                      method=method)
+        dropped = 0
+        while True:
+            try:
+                return self._send(req)
+            except exception.ConvergeError as e:
+                if method != 'GET' or not getattr(e, 'unreachable', False) \
+                        or dropped >= DROPPED_RETRIES:
+                    raise
+                time.sleep(min(RETRY_PAUSE * 2 ** dropped, 2.0))
+                dropped += 1
+
+    def _send(self, req):
         try:
             with self._opener.open(req, timeout=self.timeout) as resp:
                 return Answer(resp.status, resp.headers,
@@ -114,7 +134,8 @@ class Client:
         except (urllib.error.URLError, OSError) as e:
             reason = getattr(e, 'reason', e)
             raise exception.ConvergeError(
-                'Cannot reach converge-api at %s: %s' % (self.root, reason))
+                'Cannot reach converge-api at %s: %s' % (self.root, reason),
+                unreachable=True)
 
     def get(self, path, **query):
         return self.request('GET', path, query=query).body
