@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -46,16 +47,28 @@ class Remote:
     def __init__(self, url, token, home):
         self.url, self.token, self.home = url, token, home
 
-    def run(self, *args, check=True, url=None, token=None):
+    def argv(self, args, url=None, token=None):
+        return [sys.executable, '-m', 'converge.cmd.cli', '--home',
+                self.home, '--os-url', url or self.url, '--os-token',
+                token or self.token] + list(args)
+
+    @staticmethod
+    def env():
         env = dict(os.environ)
         for k in ('CONVERGE_HOME', 'CONVERGE_URL', 'CONVERGE_TOKEN',
                   'OS_PROJECT_ID'):
             env.pop(k, None)
+        return env
+
+    def popen(self, *args):
+        return subprocess.Popen(self.argv(args), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True,
+                                env=self.env())
+
+    def run(self, *args, check=True, url=None, token=None):
         proc = subprocess.run(
-            [sys.executable, '-m', 'converge.cmd.cli', '--home', self.home,
-             '--os-url', url or self.url, '--os-token', token or self.token]
-            + list(args), capture_output=True, text=True, env=env,
-            timeout=300)
+            self.argv(args, url, token), capture_output=True, text=True,
+            env=self.env(), timeout=300)
         if check and proc.returncode != 0:
             raise AssertionError('converge %s failed (%d):\n%s\n%s' % (
                 ' '.join(args), proc.returncode, proc.stdout, proc.stderr))
@@ -406,3 +419,41 @@ def test_suspend_resume_and_a_deployment_action_remote(api, tmp_path,
     assert refused.returncode == 2 and 'no config for action nosuch' in \
         refused.stderr
     remote.run('stack', 'delete', 'app', '--yes', '--wait')
+
+
+def test_update_resume_moves_a_canary_rollout_on_remote(api, tmp_path):
+    """`stack update --wait` follows a rolling update through
+    converge-api while its canary batch waits for the operator; `stack
+    update --resume --wait` from another terminal moves it on, and both
+    end 0; a second --resume is refused (exit 4)."""
+    from tests.test_nested import ROLLING
+    remote = _remote(api, tmp_path, 'canary')
+    (tmp_path / 'c.yaml').write_text(ROLLING.replace(
+        'count: 6', 'count: 5').replace(
+        'min_in_service: 4, pause_time: 0',
+        'min_in_service: 0, canary_size: 1'))
+    remote.run('stack', 'create', 'c', '-t', str(tmp_path / 'c.yaml'),
+               '--wait')
+    following = remote.popen('stack', 'update', 'c', '--existing',
+                             '--parameter', 'stamp=two', '--wait')
+    try:
+        deadline = time.monotonic() + 120
+        while not remote.json('stack', 'resource', 'show', 'c', 'group')[
+                'resource_status_reason'].startswith('canary batch done'):
+            assert time.monotonic() < deadline, 'the canary never finished'
+        [rollout] = remote.json('stack', 'show', 'c')['rollouts']
+        assert (rollout['batch'], rollout['batches']) == (2, 3)
+        remote.run('stack', 'update', '--resume', 'c', '--wait')
+        out, err = following.communicate(timeout=120)
+        assert following.returncode == 0, err
+        assert '[group]: UPDATE_COMPLETE' in out
+    finally:
+        if following.poll() is None:
+            following.kill()
+            following.wait()
+    shown = remote.json('stack', 'show', 'c')
+    assert shown['stack_status'] == 'UPDATE_COMPLETE'
+    again = remote.run('stack', 'update', '--resume', 'c', check=False)
+    assert again.returncode == 4, again.stderr
+    assert 'Stack c has no rolling update waiting to be resumed' in \
+        again.stderr

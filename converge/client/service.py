@@ -100,8 +100,17 @@ class RemoteService:
     def _started(self, answer, stack_id=None):
         stack = answer.body.get('stack') if isinstance(answer.body,
                                                        dict) else None
+        traversal = answer.headers.get(TRAVERSAL_HEADER)
+        if not traversal:
+            # following whichever traversal owns the stack later could
+            # follow another operation's and report its outcome as ours
+            raise exception.ConvergeError(
+                'converge-api at %s accepted the operation but did not '
+                'name the traversal it started (%s): it is not a '
+                'converge-api this command can follow'
+                % (self.http.root, TRAVERSAL_HEADER))
         return {'id': stack_id or (stack or {}).get('id'),
-                'traversal_id': answer.headers.get(TRAVERSAL_HEADER)}
+                'traversal_id': traversal}
 
     def _act(self, ident, verb):
         path = self._path(ident)
