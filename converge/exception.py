@@ -100,6 +100,13 @@ class Unauthorized(ConvergeError):
     http_status = 401
 
 
+class TooMany(ConvergeError):
+    """A limit on requests per time: try again after `retry_after` s."""
+
+    exit_code = 4
+    http_status = 429
+
+
 class Forbidden(ConvergeError):
     """The caller is known but the policy does not allow the operation."""
 

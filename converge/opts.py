@@ -41,6 +41,10 @@ DEFAULT_OPTS = [
                     'take (yaql\'s memoryQuota).'),
     cfg.IntOpt('max_resources_per_stack', default=30000, min=1,
                help='Most resources one stack may hold.'),
+    cfg.IntOpt('max_stacks_per_project', default=512, min=0,
+               help='Most live stacks (nested ones not counted) one '
+                    'project may have; 0: no limit. Heat\'s '
+                    'max_stacks_per_tenant and its default.'),
     cfg.IntOpt('max_nested_stack_depth', default=5, min=0,
                help='How deeply stacks may nest (provider templates, '
                     'OS::Heat::Stack, groups): a stack of depth 0 may own '
@@ -228,10 +232,18 @@ API_OPTS = [
     cfg.StrOpt('auth_strategy', default='token',
                choices=[('token', "converge's own tokens "
                          '(converge-manage token create)'),
+                        ('keystone', 'keystone tokens, validated by '
+                         'keystonemiddleware ([keystone_authtoken])'),
                         ('noauth', 'no authentication: the project is the '
                          "URL's, the roles X-Roles' (development only)")],
                help='How the orchestration API (/v1/{project_id}/...) '
                     'knows who is asking.'),
+    cfg.IntOpt('max_requests_per_minute', default=0, min=0,
+               help='Most requests to the orchestration API one caller (a '
+                    'token, or a keystone user in a project) may make in '
+                    'a minute, counted across every API process in the '
+                    'database (each counted request costs a write); '
+                    'beyond it, 429. 0: no limit.'),
     cfg.IntOpt('max_json_body_size', default=1048576, min=1,
                help='Largest request body the API reads, in bytes '
                     "(Heat's default)."),

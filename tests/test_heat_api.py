@@ -16,8 +16,6 @@ import pytest
 from converge.bench import fleet
 from tests.conftest import EXAMPLES, stop_agents
 
-pytestmark = pytest.mark.xdist_group('heat_api')
-
 BIN = os.path.dirname(sys.executable)
 
 NESTED = '''\
@@ -258,7 +256,7 @@ def test_openstack_stack_commands(api, tmp_path):
     osc = lambda *a, **kw: api.openstack('osc', token, *a, **kw)  # noqa
     env = tmp_path / 'env.yaml'
     env.write_text('parameters:\n  flavor: m1.medium\n')
-    out = osc('stack', 'create', '--wait', '-t',
+    out = osc('stack', 'create', '--wait', '--poll', '1', '-t',
               os.path.join(EXAMPLES, 'demo.yaml'), '-e', str(env),
               '--parameter', 'domain=example.net', 'demo')
     # the events while it waited, then OSC's short summary
@@ -272,19 +270,19 @@ def test_openstack_stack_commands(api, tmp_path):
                                'json').stdout)
     assert len(resources) == 20
     assert {r['resource_status'] for r in resources} == {'CREATE_COMPLETE'}
-    shown = json.loads(osc('stack', 'show', 'demo', '-f', 'json').stdout)
-    assert shown['parameters']['flavor'] == 'm1.medium'
-    assert shown['parameters']['domain'] == 'example.net'
     url = json.loads(osc('stack', 'output', 'show', 'demo', 'url', '-f',
                          'json').stdout)
     assert 'example.net' in url['output_value']
+    # the environment file was sent and applied
+    hc = api.client('osc', token)
+    assert hc.stacks.get('demo').parameters['flavor'] == 'm1.medium'
     events = osc('stack', 'event', 'list', 'demo').stdout
     assert '[demo.lb_server]: CREATE_COMPLETE' in events
     osc('stack', 'delete', '--wait', '-y', 'demo')
-    assert json.loads(osc('stack', 'list', '-f', 'json').stdout) == []
     missing = osc('stack', 'show', 'demo', check=False)
     assert missing.returncode != 0 and 'not found' in (
         missing.stdout + missing.stderr).lower()
+    assert list(hc.stacks.list()) == []
 
 
 def test_another_project_sees_nothing(api, tmp_path):
@@ -449,11 +447,32 @@ def test_distributed_heatclient(dist_api, tmp_path):
         'motd': 'hi\n', 'said': 'salut'}
     assert ('far', 'CREATE_COMPLETE') in {
         (e.resource_name, e.resource_status) for e in hc.events.list('far')}
-    hc.stacks.delete('far')
+    # a second API process, sharing nothing with the first but the
+    # database, the bus and the locks (two behind a load balancer)
+    proc, url2 = _start_api(dist_api.conf, str(tmp_path / 'api2.log'))
+    try:
+        hc2 = API(dist_api.conf, url2).client('d', dist_api.token('d')[
+            'token'])
+        assert hc2.stacks.get('far').stack_status == 'CREATE_COMPLETE'
+        hc2.stacks.delete('far')
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
     deadline = time.monotonic() + 120
     while list(hc.stacks.list()):
         assert time.monotonic() < deadline
         time.sleep(0.05)
+    # and the openstack commands, the workers converging
+    token = dist_api.token('d')['token']
+    osc = lambda *a, **kw: dist_api.openstack('d', token, *a, **kw)  # noqa
+    out = osc('stack', 'create', '--wait', '--poll', '1', '-t',
+              os.path.join(EXAMPLES, 'demo.yaml'), 'demo')
+    assert '[demo.web1]: CREATE_COMPLETE' in out.stdout
+    assert [r['resource_status'] for r in json.loads(osc(
+        'stack', 'resource', 'list', 'demo', '-f', 'json').stdout)] == [
+        'CREATE_COMPLETE'] * 20
+    osc('stack', 'delete', '--wait', '-y', 'demo')
+    assert list(hc.stacks.list()) == []
 
 
 def test_software_config_and_deployment_of_no_stack(api):
@@ -515,3 +534,252 @@ def test_software_config_and_deployment_of_no_stack(api):
     hc.software_configs.delete(config.id)
     with pytest.raises(exc.HTTPNotFound):
         hc.software_configs.get(config.id)
+
+
+def test_stacks_per_project_limit(tmp_path):
+    """`max_stacks_per_project` refuses one stack too many (409, nothing
+    stored) in that project only; deleting one makes room."""
+    from heatclient import exc
+    home = str(tmp_path / 'home')
+    conf = str(tmp_path / 'converge.conf')
+    with open(conf, 'w') as f:
+        f.write('[DEFAULT]\nhome = %s\nmax_stacks_per_project = 2\n' % home)
+    proc, url = _start_api(conf, str(tmp_path / 'api.log'))
+    try:
+        api = API(conf, url)
+        hc = api.client('full', api.token('full')['token'])
+        tmpl = {'heat_template_version': '2018-08-31'}
+        for name in ('one', 'two'):
+            hc.stacks.create(stack_name=name, template=tmpl, parameters={})
+        with pytest.raises(exc.HTTPConflict) as err:
+            hc.stacks.create(stack_name='three', template=tmpl,
+                             parameters={})
+        assert 'maximum stacks per project, 2' in str(err.value)
+        assert sorted(s.stack_name for s in hc.stacks.list()) == [
+            'one', 'two']
+        other = api.client('roomy', api.token('roomy')['token'])
+        other.stacks.create(stack_name='three', template=tmpl,
+                            parameters={})
+        _settled(hc, 'one')
+        hc.stacks.delete('one')
+        deadline = time.monotonic() + 60
+        while len(list(hc.stacks.list())) > 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        hc.stacks.create(stack_name='three', template=tmpl, parameters={})
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_snapshot_and_restore(api):
+    """`stack snapshot create`, list, show; an update that changes a value
+    and adds a resource; restore: the stack is back to the snapshot's
+    definition (the value as it was, the added resource gone)."""
+    from heatclient import exc
+    hc = api.client('snap', api.token('snap')['token'])
+
+    def tmpl(extra=False):
+        t = {'heat_template_version': '2018-08-31',
+             'parameters': {'word': {'type': 'string'}},
+             'resources': {'v': {'type': 'OS::Heat::Value', 'properties': {
+                 'value': {'get_param': 'word'}}}},
+             'outputs': {'o': {'value': {'get_attr': ['v', 'value']}}}}
+        if extra:
+            t['resources']['w'] = {'type': 'OS::Heat::None'}
+        return t
+    hc.stacks.create(stack_name='s', template=tmpl(),
+                     parameters={'word': 'before'})
+    assert _settled(hc, 's').stack_status == 'CREATE_COMPLETE'
+    snap = hc.stacks.snapshot('s', 'first')
+    assert snap['status'] == 'COMPLETE' and snap['name'] == 'first'
+    assert [x['id'] for x in hc.stacks.snapshot_list('s')['snapshots']] == [
+        snap['id']]
+    kept = hc.stacks.snapshot_show('s', snap['id'])['snapshot']
+    assert kept['data']['resources']['v']['type'] == 'OS::Heat::Value'
+
+    hc.stacks.update('s', template=tmpl(extra=True),
+                     parameters={'word': 'after'})
+    assert _settled(hc, 's').stack_status == 'UPDATE_COMPLETE'
+    assert {r.resource_name for r in hc.resources.list('s')} == {'v', 'w'}
+
+    hc.stacks.restore('s', snap['id'])
+    st = _settled(hc, 's')
+    assert st.stack_status == 'UPDATE_COMPLETE', st.stack_status_reason
+    assert st.outputs[0]['output_value'] == 'before'
+    assert {r.resource_name for r in hc.resources.list('s')} == {'v'}
+
+    hc.stacks.snapshot_delete('s', snap['id'])
+    with pytest.raises(exc.HTTPNotFound):
+        hc.stacks.snapshot_show('s', snap['id'])
+
+
+def test_rally_task_through_the_api(api, tmp_path):
+    """`converge-bench --rally TASK --api URL`: Rally's HeatStacks
+    scenarios through the REST API with python-heatclient."""
+    extra = os.path.join(os.path.dirname(EXAMPLES), 'rally-jobs', 'extra')
+    task = tmp_path / 'task.yaml'
+    task.write_text(
+        'HeatStacks.create_update_delete_stack:\n'
+        '  - args:\n'
+        '      template_path: "%s/random_strings.yaml"\n'
+        '      updated_template_path: "%s/updated_random_strings_add.yaml"\n'
+        '    runner: {type: constant, times: 3, concurrency: 2}\n'
+        '    sla: {failure_rate: {max: 0}}\n' % (extra, extra))
+    token = api.token('rally')['token']
+    out = subprocess.run(
+        [os.path.join(BIN, 'converge-bench'), '--rally', str(task),
+         '--api', '%s/v1/rally' % api.url, '--api-token', token,
+         '--json', str(tmp_path / 'rows.json')],
+        capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    rows = json.loads((tmp_path / 'rows.json').read_text())
+    assert rows[0]['total']['count'] == 3
+    assert rows[0]['total']['success_pct'] == 100.0
+    assert set(rows[0]['atomic']) == {'heat.create_stack',
+                                      'heat.update_stack',
+                                      'heat.delete_stack'}
+    hc = api.client('rally', token)
+    assert list(hc.stacks.list()) == []
+
+
+def test_keystone_tokens(engine):
+    """`[api] auth_strategy = keystone`: keystonemiddleware validates the
+    token (keystone's answers stood in by its own test fixture) and the
+    API reads who it is from what the middleware leaves; identity headers
+    a client sends itself count for nothing, and the agents' routes keep
+    their own credentials."""
+    import requests
+    from heatclient import exc
+    from keystonemiddleware import fixture as ksm_fixture
+    from converge import conf
+    from converge.api import server
+    conf.CONF.set_override('auth_strategy', 'keystone', group='api')
+    ks = ksm_fixture.AuthTokenFixture()
+    ks.setUp()
+    from keystonemiddleware import auth_token
+    for group, opts in auth_token.list_opts():
+        conf.CONF.register_opts(opts, group=group)
+    # where a refused client is sent to authenticate
+    conf.CONF.set_override('www_authenticate_uri', 'http://keystone.test',
+                           group='keystone_authtoken')
+    served = server.Served(engine, '127.0.0.1', 0, threads=4)
+    try:
+        mine, theirs = 'kp-token', 'other-token'
+        ks.add_token_data(token_id=mine, project_id='kp', user_id='u1',
+                          role_list=['member', 'reader'])
+        ks.add_token_data(token_id=theirs, project_id='other',
+                          user_id='u2', role_list=['member', 'reader'])
+        hc = API(None, served.url).client('kp', mine)
+        hc.stacks.create(stack_name='k', parameters={}, template={
+            'heat_template_version': '2018-08-31'})
+        assert [s.stack_name for s in hc.stacks.list()] == ['k']
+        with pytest.raises(exc.HTTPNotFound):
+            API(None, served.url).client('kp', theirs).stacks.get('k')
+        with pytest.raises(exc.HTTPUnauthorized):
+            list(API(None, served.url).client('kp', 'nope').stacks.list())
+        forged = requests.get(served.url + '/v1/kp/stacks', headers={
+            'X-Identity-Status': 'Confirmed', 'X-Project-Id': 'kp',
+            'X-Roles': 'admin'})
+        assert forged.status_code == 401
+        agent = requests.get(served.url + '/v1/agent/deployments', headers={
+            'X-Agent-Id': 'x', 'X-Agent-Token': 'y'})
+        assert agent.status_code == 403   # its own refusal, not keystone's
+    finally:
+        served.stop()
+        ks.cleanUp()
+        conf.CONF.clear_override('auth_strategy', group='api')
+        conf.CONF.clear_override('www_authenticate_uri',
+                                 group='keystone_authtoken')
+
+
+def test_requests_per_minute(tmp_path):
+    """`[api] max_requests_per_minute`: a token beyond it is answered 429
+    with Retry-After, in Heat's error body; another token is not."""
+    import requests
+    home = str(tmp_path / 'home')
+    conf = str(tmp_path / 'converge.conf')
+    with open(conf, 'w') as f:
+        f.write('[DEFAULT]\nhome = %s\n[api]\nmax_requests_per_minute = 5\n'
+                % home)
+    proc, url = _start_api(conf, str(tmp_path / 'api.log'))
+    try:
+        api = API(conf, url)
+        busy, calm = api.token('rate')['token'], api.token('rate')['token']
+        answers = []
+        # a minute may turn mid-way (the count starts again): within
+        # twice the cap and one, the cap is met
+        for _ in range(11):
+            r = requests.get(url + '/v1/rate/stacks',
+                             headers={'X-Auth-Token': busy})
+            answers.append(r.status_code)
+            if r.status_code == 429:
+                break
+        assert answers[-1] == 429 and answers.count(200) >= 5, answers
+        assert int(r.headers['Retry-After']) <= 60
+        assert 'max_requests_per_minute' in r.json()['error']['message']
+        assert requests.get(url + '/v1/rate/stacks', headers={
+            'X-Auth-Token': calm}).status_code == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+SCALED = '''\
+heat_template_version: 2018-08-31
+resources:
+  asg:
+    type: OS::Heat::AutoScalingGroup
+    properties:
+      min_size: 1
+      max_size: 3
+      desired_capacity: 1
+      resource:
+        type: OS::Heat::Value
+        properties: {value: member}
+  up:
+    type: OS::Heat::ScalingPolicy
+    properties:
+      auto_scaling_group_id: {get_resource: asg}
+      adjustment_type: change_in_capacity
+      scaling_adjustment: 1
+  box:
+    type: OS::Heat::Value
+    properties: {value: box}
+outputs:
+  size: {value: {get_attr: [asg, current_size]}}
+'''
+
+
+def test_signal_and_mark_unhealthy(api, tmp_path):
+    """`stack resource signal` with a user's token scales the group once
+    per signal; `stack resource mark unhealthy` makes a resource
+    CHECK_FAILED with the reason given, and the next update does it
+    again (UPDATE_COMPLETE); marking it healthy undoes only a mark."""
+    from heatclient import exc
+    hc = api.client('sig', api.token('sig')['token'])
+    hc.stacks.create(stack_name='g', parameters={},
+                     **_sent(tmp_path, SCALED))
+    assert _settled(hc, 'g').stack_status == 'CREATE_COMPLETE'
+    hc.resources.signal('g', 'up', data={'current': 'alarm'})
+    st = _settled(hc, 'g')
+    assert st.stack_status == 'UPDATE_COMPLETE', st.stack_status_reason
+    assert st.outputs[0]['output_value'] == 2
+    with pytest.raises(exc.HTTPBadRequest):
+        hc.resources.signal('g', 'box')   # takes no signals
+
+    hc.resources.mark_unhealthy('g', 'box', True, 'disk looks bad')
+    box = hc.resources.get('g', 'box')
+    assert (box.resource_status, box.resource_status_reason) == (
+        'CHECK_FAILED', 'disk looks bad')
+    hc.stacks.update('g', existing=True, parameters={})
+    assert _settled(hc, 'g').stack_status == 'UPDATE_COMPLETE'
+    assert hc.resources.get('g', 'box').resource_status == 'UPDATE_COMPLETE'
+    # healthy again: only a mark is undone
+    hc.resources.mark_unhealthy('g', 'box', False, '')
+    assert hc.resources.get('g', 'box').resource_status == 'UPDATE_COMPLETE'
+    hc.resources.mark_unhealthy('g', 'box', True, 'again')
+    hc.resources.mark_unhealthy('g', 'box', False, 'fine after all')
+    box = hc.resources.get('g', 'box')
+    assert (box.resource_status, box.resource_status_reason) == (
+        'CHECK_COMPLETE', 'fine after all')

@@ -28,8 +28,11 @@ class App:
         mapper = routes.Mapper()
         agent.add_routes(mapper, agent.Controller(engine, self.stopping))
         v1.add_routes(mapper, engine)
-        self._router = routes.middleware.RoutesMiddleware(self._dispatch,
-                                                          mapper)
+        # no method override from a form field: it would parse every
+        # POST body as a form (a JSON API has none), and a malformed
+        # multipart body would fail there, outside any error handling
+        self._router = routes.middleware.RoutesMiddleware(
+            self._dispatch, mapper, use_method_override=False)
 
     @webob.dec.wsgify
     def __call__(self, req):
@@ -49,8 +52,11 @@ class App:
         except Error as e:
             return error_response(e.code, e.message, title=e.title)
         except exception.ConvergeError as e:
-            return error_response(exception.http_status(e), str(e),
+            resp = error_response(exception.http_status(e), str(e),
                                   type(e).__name__)
+            if getattr(e, 'retry_after', None):
+                resp.headers['Retry-After'] = '%d' % e.retry_after
+            return resp
         except Exception:
             LOG.exception('%s %s failed', req.method, req.path)
             return error_response(500, 'The server could not complete the '

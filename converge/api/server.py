@@ -18,6 +18,7 @@ from oslo_log import log as logging
 
 from converge import conf as conf_mod
 from converge.api import app as app_mod
+from converge.api import auth
 from converge.drivers import software as drivers_software
 
 LOG = logging.getLogger(__name__)
@@ -29,7 +30,7 @@ class Served:
     def __init__(self, engine, host, port, threads=None):
         self.app = app_mod.App(engine)
         self.server = cheroot.wsgi.Server(
-            (host, port), self.app,
+            (host, port), auth.wrap(self.app),
             numthreads=threads or conf_mod.CONF.api.threads,
             server_name='converge-api')
         self.server.prepare()   # binds now: a busy port fails here

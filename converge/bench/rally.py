@@ -1,5 +1,7 @@
 """Run a Rally task file (v1 format, Heat's ``HeatStacks`` scenarios)
-directly on the engine: ``converge-bench --rally rally-jobs/converge.yaml``.
+directly on the engine: ``converge-bench --rally rally-jobs/converge.yaml``,
+or through Heat's REST API (converge-api) with python-heatclient, as Rally
+itself does: ``--api http://host:port/v1/PROJECT --api-token T``.
 
 A task maps scenario names to workloads::
 
@@ -146,6 +148,101 @@ class _Heat:
             except Exception as e:
                 errors.append('cleanup: %s' % _describe(e))
 
+        _each(remove, left, concurrency)
+        return errors
+
+
+class HeatAPI:
+    """The same operations through Heat's REST API (converge-api, or
+    Heat), with python-heatclient, as Rally's own heat client calls it:
+    each returns once the stack has left IN_PROGRESS, looked at every
+    `poll` seconds (Rally's heat_stack_*_poll_interval, 1 s by default;
+    shorter here so the poll does not hide the engine's time)."""
+
+    def __init__(self, endpoint, token, poll=0.05, timeout=600):
+        try:
+            from heatclient import client as heat_client
+        except ImportError:
+            raise RallyError('--api needs python-heatclient (pip install '
+                             'python-heatclient)')
+        self.endpoint, self.token = endpoint, token
+        self.hc = heat_client.Client('1', endpoint=endpoint, token=token)
+        self.poll, self.timeout = poll, timeout
+        self.live = {}
+        self._lock = threading.Lock()
+
+    def fresh(self):
+        """One client per workload (requests' sessions are not shared
+        across runner threads by Rally either)."""
+        return HeatAPI(self.endpoint, self.token, self.poll, self.timeout)
+
+    def _finish(self, stack_id, action):
+        from heatclient import exc
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                st = self.hc.stacks.get(stack_id, resolve_outputs=False)
+            except exc.HTTPNotFound:
+                if action == 'DELETE':
+                    return
+                raise
+            if st.stack_status == '%s_COMPLETE' % action:
+                return
+            if not st.stack_status.endswith('_IN_PROGRESS'):
+                raise StackFailed('stack %s ended %s: %s' % (
+                    st.stack_name, st.stack_status,
+                    st.stack_status_reason))
+            if time.monotonic() > deadline:
+                raise StackFailed('stack %s still %s after %d s' % (
+                    st.stack_name, st.stack_status, self.timeout))
+            time.sleep(self.poll)
+
+    @staticmethod
+    def _body(bundle):
+        return {'template': bundle.template, 'files': bundle.files,
+                'environment': bundle.environment}
+
+    def create(self, name, bundle, params):
+        made = self.hc.stacks.create(stack_name=name, parameters=params,
+                                     disable_rollback=True,
+                                     **self._body(bundle))
+        stack_id = made['stack']['id']
+        with self._lock:
+            self.live[stack_id] = name
+        self._finish(stack_id, 'CREATE')
+        return stack_id
+
+    def update(self, stack_id, bundle, params):
+        self.hc.stacks.update(stack_id, parameters=params,
+                              **self._body(bundle))
+        self._finish(stack_id, 'UPDATE')
+
+    def check(self, stack_id):
+        self.hc.actions.check(stack_id)
+        self._finish(stack_id, 'CHECK')
+
+    def delete(self, stack_id):
+        self.hc.stacks.delete(stack_id)
+        self._finish(stack_id, 'DELETE')
+        with self._lock:
+            self.live.pop(stack_id, None)
+
+    def list_stacks(self):
+        return list(self.hc.stacks.list())
+
+    def list_resources(self, stack):
+        return self.hc.resources.list(stack.id)
+
+    def cleanup(self, concurrency):
+        with self._lock:
+            left = sorted(self.live)
+        errors = []
+
+        def remove(stack_id):
+            try:
+                self.delete(stack_id)
+            except Exception as e:
+                errors.append('cleanup: %s' % _describe(e))
         _each(remove, left, concurrency)
         return errors
 
@@ -462,8 +559,9 @@ def _bundle(task_path, where, template_path, files, environment):
 
 # -- running ------------------------------------------------------------------
 
-def run_task(path, engine, wait, on_progress=None):
-    """Run every workload of the task on `engine`, one after the other.
+def run_task(path, engine, wait, on_progress=None, api=None):
+    """Run every workload of the task on `engine`, one after the other
+    (or, with `api`, a HeatAPI: through Heat's REST API).
 
     ``wait(engine, stack_id, traversal_id)`` blocks until the traversal
     ends and returns the stack (with .action and .status).
@@ -474,11 +572,11 @@ def run_task(path, engine, wait, on_progress=None):
     # stack names stay unique when a task runs again on the same engine
     token = uuid.uuid4().hex[:8]
     return [run_workload(w, engine, wait, 'rally-%s-%d' % (token, w.index),
-                         on_progress) for w in workloads]
+                         on_progress, api) for w in workloads]
 
 
-def run_workload(w, engine, wait, prefix, on_progress=None):
-    heat = _Heat(engine, wait)
+def run_workload(w, engine, wait, prefix, on_progress=None, api=None):
+    heat = api.fresh() if api is not None else _Heat(engine, wait)
     scenario = SCENARIOS[w.scenario]
     iterations = []
     context_error = None

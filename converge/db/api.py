@@ -73,6 +73,14 @@ def stack_get(session, ident, include_deleted=False, project_id=None):
     return rows[0]
 
 
+def stack_count(session, project_id):
+    """The project's live top-level stacks."""
+    return session.scalar(sa.select(sa.func.count()).select_from(
+        STACKS).where(STACKS.c.project_id == project_id,
+                      STACKS.c.parent_id.is_(None),
+                      STACKS.c.deleted_at.is_(None)))
+
+
 def stack_name_taken(session, project_id, name):
     """Whether the project has a live stack of that name."""
     return session.scalar(sa.select(STACKS.c.id).where(

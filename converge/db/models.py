@@ -386,3 +386,32 @@ class ApiToken(Base):
     created_at: Mapped[float] = mapped_column(Double)
     expires_at: Mapped[float | None] = mapped_column(Double, nullable=True)
     revoked_at: Mapped[float | None] = mapped_column(Double, nullable=True)
+
+
+class StackSnapshot(Base):
+    """What `stack snapshot create` kept of a stack: its abandon document
+    (template, files, environment, parameters, each resource's data).
+    Restoring updates the stack back to it."""
+
+    __tablename__ = 'stack_snapshots'
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    stack_id: Mapped[str] = mapped_column(String(36), index=True)
+    project_id: Mapped[str] = mapped_column(String(64))
+    name: Mapped[str] = mapped_column(String(255), default='')
+    status: Mapped[str] = mapped_column(String(16))
+    status_reason: Mapped[str] = mapped_column(Text, default='')
+    data: Mapped[dict] = mapped_column(JSON, default=dict)
+    created_at: Mapped[float] = mapped_column(Double)
+
+
+class ApiRate(Base):
+    """Requests one caller made in one minute (`[api]
+    max_requests_per_minute`): counted in the database so that the limit
+    holds across every API process."""
+
+    __tablename__ = 'api_rates'
+
+    caller: Mapped[str] = mapped_column(String(160), primary_key=True)
+    minute: Mapped[int] = mapped_column(Integer, primary_key=True)
+    count: Mapped[int] = mapped_column(Integer, default=0)

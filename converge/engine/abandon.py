@@ -220,6 +220,7 @@ def adopt(engine, name, data, params=None, timeout=None, project_id=None,
         with engine.db.write() as s:
             if api.stack_name_taken(s, project_id, name):
                 raise exception.Conflict('Stack %s already exists' % name)
+            stacks.check_stack_count(s, project_id)
             _check_uuids(s, recorded)
             s.add(models.Stack(
                 id=stack_id, name=name, action='ADOPT',

@@ -118,3 +118,41 @@ def authenticate(db, token):
                                      'revoked')
     return {'project_id': row.project_id, 'user_id': row.user_id,
             'roles': list(row.roles or ()), 'token_id': row.id}
+
+
+RATES = models.ApiRate.__table__
+
+
+def count_request(db, caller, cap, now=None):
+    """Count one request of `caller` in this minute; raise TooMany when
+    it is beyond `cap`. A fixed window per minute, in the database: one
+    UPDATE per request (an INSERT for the first of a minute, which also
+    drops the windows before the last)."""
+    try:
+        _count(db, caller, cap, now)
+    except sa.exc.IntegrityError:
+        # the first request of the minute came twice at once: the other
+        # one made the row, count on it
+        _count(db, caller, cap, now)
+
+
+def _count(db, caller, cap, now):
+    window = int((now or time.time()) // 60)
+    with db.begin() as conn:
+        res = conn.execute(RATES.update().where(
+            RATES.c.caller == caller, RATES.c.minute == window,
+            RATES.c.count < cap).values(count=RATES.c.count + 1))
+        if res.rowcount == 1:
+            return
+        if conn.execute(sa.select(RATES.c.count).where(
+                RATES.c.caller == caller,
+                RATES.c.minute == window)).first() is None:
+            conn.execute(RATES.delete().where(RATES.c.caller == caller,
+                                              RATES.c.minute < window - 1))
+            conn.execute(RATES.insert().values(caller=caller, minute=window,
+                                               count=1))
+            return
+    raise exception.TooMany(
+        'More than %d requests in a minute ([api] max_requests_per_minute);'
+        ' try again in %d s' % (cap, 60 - int((now or time.time()) % 60)),
+        retry_after=60 - int((now or time.time()) % 60))

@@ -28,6 +28,7 @@ from converge.engine import listing
 from converge.engine import request
 from converge.engine import rollouts
 from converge.engine import scaling
+from converge.engine import snapshots
 from converge.engine import software
 from converge.engine import standalone
 from converge.engine import stacks
@@ -214,6 +215,30 @@ class Service:
         """The stack's abandon document; the stack stays."""
         return abandon.export(self.engine, ident,
                               project_id=request.project_of(ctx))
+
+    # -- snapshots ------------------------------------------------------------
+    def stack_snapshot(self, ctx, ident, name=None):
+        return snapshots.create(self.engine, ident, name,
+                                project_id=request.project_of(ctx))
+
+    @_read
+    def stack_snapshot_list(self, ctx, ident):
+        return snapshots.listing(self.engine, ident,
+                                 project_id=request.project_of(ctx))
+
+    @_read
+    def stack_snapshot_show(self, ctx, ident, snapshot_id):
+        return snapshots.show(self.engine, ident, snapshot_id,
+                              project_id=request.project_of(ctx))
+
+    def stack_snapshot_delete(self, ctx, ident, snapshot_id):
+        snapshots.delete(self.engine, ident, snapshot_id,
+                         project_id=request.project_of(ctx))
+
+    def stack_snapshot_restore(self, ctx, ident, snapshot_id):
+        return self._started(*snapshots.restore(
+            self.engine, ident, snapshot_id,
+            project_id=request.project_of(ctx)))
 
     # -- stacks -------------------------------------------------------------
     @_read

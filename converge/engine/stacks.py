@@ -7,6 +7,7 @@ import re
 import sqlalchemy as sa
 from oslo_log import log as logging
 
+from converge import conf
 from converge import exception
 from converge import template
 from converge.db import api
@@ -45,7 +46,6 @@ def check_timeout(timeout):
 
 def check_depth(depth):
     """Refuse a nested stack deeper than max_nested_stack_depth."""
-    from converge import conf
     maximum = conf.CONF.max_nested_stack_depth
     if depth > maximum:
         raise exception.InvalidInput(
@@ -105,6 +105,16 @@ def _nested_children(defn):
                                         child), child['params']
 
 
+def check_stack_count(session, project_id):
+    """Refuse a stack beyond `max_stacks_per_project` (counted in the
+    transaction that stores the new one)."""
+    cap = conf.CONF.max_stacks_per_project
+    if cap and api.stack_count(session, project_id) >= cap:
+        raise exception.Conflict(
+            'You have reached the maximum stacks per project, %d. Please '
+            'delete some stacks ([DEFAULT] max_stacks_per_project).' % cap)
+
+
 def create(engine, name, bundle, params, disable_rollback=True,
            timeout=None, tags=None, project_id=None, stack_id=None,
            parent=None):
@@ -125,6 +135,8 @@ def create(engine, name, bundle, params, disable_rollback=True,
         with engine.db.write() as s:
             if api.stack_name_taken(s, project_id, name):
                 raise exception.Conflict('Stack %s already exists' % name)
+            if parent is None:
+                check_stack_count(s, project_id)
             s.add(models.Stack(id=stack_id, name=name, action='CREATE',
                                status='IN_PROGRESS', status_reason='',
                                disable_rollback=disable_rollback,

@@ -55,6 +55,8 @@ def config_create(engine, project_id, data):
     if unknown:
         raise exception.InvalidInput('Unknown software config key(s): %s'
                                      % ', '.join(sorted(unknown)))
+    if not isinstance(data.get('name') or '', str):
+        raise exception.InvalidInput('name must be a string')
     body = {k: v for k, v in data.items() if k != 'name'}
     props = props_mod.validate(sc.SoftwareConfig.properties_schema, body,
                                path=['software_config'])
@@ -136,9 +138,10 @@ def deployment_create(engine, project_id, data):
     IN_PROGRESS (the default) means "run it": the server's agent pulls
     it and signals the result."""
     config_id, server_id = data.get('config_id'), data.get('server_id')
-    if not config_id or not server_id:
+    if not config_id or not server_id or not isinstance(
+            config_id, str) or not isinstance(server_id, str):
         raise exception.InvalidInput('A software deployment needs '
-                                     'config_id and server_id')
+                                     'config_id and server_id (strings)')
     action = _choice(data.get('action'), ACTIONS, 'action', 'UPDATE')
     status = _choice(data.get('status'), STATUSES, 'status', 'IN_PROGRESS')
     values = data.get('input_values') or {}

@@ -202,7 +202,7 @@ class StackDefinition:
                 raise _err('Parameters must be provided for each parameter '
                            'group.', path)
             for name in names:
-                if name not in self.schemas:
+                if not isinstance(name, str) or name not in self.schemas:
                     raise _err('The grouped parameter %s does not reference'
                                ' a valid parameter.' % name,
                                path + ['parameters'])

@@ -60,7 +60,7 @@ class Parameter:
             raise _err('Missing parameter type for parameter: %s' % name,
                        path)
         self.type = schema['type']
-        if self.type not in TYPES:
+        if not isinstance(self.type, str) or self.type not in TYPES:
             raise _err('Invalid type (%s) for parameter (%s); allowed: %s' % (
                 self.type, name, ', '.join(TYPES)), path + ['type'])
         self.description = schema.get('description', '')

@@ -57,6 +57,12 @@ def add_routes(mapper, engine):
     route(stack + '/outputs', st.outputs, 'GET')
     route(stack + '/outputs/{output_key}', st.output, 'GET')
     route(stack + '/actions', st.actions, 'POST')
+    route(stack + '/snapshots', st.snapshot, 'POST')
+    route(stack + '/snapshots', st.snapshots, 'GET')
+    route(stack + '/snapshots/{snapshot_id}', st.snapshot_show, 'GET')
+    route(stack + '/snapshots/{snapshot_id}', st.snapshot_delete, 'DELETE')
+    route(stack + '/snapshots/{snapshot_id}/restore', st.snapshot_restore,
+          'POST')
     # resources and events
     route(stack + '/resources', rs.index, 'GET')
     route(stack + '/events', rs.events, 'GET')

@@ -14,8 +14,8 @@ class Controller(common.Controller):
     @action('stacks:validate_template')
     def validate(self, req, ctx):
         data = common.body(req)
-        info = self.service.template_validate(ctx, _bundle(data),
-                                              data.get('parameters') or {})
+        info = self.service.template_validate(
+            ctx, _bundle(data), common.mapping(data, 'parameters'))
         if common.flag(req.GET.get('show_nested'), 'show_nested'):
             info.setdefault('NestedParameters', {})
         info.setdefault('Environment', data.get('environment') or {})

@@ -79,6 +79,30 @@ def body(req):
     return data
 
 
+def string(data, key, required=False):
+    """A body's string value (None when absent and not required)."""
+    value = data.get(key)
+    if value is None or value == '':
+        if required:
+            raise exception.InvalidInput('No %s given' % key)
+        return None
+    if not isinstance(value, str):
+        raise exception.InvalidInput('%s must be a string, not %s'
+                                     % (key, type(value).__name__))
+    return value
+
+
+def mapping(data, key):
+    """A body's map value ({} when absent)."""
+    value = data.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise exception.InvalidInput('%s must be a map, not %s'
+                                     % (key, type(value).__name__))
+    return value
+
+
 def flag(value, name):
     """A query or body boolean, as Heat reads them."""
     if isinstance(value, bool) or value is None:

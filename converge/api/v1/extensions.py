@@ -129,13 +129,18 @@ class Controller(common.Controller):
     def action_run(self, req, ctx, stack_name, stack_id, resource_name):
         ident = self._identify(ctx, stack_name, stack_id)
         data = common.body(req)
-        if not data.get('action'):
-            raise exception.InvalidInput('Name the action: "action"')
+        members = data.get('members')
+        if members is not None and not (isinstance(members, list) and all(
+                isinstance(m, str) for m in members)):
+            raise exception.InvalidInput('members must be a list of '
+                                         'member names')
         return common.reply({'deployment_actions':
                              self.service.deployment_action_run(
-                                 ctx, ident, resource_name, data['action'],
-                                 data.get('inputs') or {},
-                                 members=data.get('members'))}, 201)
+                                 ctx, ident, resource_name,
+                                 common.string(data, 'action',
+                                               required=True),
+                                 common.mapping(data, 'inputs'),
+                                 members=members)}, 201)
 
     @action('converge:deployment_action_list')
     def action_list(self, req, ctx, stack_name, stack_id,

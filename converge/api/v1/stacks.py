@@ -20,9 +20,16 @@ _TAGS = ('tags', 'tags_any', 'not_tags', 'not_tags_any')
 
 
 def _bundle(data):
+    names = data.get('environment_files')
+    if names is not None and not (isinstance(names, list) and all(
+            isinstance(n, str) for n in names)):
+        raise exception.InvalidInput('environment_files must be a list of '
+                                     'file names')
+    env = data.get('environment')
+    if env is not None and not isinstance(env, (dict, str)):
+        raise exception.InvalidInput('environment must be a map')
     return template.bundle_from_request(
-        data.get('template'), data.get('files'), data.get('environment'),
-        data.get('environment_files'),
+        data.get('template'), common.mapping(data, 'files'), env, names,
         max_size=conf_mod.CONF.max_template_size,
         base_url=data.get('template_base_url'))
 
@@ -87,11 +94,8 @@ class Controller(common.Controller):
     @action('stacks:create')
     def create(self, req, ctx):
         data = common.body(req)
-        name = data.get('stack_name')
-        if not name:
-            raise exception.InvalidInput('No stack name given '
-                                         '("stack_name")')
-        params = data.get('parameters') or {}
+        name = common.string(data, 'stack_name', required=True)
+        params = common.mapping(data, 'parameters')
         if 'adopt_stack_data' in data:
             started = self.service.stack_adopt(
                 ctx, name, common.json_value(data['adopt_stack_data'],
@@ -112,8 +116,8 @@ class Controller(common.Controller):
     def preview(self, req, ctx):
         data = common.body(req)
         plan = self.service.stack_preview(
-            ctx, data.get('stack_name') or 'preview', _bundle(data),
-            data.get('parameters') or {})
+            ctx, common.string(data, 'stack_name') or 'preview',
+            _bundle(data), common.mapping(data, 'parameters'))
         return common.reply({'stack': {
             'stack_name': plan['stack_name'],
             'description': plan['description'],
@@ -177,10 +181,15 @@ class Controller(common.Controller):
         if 'disable_rollback' in data:
             rollback = not common.flag(data['disable_rollback'],
                                        'disable_rollback')
+        clear = data.get('clear_parameters') or ()
+        if not isinstance(clear, (list, tuple)) or not all(
+                isinstance(c, str) for c in clear):
+            raise exception.InvalidInput('clear_parameters must be a list '
+                                         'of parameter names')
         return common.started(common.accepted(), self.service.stack_update(
-            ctx, ident, bundle, data.get('parameters') or {},
+            ctx, ident, bundle, common.mapping(data, 'parameters'),
             existing=existing, rollback=rollback,
-            clear_parameters=data.get('clear_parameters') or (),
+            clear_parameters=clear,
             timeout=_timeout(data), tags=_tags(data.get('tags'))))
 
     @action('stacks:update')
@@ -233,6 +242,38 @@ class Controller(common.Controller):
     def files(self, req, ctx, stack_name, stack_id):
         return common.reply(self.service.stack_template(
             ctx, self._identify(ctx, stack_name, stack_id))['files'])
+
+    # -- snapshots -----------------------------------------------------------
+    @action('stacks:snapshot')
+    def snapshot(self, req, ctx, stack_name, stack_id):
+        data = common.body(req)
+        return common.reply(self.service.stack_snapshot(
+            ctx, self._identify(ctx, stack_name, stack_id),
+            common.string(data, 'name')))
+
+    @action('stacks:list_snapshots')
+    def snapshots(self, req, ctx, stack_name, stack_id):
+        return common.reply({'snapshots': self.service.stack_snapshot_list(
+            ctx, self._identify(ctx, stack_name, stack_id))})
+
+    @action('stacks:show_snapshot')
+    def snapshot_show(self, req, ctx, stack_name, stack_id, snapshot_id):
+        return common.reply({'snapshot': self.service.stack_snapshot_show(
+            ctx, self._identify(ctx, stack_name, stack_id), snapshot_id)})
+
+    @action('stacks:delete_snapshot')
+    def snapshot_delete(self, req, ctx, stack_name, stack_id, snapshot_id):
+        self.service.stack_snapshot_delete(
+            ctx, self._identify(ctx, stack_name, stack_id), snapshot_id)
+        return None
+
+    @action('stacks:restore_snapshot')
+    def snapshot_restore(self, req, ctx, stack_name, stack_id, snapshot_id):
+        return common.started(common.accepted(),
+                              self.service.stack_snapshot_restore(
+                                  ctx, self._identify(ctx, stack_name,
+                                                      stack_id),
+                                  snapshot_id))
 
     # -- outputs -------------------------------------------------------------
     @action('stacks:list_outputs')
