@@ -50,14 +50,26 @@ WRITE = (
     'software_deployments:delete',
 )
 ADMIN = ('stacks:global_index', 'service:index')
+#: converge's own routes beyond Heat's (converge/api/v1/extensions.py)
+CONVERGE_READ = (
+    'converge:stack_graph', 'converge:stack_drift',
+    'converge:traversal_show', 'converge:deployment_action_list',
+    'converge:deployment_action_show',
+)
+CONVERGE_WRITE = (
+    'converge:stack_converge', 'converge:stack_resume_rollout',
+    'converge:deployment_action_run', 'converge:resource_signal_result',
+)
 
 
 def list_rules():
     """Every rule with its default (oslopolicy-sample-generator's
     entry point)."""
     return (_BASE
-            + [policy.RuleDefault(n, 'rule:project_reader') for n in READ]
-            + [policy.RuleDefault(n, 'rule:project_member') for n in WRITE]
+            + [policy.RuleDefault(n, 'rule:project_reader')
+               for n in READ + CONVERGE_READ]
+            + [policy.RuleDefault(n, 'rule:project_member')
+               for n in WRITE + CONVERGE_WRITE]
             + [policy.RuleDefault(n, 'rule:context_is_admin')
                for n in ADMIN])
 

@@ -58,6 +58,19 @@ class ConvergeApp(app.App):
             '--os-user-id', metavar='<user-id>',
             default=os.environ.get('OS_USER_ID'),
             help='User on whose behalf the command runs (Env: OS_USER_ID)')
+        # remote mode: a converge-api does the work (docs/cli.md)
+        parser.add_argument(
+            '--os-url', metavar='<url>',
+            default=os.environ.get('CONVERGE_URL'),
+            help='converge-api to send the commands to, e.g. '
+                 'http://127.0.0.1:8004/v1/PROJECT (Env: CONVERGE_URL); '
+                 'without it this process is the engine (embedded) or '
+                 'reads the database the configuration names')
+        parser.add_argument(
+            '--os-token', metavar='<token>',
+            default=os.environ.get('CONVERGE_TOKEN'),
+            help='Token for --os-url (converge-manage token create; Env: '
+                 'CONVERGE_TOKEN)')
         return parser
 
     def configure_logging(self):
@@ -104,6 +117,11 @@ class ConvergeApp(app.App):
         ident = self.resume_hint
         if ident is None:
             return 'Interrupted.'
+        if self.remote():
+            return ('Interrupted. Nothing is lost: if the operation had '
+                    'started, converge-api carries on with stack %s; '
+                    '"converge stack show %s" shows where it stands.'
+                    % (ident, ident))
         if conf_mod.is_embedded():
             return ('Interrupted. Nothing is lost: if the operation had '
                     'started, stack %s stays IN_PROGRESS; run "converge '
@@ -111,6 +129,16 @@ class ConvergeApp(app.App):
         return ('Interrupted. Nothing is lost: if the operation had started, '
                 'the workers carry on with stack %s; "converge stack show '
                 '%s" shows where it stands.' % (ident, ident))
+
+    def remote(self):
+        """Whether a converge-api does the work (--os-url)."""
+        return bool(self.options.os_url)
+
+    def runs_engine(self):
+        """Whether this process is the engine: embedded, not remote. It
+        then runs the traversals a command starts, and serves its
+        servers' agents while it does."""
+        return not self.remote() and conf_mod.is_embedded()
 
     def engine(self):
         if self._engine is None:
@@ -126,21 +154,45 @@ class ConvergeApp(app.App):
         return self._api or None
 
     def service(self):
-        """The service layer: every stack operation a command may use."""
+        """The service layer: every stack operation a command may use,
+        local (an engine of this process) or a converge-api's."""
         if self._service is None:
-            from converge.engine import service
-            self._service = service.Service(self.engine())
+            if self.remote():
+                from converge.client import http
+                from converge.client import service as remote
+                root, _ = http.split_url(self.options.os_url)
+                self._service = remote.RemoteService(http.Client(
+                    root, self.context().project_id,
+                    self.options.os_token))
+            else:
+                from converge.engine import service
+                self._service = service.Service(self.engine())
         return self._service
 
     def context(self):
         """The request context: the project from --os-project-id /
-        OS_PROJECT_ID, else [DEFAULT] project_id."""
+        OS_PROJECT_ID, else (remote) the one --os-url names, else
+        [DEFAULT] project_id."""
         if self._context is None:
             from converge.engine import request
             self._context = request.make(
-                project_id=self.options.os_project_id,
+                project_id=self._project(),
                 user_id=self.options.os_user_id)
         return self._context
+
+    def _project(self):
+        given = self.options.os_project_id
+        if not self.remote():
+            return given
+        from converge.client import http
+        _, named = http.split_url(self.options.os_url)
+        if given and named and given != named:
+            # acting on another project than the URL says would be a
+            # surprise either way: say so rather than pick one
+            raise exception.InvalidInput(
+                'The project is %s by --os-project-id (or OS_PROJECT_ID) '
+                'but %s by --os-url: give one' % (given, named))
+        return given or named
 
     def sim(self):
         from converge.drivers import sim

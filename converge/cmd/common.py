@@ -67,7 +67,7 @@ def run(app, args, ident, operation):
     message that says how to resume after Ctrl-C. Returns the stack's
     record; raises when the operation did not reach its goal."""
     svc, ctx = app.service(), app.context()
-    embedded = conf_mod.is_embedded()
+    embedded = app.runs_engine()
     app.resume_hint = ident
     if embedded:
         # this process is the engine: it runs the traversal's units

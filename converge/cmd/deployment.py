@@ -8,7 +8,6 @@ import time
 from cliff import lister
 from cliff import show
 
-from converge import conf as conf_mod
 from converge import exception
 
 COLUMNS = ('id', 'resource_name', 'member', 'action', 'status',
@@ -67,7 +66,7 @@ class RunAction(lister.Lister):
 
     def take_action(self, args):
         svc, ctx = self.app.service(), self.app.context()
-        embedded = conf_mod.is_embedded()
+        embedded = self.app.runs_engine()
         if embedded:
             # the servers' agents signal the results to this process
             self.app.serve_api()

@@ -1,6 +1,7 @@
-"""`converge stack event list`."""
+"""`converge stack event list|show`."""
 
 from cliff import lister
+from cliff import show
 
 from converge import exception
 
@@ -36,3 +37,25 @@ class ListEvent(lister.Lister):
             cols += ('stack_name',)
         return cols, [(e['uuid'],) + tuple(e[c] for c in cols[1:])
                       for e in events]
+
+
+class ShowEvent(show.ShowOne):
+    """Show one event of a resource."""
+
+    COLUMNS = ('id', 'resource_name', 'resource_type',
+               'physical_resource_id', 'resource_status',
+               'resource_status_reason', 'event_time', 'stack_name')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('stack', metavar='<stack>')
+        parser.add_argument('resource', metavar='<resource>')
+        parser.add_argument('event', metavar='<event>',
+                            help='The event\'s id (event list shows it)')
+        return parser
+
+    def take_action(self, args):
+        e = self.app.service().event_show(self.app.context(), args.stack,
+                                          args.resource, args.event)
+        return self.COLUMNS, [e['uuid']] + [e.get(c)
+                                            for c in self.COLUMNS[1:]]

@@ -1,4 +1,4 @@
-"""`converge stack resource list|show|signal`."""
+"""`converge stack resource list|show|signal|mark unhealthy`."""
 
 import json
 
@@ -95,3 +95,23 @@ class SignalResource(command.Command):
             self.app.resume_hint = None
         self.app.stdout.write('%s: %s\n' % (
             result['status'].lower(), result['reason']))
+
+
+class MarkUnhealthy(command.Command):
+    """Mark a resource unhealthy (CHECK_FAILED): the next update or
+    converge does its action again. --reset takes the mark back."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--reset', action='store_true',
+                            help='Take the mark back')
+        parser.add_argument('stack', metavar='<stack>')
+        parser.add_argument('resource', metavar='<resource>')
+        parser.add_argument('reason', metavar='<reason>', nargs='?',
+                            default='', help='Why (its status reason)')
+        return parser
+
+    def take_action(self, args):
+        self.app.service().resource_mark_unhealthy(
+            self.app.context(), args.stack, args.resource,
+            not args.reset, args.reason)

@@ -727,12 +727,16 @@ def _is_template_ref(value):
 
 
 def bundle_from_request(template, files=None, environment=None,
-                        environment_files=None, max_size=None):
+                        environment_files=None, max_size=None,
+                        base_url=None):
     """The bundle a REST client sent (Heat's create body): the template
     as a mapping or as YAML/JSON text, the files map (every get_file
     target and provider template, keyed as the template names them), the
     environment files named in `environment_files` (their text in
-    `files`) merged in order, then `environment` over them."""
+    `files`) merged in order, then `environment` over them. `base_url`
+    (converge's CLI sends it) is where the template was read from: the
+    files it names relatively are keyed relative to it, as load_bundle
+    keys them, so the template is kept as its author wrote it."""
     if template is None:
         raise exception.InvalidInput('No template given: send "template" '
                                      '(template_url is not supported)')
@@ -763,7 +767,10 @@ def bundle_from_request(template, files=None, environment=None,
     if isinstance(environment, str):
         environment = parse_text(environment, 'environment')
     _merge_env(env, environment or {}, 'environment', None)
-    return Bundle(template, files, env, 'template', text)
+    if base_url is not None and not isinstance(base_url, str):
+        raise exception.InvalidInput('template_base_url must be a URL')
+    return Bundle(template, files, env, 'template', text,
+                  base_url=base_url or None)
 
 
 def load_bundle(template_path, environment_paths=(), max_size=None,

@@ -3,6 +3,7 @@ python-heatclient, `openstack stack` and Heat's other clients call.
 Every controller calls the engine's service layer only."""
 
 from converge.api.v1 import catalog
+from converge.api.v1 import extensions
 from converge.api.v1 import resources
 from converge.api.v1 import software
 from converge.api.v1 import stacks
@@ -29,6 +30,9 @@ def add_routes(mapper, engine):
                        conditions={'method': list(methods)},
                        requirements=requirements)
 
+    # converge's own routes first: its actions route takes converge's
+    # verbs and hands Heat's to Heat's controller
+    extensions.add_routes(route, engine, st)
     # the collection, and names that are not stacks
     route(p + '/stacks', st.index, 'GET')
     route(p + '/stacks', st.create, 'POST')

@@ -47,6 +47,19 @@ def accepted(body=None):
     return reply(body if body is not None else {}, 202)
 
 
+#: the header an answer that started a traversal names it in: a client
+#: following the operation (converge's CLI in remote mode) follows that
+#: traversal, not whichever owns the stack by the time it looks
+TRAVERSAL_HEADER = 'X-Converge-Traversal-Id'
+
+
+def started(resp, begun):
+    """`resp` naming the traversal `begun` ({'id', 'traversal_id'}, as
+    the service's methods that start one return) started."""
+    resp.headers[TRAVERSAL_HEADER] = begun['traversal_id']
+    return resp
+
+
 def base_url(req, ctx):
     return '%s/v1/%s' % (req.host_url, ctx.project_id)
 

@@ -30,7 +30,8 @@ def _bundle(data):
         raise exception.InvalidInput('environment must be a map')
     return template.bundle_from_request(
         data.get('template'), common.mapping(data, 'files'), env, names,
-        max_size=conf_mod.CONF.max_template_size)
+        max_size=conf_mod.CONF.max_template_size,
+        base_url=data.get('template_base_url'))
 
 
 def _tags(value):
@@ -115,10 +116,10 @@ class Controller(common.Controller):
                 disable_rollback=common.flag(
                     data.get('disable_rollback', True), 'disable_rollback'),
                 timeout=_timeout(data), tags=_tags(data.get('tags')))
-        return common.reply({'stack': {
+        return common.started(common.reply({'stack': {
             'id': started['id'],
             'links': common.stack_links(req, ctx, name, started['id'])}},
-            201)
+            201), started)
 
     @action('stacks:preview')
     def preview(self, req, ctx):
@@ -190,12 +191,11 @@ class Controller(common.Controller):
             rollback = not common.flag(data['disable_rollback'],
                                        'disable_rollback')
         clear = _clear(data)
-        self.service.stack_update(
+        return common.started(common.accepted(), self.service.stack_update(
             ctx, ident, bundle, common.mapping(data, 'parameters'),
             existing=existing, rollback=rollback,
             clear_parameters=clear,
-            timeout=_timeout(data), tags=_tags(data.get('tags')))
-        return common.accepted()
+            timeout=_timeout(data), tags=_tags(data.get('tags'))))
 
     @action('stacks:update')
     def update(self, req, ctx, stack_name, stack_id):
@@ -228,9 +228,10 @@ class Controller(common.Controller):
 
     @action('stacks:delete')
     def delete(self, req, ctx, stack_name, stack_id):
-        self.service.stack_delete(ctx, self._identify(ctx, stack_name,
-                                                      stack_id))
-        return webob.Response(status=204)
+        return common.started(webob.Response(status=204),
+                              self.service.stack_delete(
+                                  ctx, self._identify(ctx, stack_name,
+                                                      stack_id)))
 
     @action('stacks:abandon')
     def abandon(self, req, ctx, stack_name, stack_id):
@@ -284,9 +285,11 @@ class Controller(common.Controller):
 
     @action('stacks:restore_snapshot')
     def snapshot_restore(self, req, ctx, stack_name, stack_id, snapshot_id):
-        self.service.stack_snapshot_restore(
-            ctx, self._identify(ctx, stack_name, stack_id), snapshot_id)
-        return common.accepted()
+        return common.started(common.accepted(),
+                              self.service.stack_snapshot_restore(
+                                  ctx, self._identify(ctx, stack_name,
+                                                      stack_id),
+                                  snapshot_id))
 
     # -- outputs -------------------------------------------------------------
     @action('stacks:list_outputs')
@@ -320,13 +323,13 @@ class Controller(common.Controller):
             ident = self._identify(ctx, stack_name, stack_id)
             svc = self.service
             if verb == 'check':
-                svc.stack_check(ctx, ident)
+                begun = svc.stack_check(ctx, ident)
             elif verb == 'suspend':
-                svc.stack_suspend(ctx, ident)
+                begun = svc.stack_suspend(ctx, ident)
             elif verb == 'resume':
-                svc.stack_resume(ctx, ident)
+                begun = svc.stack_resume(ctx, ident)
             else:
-                svc.stack_cancel(ctx, ident,
-                                 rollback=verb == 'cancel_update')
-            return common.accepted()
+                begun = svc.stack_cancel(ctx, ident,
+                                         rollback=verb == 'cancel_update')
+            return common.started(common.accepted(), begun)
         return run(self, req, project_id)
