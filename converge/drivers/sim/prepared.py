@@ -28,8 +28,9 @@ class Statement:
 
     def __init__(self, stmt):
         self.stmt = stmt
-        # (dialect, parameter names) -> (SQL, positional parameter order,
-        # the values of the statement's own literals)
+        # (paramstyle, parameter names) -> (SQL, positional parameter
+        # order, the values of the statement's own literals); SQLite's
+        # SQL is the same for every engine of this process
         self._compiled = {}
         # column names -> the row type
         self._rows = {}
@@ -74,7 +75,8 @@ class Statement:
                 connection_invalidated=gone, dialect=dialect) from e
 
     def _compile(self, dialect, keys):
-        found = self._compiled.get((dialect, keys))
+        key = (dialect.paramstyle, keys)
+        found = self._compiled.get(key)
         if found is None:
             compiled = self.stmt.compile(dialect=dialect,
                                          column_keys=list(keys))
@@ -82,7 +84,7 @@ class Statement:
             found = (compiled.string, order,
                      {k: v for k, v in compiled.params.items()
                       if k not in keys})
-            self._compiled[(dialect, keys)] = found
+            self._compiled[key] = found
         return found
 
     def _row(self, names):
