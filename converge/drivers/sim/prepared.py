@@ -39,10 +39,14 @@ class Statement:
         """Execute on `conn` (a Connection in a transaction) with `params`
         (a dict, or a list of dicts for many rows); returns a result with
         first(), all(), scalar_one(), rowcount and inserted_primary_key."""
+        many = isinstance(params, list)
+        if many and not params:
+            # no rows to write (SQLAlchemy would run the statement once
+            # without parameters)
+            return _Result(None, 0, None)
         dialect = conn.dialect
         if dialect.name != 'sqlite':
             return conn.execute(self.stmt, params)
-        many = isinstance(params, list)
         first = (params[0] if many else params) or {}
         sql, order, fixed = self._compile(dialect, tuple(first))
         if many:
