@@ -904,3 +904,42 @@ def test_older_database_gets_the_new_columns(tmp_path):
         assert c.create_server('a', 'img', 'fl')['status'] == 'BUILD'
     finally:
         store.forget(u)
+
+
+def test_prepared_statements_read_what_sqlalchemy_reads(cloud):
+    """The hot statements (drivers/sim/prepared.py) give the rows and
+    write the rows SQLAlchemy's execution of the same statements does."""
+    from converge.drivers.sim import prepared
+    s = cloud.create_server('a', 'img', 'fl', idempotency_key='k',
+                            resource='a', user_data='#!/bin/sh')
+    by_id = sim_api._BY_ID
+    params = {'id': s['id'], 'now': time.time()}
+    with store.read(cloud._engine) as conn:
+        mine = by_id.run(conn, params).first()
+        theirs = conn.execute(by_id.stmt, params).first()
+    assert mine is not None and tuple(mine) == tuple(theirs)
+    assert mine.id == theirs.id == s['id']
+    assert mine.idempotency_key == 'k'
+    # rows written through it read back the same through SQLAlchemy
+    with store.read(cloud._engine) as conn:
+        row = conn.execute(sa.select(store.servers).where(
+            store.servers.c.id == s['id'])).one()
+    assert (row.name, row.live_key, row.deleted) == ('a', 'k', False)
+    # no rows, nothing written
+    empty = prepared.Statement(store.addresses.insert())
+    with store.write(cloud._engine) as conn:
+        assert empty.run(conn, []).rowcount == 0
+
+
+def test_prepared_statement_errors_are_sqlalchemys(cloud):
+    """A constraint the driver enforces is raised as SQLAlchemy's error,
+    which the sim's create catches to adopt a racing create."""
+    cloud.create_server('a', 'img', 'fl', idempotency_key='k')
+    with store.read(cloud._engine) as conn:
+        row = conn.execute(sa.select(store.servers)).one()
+    values = {c.name: getattr(row, c.name) for c in store.servers.c
+              if c.name != 'seq'}
+    values['id'] = 'another'
+    with pytest.raises(sa.exc.IntegrityError):
+        with store.write(cloud._engine) as conn:
+            sim_api._SERVER_ADD.run(conn, values)   # the same live key

@@ -31,6 +31,7 @@ from sqlalchemy import exc as sa_exc
 
 from converge import exception
 from converge.drivers.sim import agents
+from converge.drivers.sim import prepared
 from converge.drivers.sim import store
 
 LOG = logging.getLogger(__name__)
@@ -144,32 +145,33 @@ def _visible(now):
 
 # The calls every server makes (create, get, delete, the faults each call
 # reads, the log each call writes) run thousands of times a minute: their
-# statements are built once, with bind parameters, so SQLAlchemy neither
-# rebuilds them nor recomputes their cache keys.
+# statements are built once, with bind parameters, and run as prepared
+# statements (prepared.py: on the driver's cursor on SQLite).
 bp = sa.bindparam
 _S = store.servers.c
 _VISIBLE = _visible(bp('now'))
-_FAULTS = sa.select(store.faults).where(
-    sa.or_(store.faults.c.op == bp('op'), store.faults.c.op == '*'))
-_BY_ID = sa.select(store.servers).where(_S.id == bp('id'), _VISIBLE)
+_P = prepared.Statement
+_FAULTS = _P(sa.select(store.faults).where(
+    sa.or_(store.faults.c.op == bp('op'), store.faults.c.op == '*')))
+_BY_ID = _P(sa.select(store.servers).where(_S.id == bp('id'), _VISIBLE))
 # the live key, whether or not the server is still visible
-_BY_LIVE_KEY = sa.select(store.servers).where(_S.live_key == bp('key'))
-_LIVE_BY_KEY = _BY_LIVE_KEY.where(_VISIBLE)
-_FREE_KEY = store.servers.update().where(_S.seq == bp('b_seq')).values(
-    live_key=None)
-_LOG = store.api_log.insert()
-_SERVER_ADD = store.servers.insert()
-_ADDRESSES_ADD = store.addresses.insert()
-_IP_NEXT = store.counters.update().where(
+_BY_LIVE_KEY = _P(sa.select(store.servers).where(_S.live_key == bp('key')))
+_LIVE_BY_KEY = _P(_BY_LIVE_KEY.stmt.where(_VISIBLE))
+_FREE_KEY = _P(store.servers.update().where(_S.seq == bp('b_seq')).values(
+    live_key=None))
+_LOG = _P(store.api_log.insert())
+_SERVER_ADD = _P(store.servers.insert())
+_ADDRESSES_ADD = _P(store.addresses.insert())
+_IP_NEXT = _P(store.counters.update().where(
     store.counters.c.name == 'ip').values(
-    value=store.counters.c.value + bp('b_count', type_=sa.Integer))
-_IP_VALUE = sa.select(store.counters.c.value).where(
-    store.counters.c.name == 'ip')
-_IN_USE = sa.select(store.addresses.c.seq).select_from(
+    value=store.counters.c.value + bp('b_count', type_=sa.Integer)))
+_IP_VALUE = _P(sa.select(store.counters.c.value).where(
+    store.counters.c.name == 'ip'))
+_IN_USE = _P(sa.select(store.addresses.c.seq).select_from(
     store.addresses.join(store.servers,
                          store.servers.c.seq == store.addresses.c.seq)).where(
     store.addresses.c.addr == bp('addr'), store.addresses.c.net == bp('net'),
-    _VISIBLE).limit(1)
+    _VISIBLE).limit(1))
 
 
 def _cloud_error(message, code):
@@ -343,7 +345,7 @@ class SimCompute:
                 return
             detail['admin'] = True
         detail = {k: v for k, v in detail.items() if v is not None}
-        conn.execute(_LOG, {
+        _LOG.run(conn, {
             'ts': time.time(), 'op': op, 'server_id': server_id,
             'idempotency_key': idempotency_key, 'resource': resource,
             'ok': bool(ok), 'detail': _dumps(detail) if detail else None})
@@ -360,7 +362,7 @@ class SimCompute:
         wildcard (none for the operator)."""
         if self._admin:
             return []
-        rows = conn.execute(_FAULTS, {'op': op}).all()
+        rows = _FAULTS.run(conn, {'op': op}).all()
         return sorted(rows, key=lambda r: r.op == '*')
 
     def _fail_maybe(self, conn, op, rows, latency, server_id=None,
@@ -432,8 +434,7 @@ class SimCompute:
         return result
 
     def _row(self, conn, server_id, now):
-        return conn.execute(_BY_ID, {'id': str(server_id), 'now': now}
-                            ).first()
+        return _BY_ID.run(conn, {'id': str(server_id), 'now': now}).first()
 
     def _live_row_or_fail(self, conn, op, server_id, latency, now):
         row = self._row(conn, server_id, now)
@@ -512,23 +513,23 @@ class SimCompute:
     @staticmethod
     def _take_ips(conn, count):
         """Move the address counter on by `count`; the first number."""
-        conn.execute(_IP_NEXT, {'b_count': count})
-        return conn.execute(_IP_VALUE).scalar_one() - count
+        _IP_NEXT.run(conn, {'b_count': count})
+        return _IP_VALUE.run(conn).scalar_one() - count
 
     def _in_use(self, conn, now, net, addr):
         """Whether a live server has `addr` on `net` (indexed)."""
-        return conn.execute(_IN_USE, {'addr': addr, 'net': net,
-                                      'now': now}).first() is not None
+        return _IN_USE.run(conn, {'addr': addr, 'net': net,
+                                  'now': now}).first() is not None
 
     def _live_by_key(self, conn, key, now):
-        return conn.execute(_LIVE_BY_KEY, {'key': key, 'now': now}).first()
+        return _LIVE_BY_KEY.run(conn, {'key': key, 'now': now}).first()
 
     def _holder_of_key(self, conn, key):
         """The live server holding `key`, to adopt; a server being
         deleted gives its key up to the one about to be made."""
-        row = conn.execute(_BY_LIVE_KEY, {'key': key}).first()
+        row = _BY_LIVE_KEY.run(conn, {'key': key}).first()
         if row is not None and row.gone_at is not None:
-            conn.execute(_FREE_KEY, {'b_seq': row.seq})
+            _FREE_KEY.run(conn, {'b_seq': row.seq})
             return None
         return row
 
@@ -610,8 +611,8 @@ class SimCompute:
                 first_boot=first_boot, reboots=None,
                 **self._task('spawning', 'BUILD', latency, now,
                              status='ACTIVE'))
-            seq = conn.execute(_SERVER_ADD, values).inserted_primary_key[0]
-            conn.execute(_ADDRESSES_ADD, [
+            seq = _SERVER_ADD.run(conn, values).inserted_primary_key[0]
+            _ADDRESSES_ADD.run(conn, [
                 {'seq': seq, 'net': net, 'addr': entry['addr']}
                 for net, entries in addresses.items() for entry in entries])
             detail = {'name': name, 'image': image, 'flavor': flavor}
