@@ -46,6 +46,18 @@ class CLI:
         return json.loads(proc.stdout)
 
 
+def pytest_configure(config):
+    """Byte-compile converge once, before any test starts a `converge`
+    subprocess. Where PYTHONDONTWRITEBYTECODE is set, no process writes
+    the cache, and each of the hundreds of commands, workers and agents
+    the tests start compiled converge from source (a quarter of a second
+    of its start); Python reads a cache that exists either way, and
+    recompiles a module whose source changed."""
+    if not hasattr(config, 'workerinput'):  # once: in the xdist controller
+        import compileall
+        compileall.compile_dir(os.path.join(REPO, 'converge'), quiet=2)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     """`--dist loadgroup` (./run-tests) keeps an xdist_group's tests on one
