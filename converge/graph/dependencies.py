@@ -2,7 +2,7 @@
 
 networkx is imported where a graph is built: it is a tenth of a second of
 the start of every command, and most commands (show, list, events) build
-none."""
+none; validating a template (check) needs it only to describe a cycle."""
 
 from converge import exception
 
@@ -21,6 +21,28 @@ def build(requires):
     if not nx.is_directed_acyclic_graph(g):
         raise cycle_error(g)
     return g
+
+
+def check(requires):
+    """Raise what build() raises on a cycle; else return None, without
+    building a graph (Kahn's algorithm over `requires`)."""
+    dependents, waiting = {}, {}
+    for name, deps in requires.items():
+        deps = set(deps)
+        waiting[name] = len(deps)
+        for dep in deps:
+            waiting.setdefault(dep, 0)
+            dependents.setdefault(dep, []).append(name)
+    ready = [n for n, count in waiting.items() if count == 0]
+    done = 0
+    while ready:
+        done += 1
+        for name in dependents.get(ready.pop(), ()):
+            waiting[name] -= 1
+            if waiting[name] == 0:
+                ready.append(name)
+    if done < len(waiting):
+        build(requires)  # raises, naming every resource on the cycle
 
 
 def cycle_error(g):
