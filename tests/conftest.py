@@ -46,6 +46,38 @@ class CLI:
         return json.loads(proc.stdout)
 
 
+def pytest_configure(config):
+    """Byte-compile converge once, before any test starts a `converge`
+    subprocess. Where PYTHONDONTWRITEBYTECODE is set, no process writes
+    the cache, and each of the hundreds of commands, workers and agents
+    the tests start compiled converge from source (a quarter of a second
+    of its start); Python reads a cache that exists either way, and
+    recompiles a module whose source changed."""
+    if not hasattr(config, 'workerinput'):  # once: in the xdist controller
+        import compileall
+        compileall.compile_dir(os.path.join(REPO, 'converge'), quiet=2)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """`--dist loadgroup` (./run-tests) keeps an xdist_group's tests on one
+    worker (the `services` group: tests that restart or pause the shared
+    RabbitMQ, PostgreSQL and Redis, or lean on their timing, one at a time)
+    by adding `@group` to their node ids. pytest 9.2 keeps a node's id in
+    `_id`, so pytest-xdist's write to `_nodeid` is lost and the groups
+    were spread over both workers: the id is set here where xdist's did
+    not take (a no-op where it did)."""
+    if not getattr(config.option, 'loadgroup', False):
+        return
+    from _pytest.nodeid import NodeId
+    for item in items:
+        names = {str(m.args[0] if m.args else m.kwargs.get('name', 'default'))
+                 for m in item.iter_markers('xdist_group')}
+        suffix = '@' + '_'.join(sorted(names))
+        if names and not item.nodeid.endswith(suffix):
+            item._id = NodeId.parse(item.nodeid + suffix)
+
+
 @pytest.fixture
 def stub():
     """A stand-in converge-api on loopback (tests/agent_stub.py)."""

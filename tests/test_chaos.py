@@ -4,15 +4,16 @@ resources while faults hit them, and the promises are checked after every
 phase.
 
 Faults: SIGKILL of a worker (a new one is started), SIGSTOP of 3-8 s
-(longer than the coordination timeout, so the paused worker falls out of
-the group), pg_terminate_backend of the test database's backends, a
-database outage (connections refused, backends terminated) during the
-first create, and a RabbitMQ stop/start in each round's update (it is
-shared with other tests, so it is always started again). Invariants after each phase: the
-stack reached its goal with no operator action, no server was created
-twice (the simulated cloud's API log), no event is duplicated, no lock is
-left held, every live worker is in the group, and nothing of a worker
-was re-dispatched as "gone" while it was running.
+(3-5 s under CI=true; longer than the coordination timeout either way,
+so the paused worker falls out of the group), pg_terminate_backend of the
+test database's backends, a database outage (connections refused,
+backends terminated) during the first create, and a RabbitMQ stop/start
+in each round's update (it is shared with other tests, so it is always
+started again). Invariants after each phase: the stack reached its goal
+with no operator action, no server was created twice (the simulated
+cloud's API log), no event is duplicated, no lock is left held, every
+live worker is in the group, and nothing of a worker was re-dispatched as
+"gone" while it was running.
 
 Environment:
   CONVERGE_CHAOS_SEED      the seed (printed; random when unset)
@@ -24,7 +25,9 @@ Environment:
                            outage,rabbitmq (default: all; empty: none,
                            a baseline)
   CONVERGE_CHAOS_SERVERS   servers in the stack (default 30: 281
-                           resources; 24, 227 resources, under CI=true)
+                           resources; 16, 155 resources, under CI=true)
+  CONVERGE_CHAOS_PAUSE     longest pause in seconds (default 8; 5 under
+                           CI=true), at least 3
 """
 
 import datetime
@@ -114,8 +117,9 @@ def resource_names(servers):
 class Chaos:
     """The deployment, its workers' lives and the faults applied."""
 
-    def __init__(self, d, rng, faults, outage):
+    def __init__(self, d, rng, faults, outage, longest_pause=8):
         self.d, self.rng, self.faults, self.outage = d, rng, faults, outage
+        self.longest_pause = longest_pause
         self.slots = []       # index into d.workers of each live worker
         self.lives = {}       # engine id -> {'start', 'end', 'pauses'}
         self.applied = []     # what was done, when, and what it measured
@@ -159,7 +163,7 @@ class Chaos:
     def pause(self):
         slot = self.rng.randrange(len(self.slots))
         engine_id, pid = self.engine(slot), self.pid(slot)
-        seconds = round(self.rng.uniform(3, 8), 1)
+        seconds = round(self.rng.uniform(3, self.longest_pause), 1)
         at = time.time()
         os.killpg(pid, signal.SIGSTOP)
         try:
@@ -418,19 +422,25 @@ def test_chaos_create_update_delete(tmp_path):
     outage = float(os.environ.get('CONVERGE_CHAOS_OUTAGE') or
                    (35 if CI else 60))
     servers = int(os.environ.get('CONVERGE_CHAOS_SERVERS') or
-                  (24 if CI else 30))
-    # CI: about two minutes in all, most of it the outage
+                  (16 if CI else 30))
+    # a pause holds the fault thread and a third of the workers, so in CI
+    # pauses are kept short (every one still outlasts the 2 s membership
+    # timeout); with fewer resources, CI's run is about a minute and a
+    # half, the outage and the worker starts most of it
+    longest_pause = float(os.environ.get('CONVERGE_CHAOS_PAUSE') or
+                          (5 if CI else 8))
+    assert longest_pause >= 3, 'CONVERGE_CHAOS_PAUSE: at least 3 s'
     waits = (0.5, 0.3, 0.2) if CI else (1, 0.5, 0.3)
     faults = _env_faults()
     print('\nCHAOS seed=%d rounds=%d outage=%ss faults=%s servers=%d '
-          '(CONVERGE_CHAOS_SEED=%d reproduces the schedule)'
-          % (seed, rounds, outage, ','.join(sorted(faults)), servers, seed),
-          flush=True)
+          'pauses<=%ss (CONVERGE_CHAOS_SEED=%d reproduces the schedule)'
+          % (seed, rounds, outage, ','.join(sorted(faults)), servers,
+             longest_pause, seed), flush=True)
     rng = random.Random(seed)
     d = Deployment(tmp_path, coordination_timeout=5, coordination_options=(
         '&membership_timeout=%d&lock_timeout=%d'
         % (MEMBERSHIP_TIMEOUT, LOCK_TIMEOUT)))
-    chaos = Chaos(d, rng, faults, outage)
+    chaos = Chaos(d, rng, faults, outage, longest_pause)
     names = resource_names(servers)
     v0 = template(tmp_path / 'v0.yaml', servers, 0, waits)
     v1 = template(tmp_path / 'v1.yaml', servers, 1, waits)

@@ -20,6 +20,25 @@ def test_self_dependency_is_a_cycle():
         dependencies.build({'x': {'x'}})
 
 
+@pytest.mark.parametrize('requires,cycle', [
+    ({'a': {'c'}, 'b': {'a'}, 'c': {'b'}, 'd': {'a'}}, True),
+    ({'x': {'x'}}, True),
+    ({'a': set(), 'b': {'a'}, 'c': ['a', 'b', 'a'], 'd': {'outside'}},
+     False),
+])
+def test_check_refuses_what_build_refuses(requires, cycle):
+    """check() validates without networkx, with build()'s error."""
+    if not cycle:
+        assert dependencies.check(requires) is None
+        dependencies.build(requires)
+        return
+    with pytest.raises(exception.InvalidTemplate) as built:
+        dependencies.build(requires)
+    with pytest.raises(exception.InvalidTemplate) as checked:
+        dependencies.check(requires)
+    assert str(checked.value) == str(built.value)
+
+
 def test_acyclic_graph_has_edges_from_required_to_requirer():
     g = dependencies.build({'a': set(), 'b': {'a'}})
     assert list(g.edges) == [('a', 'b')]

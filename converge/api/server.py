@@ -27,12 +27,17 @@ LOG = logging.getLogger(__name__)
 class Served:
     """The application served on host:port in a background thread."""
 
-    def __init__(self, engine, host, port, threads=None):
+    def __init__(self, engine, host, port, threads=None, quick_stop=False):
         self.app = app_mod.App(engine)
         self.server = cheroot.wsgi.Server(
             (host, port), auth.wrap(self.app),
             numthreads=threads or conf_mod.CONF.api.threads,
             server_name='converge-api')
+        if quick_stop:
+            # cheroot's loop looks for a stop every expiration_interval
+            # (0.5 s): stopping waited a quarter of a second on average,
+            # at the end of every command that served the agents
+            self.server.expiration_interval = 0.05
         self.server.prepare()   # binds now: a busy port fails here
         self.host, self.port = self.server.bind_addr[:2]
         self.url = 'http://%s:%d' % (self.host, self.port)
@@ -67,7 +72,7 @@ def serve_embedded(engine):
         # would keep the next command from binding the same port
         port = _free_port(host)
     try:
-        served = Served(engine, host, port)
+        served = Served(engine, host, port, quick_stop=True)
     except OSError as e:
         if e.errno != errno.EADDRINUSE and 'in use' not in str(e):
             raise

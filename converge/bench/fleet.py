@@ -167,14 +167,26 @@ class Deployment:
         proc.wait()
 
     def close(self):
-        for proc, _ in self.workers + self.apis:
-            if proc.poll() is None:
+        # every process is told first and then waited for: each takes
+        # seconds to stop gracefully, and one after the other those
+        # seconds added up at the end of every run
+        running = [proc for proc, _ in self.workers + self.apis
+                   if proc.poll() is None]
+        for proc in running:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.time() + 20
+        for proc in running:
+            try:
+                proc.wait(timeout=max(deadline - time.time(), 0.1))
+            except subprocess.TimeoutExpired:
                 try:
-                    os.killpg(proc.pid, signal.SIGTERM)
-                    proc.wait(timeout=20)
-                except (subprocess.TimeoutExpired, ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+                except ProcessLookupError:
+                    pass
+                proc.wait()
         try:
             conn = _admin(self.db)
             drop = 'DROP DATABASE IF EXISTS %s' % self.name

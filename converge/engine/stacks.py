@@ -74,7 +74,7 @@ def validate(bundle, params, stack_name='stack', stack_id='',
                                     validate_values=validate_values,
                                     limits=definitions.limits())
     try:
-        dependencies.build(defn.dependencies())
+        dependencies.check(defn.dependencies())
     except exception.InvalidTemplate as exc:
         raise exc.locate(bundle.template_path, bundle.line_of(exc.path))
     for name, child, child_params in _nested_children(defn):
