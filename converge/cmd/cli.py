@@ -71,6 +71,7 @@ class ConvergeApp(app.App):
             default=os.environ.get('CONVERGE_TOKEN'),
             help='Token for --os-url (converge-manage token create; Env: '
                  'CONVERGE_TOKEN)')
+        parser.parse_known_args = _globals_first(parser)
         return parser
 
     def configure_logging(self):
@@ -205,6 +206,26 @@ class ConvergeApp(app.App):
             self._engine.close()
         if err and isinstance(err, exception.ConvergeError):
             self.exit_code = getattr(err, 'exit_code', 1)
+
+
+def _globals_first(parser):
+    """The application's options are read before the command only: a
+    command's own option of the same name (`software config create
+    --config-file`, as OSC's) is the command's, not oslo.config's."""
+    parse = parser.parse_known_args
+
+    def parse_known_args(args=None, namespace=None):
+        args = list(sys.argv[1:] if args is None else args)
+        i = 0
+        while i < len(args) and args[i].startswith('-') and args[i] != '--':
+            action = parser._option_string_actions.get(
+                args[i].split('=', 1)[0])
+            takes_value = action is not None and action.nargs != 0 and \
+                '=' not in args[i]
+            i += 2 if takes_value else 1
+        options, rest = parse(args[:i], namespace)
+        return options, rest + args[i:]
+    return parse_known_args
 
 
 def main(argv=None):

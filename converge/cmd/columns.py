@@ -21,14 +21,30 @@ class JsonColumn(columns.FormattableColumn):
                           separators=(', ', ': '))
 
 
+class JsonTextColumn(JsonColumn):
+    """JSON text in the formats of text (value, shell, csv), which print
+    a column's machine-readable value: a Python repr otherwise."""
+
+    def machine_readable(self):
+        return self.human_readable()
+
+
 def complex_column(formatter):
     """The column class a map or list is printed with in that output
     format, or None where it stays data (json, yaml)."""
     if formatter == 'table':
         return YamlColumn
     if formatter in ('shell', 'value', 'html', 'csv'):
-        return JsonColumn
+        return JsonTextColumn
     return None
+
+
+def json_column(formatter, value):
+    """`value` as JSON text in a table and the formats of text, data in
+    json and yaml (OSC's update --dry-run columns)."""
+    if complex_column(formatter) is JsonTextColumn:
+        return JsonTextColumn(value)
+    return JsonColumn(value)
 
 
 def values(formatter, data, keys):

@@ -147,7 +147,8 @@ class UpdateStack(_StackShowOne):
             self.app.context(), args.stack, bundle, params,
             existing=args.existing, clear_parameters=args.clear_parameter)
         cols = sorted(changes)
-        return cols, [columns.JsonColumn(changes[c]) for c in cols]
+        return cols, [columns.json_column(args.formatter, changes[c])
+                      for c in cols]
 
 
 class DeleteStack(command.Command):
