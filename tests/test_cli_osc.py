@@ -325,6 +325,11 @@ def test_stack_failures_list(sides, files):
             '  status_reason: |'], (side, out)
         assert 'Test Resource failed bad' in out
         assert 'fl.inner:' not in out and 'fl.top' not in out
+        # the log names a nested stack's resource by its path, as OSC's
+        log = cli.run('stack', 'event', 'list', 'fl', '--nested-depth',
+                      '1').stdout
+        assert '[inner.bad]: CREATE_FAILED  Test Resource failed bad' in \
+            log, (side, log)
         cli.run('stack', 'create', '-t', files['value.yaml'], 'fine',
                 '--wait')
         assert cli.run('stack', 'failures', 'list', 'fine').stdout == ''

@@ -58,7 +58,13 @@ class ListEvent(lister.Lister):
         if args.follow:
             self._follow(args, cols)
             return cols, []
-        return cols, [self._row(e, cols) for e in self._events(args)]
+        events = self._events(args)
+        if args.formatter == 'log' and args.nested_depth:
+            paths = eventlog.Paths()
+            for e in events:
+                paths.learn(e)
+            events = [dict(e, resource_name=paths.name(e)) for e in events]
+        return cols, [self._row(e, cols) for e in events]
 
     def _events(self, args):
         return self.app.service().event_list(
@@ -77,12 +83,15 @@ class ListEvent(lister.Lister):
         signal.signal(signal.SIGINT, signal.default_int_handler)
         out = self.app.stdout
         seen = set()
+        paths = eventlog.Paths()
         try:
             while True:
                 for e in self._events(args):
+                    paths.learn(e)
                     if e['uuid'] in seen:
                         continue
                     seen.add(e['uuid'])
+                    e = dict(e, resource_name=paths.name(e))
                     out.write(eventlog.line(dict(zip(
                         cols, self._row(e, cols)))) + '\n')
                 out.flush()
