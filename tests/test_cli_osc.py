@@ -214,7 +214,7 @@ def test_update_dry_run_timeout_tags_and_the_short_summary(sides, files):
         assert sorted(dry) == ['added', 'deleted', 'replaced', 'unchanged',
                                'updated']
         assert [r['resource_name'] for r in dry['updated']] == ['v'], side
-        table = cli.run('stack', 'update', 'up', '--existing',
+        table = cli.run('stack', 'update', 'up', '-t', files['value.yaml'],
                         '--parameter', 'word=two', '--dry-run').stdout
         assert '"resource_name": "v"' in table, side    # JSON text
 
