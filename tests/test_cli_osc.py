@@ -241,6 +241,18 @@ def test_update_dry_run_timeout_tags_and_the_short_summary(sides, files):
         assert 'outputs' not in cli.json('stack', 'show', 'up',
                                          '--no-resolve-outputs')
 
+        # OSC's stack actions: a row a stack, several stacks at once
+        done = cli.json('stack', 'check', 'up', '--wait')
+        assert done == [{'ID': shown['id'], 'Stack Name': 'up',
+                         'Stack Status': 'CHECK_COMPLETE',
+                         'Creation Time': shown['creation_time'],
+                         'Updated Time': done[0]['Updated Time']}], side
+        # the first stack done, the second not found: the command fails
+        both_ = cli.run('stack', 'suspend', 'up', 'nope', '--wait',
+                        check=False)
+        assert both_.returncode == 3, (side, both_.stderr)
+        assert cli.json('stack', 'show', 'up')['stack_status'] == \
+            'SUSPEND_COMPLETE', side
         cancel = cli.run('stack', 'cancel', 'up', '--no-rollback', '--wait',
                          check=False)
         assert cancel.returncode == 4, (side, cancel.stderr)  # not busy

@@ -261,20 +261,39 @@ class ShowStack(_StackShowOne):
                           resolve_outputs=not args.no_resolve_outputs)
 
 
-class _Action(_StackShowOne):
+#: what OSC's check, suspend, resume and cancel print: a row a stack
+ACTION_COLUMNS = ('ID', 'Stack Name', 'Stack Status', 'Creation Time',
+                  'Updated Time')
+
+
+class _Action(lister.Lister):
+    """A verb on one or more stacks, each followed to its end (embedded,
+    or with --wait), printed as OSC's stack actions print them."""
+
     verb = None
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument('stack', metavar='<stack>')
+        parser.add_argument('stack', metavar='<stack>', nargs='+',
+                            help='Stack(s) (name or ID)')
         common.add_wait(parser)
         return parser
 
     def take_action(self, args):
-        stack = common.run(self.app, args, args.stack,
-                           lambda svc, ctx: getattr(svc, self.verb)(
-                               ctx, args.stack))
-        return self._show(stack.id, args.formatter)
+        # as OSC's: the first stack that fails ends the command
+        return ACTION_COLUMNS, [self._row(self._act(args, ident))
+                                for ident in args.stack]
+
+    def _act(self, args, ident):
+        """The stack's id once the verb on it ended (or was accepted)."""
+        return common.run(self.app, args, ident,
+                          lambda svc, ctx: getattr(svc, self.verb)(
+                              ctx, ident)).id
+
+    def _row(self, stack_id):
+        data = self.app.service().stack_show(self.app.context(), stack_id,
+                                             with_outputs=False)
+        return tuple(data.get(listing.KEYS[c]) for c in ACTION_COLUMNS)
 
 
 class CheckStack(_Action):
@@ -295,10 +314,20 @@ class ResumeStack(_Action):
     verb = 'stack_resume'
 
 
-class ConvergeStack(_Action):
+class ConvergeStack(_StackShowOne):
     """Walk the stack's graph again against reality (finish or heal)."""
 
-    verb = 'stack_converge'
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('stack', metavar='<stack>')
+        common.add_wait(parser)
+        return parser
+
+    def take_action(self, args):
+        stack = common.run(self.app, args, args.stack,
+                           lambda svc, ctx: svc.stack_converge(
+                               ctx, args.stack))
+        return self._show(stack.id, args.formatter)
 
 
 class CancelStack(_Action):
@@ -311,29 +340,25 @@ class CancelStack(_Action):
                                  'finish, and end FAILED')
         return parser
 
-    def take_action(self, args):
+    def _act(self, args, ident):
         svc, ctx = self.app.service(), self.app.context()
-        if args.no_rollback and not args.wait:
+        if not args.no_rollback:
+            return common.run(self.app, args, ident,
+                              lambda svc, ctx: svc.stack_cancel(
+                                  ctx, ident, rollback=True)).id
+        if not args.wait:
             # running actions finish on their own: nothing to follow
-            started = svc.stack_cancel(ctx, args.stack, rollback=False)
-            return self._show(started['id'], args.formatter)
-        if args.no_rollback:
-            # --wait: until the cancelled traversal's running actions
-            # ended and the stack is FAILED, as cancelled
-            try:
-                stack = common.run(self.app, args, args.stack,
-                                   lambda svc, ctx: svc.stack_cancel(
-                                       ctx, args.stack, rollback=False))
-            except exception.ConvergeError as exc:
-                if exc.exit_code != 1:
-                    raise
-                stack = svc.stack_status(ctx, svc.stack_identify(
-                    ctx, args.stack)['id'])
-            return self._show(stack.id, args.formatter)
-        stack = common.run(self.app, args, args.stack,
-                           lambda svc, ctx: svc.stack_cancel(
-                               ctx, args.stack, rollback=True))
-        return self._show(stack.id, args.formatter)
+            return svc.stack_cancel(ctx, ident, rollback=False)['id']
+        # --wait: until the cancelled traversal's running actions ended;
+        # the stack then is FAILED, as cancelled: the goal reached
+        try:
+            return common.run(self.app, args, ident,
+                              lambda svc, ctx: svc.stack_cancel(
+                                  ctx, ident, rollback=False)).id
+        except exception.ConvergeError as exc:
+            if exc.exit_code != 1:
+                raise
+            return svc.stack_identify(ctx, ident)['id']
 
 
 class GraphStack(command.Command):
