@@ -182,6 +182,10 @@ def test_stack_list_filters_tags_sort_page_long(sides, files):
             bad.stderr, (side, bad.stderr)
         assert names('--filter', 'name=lb', '--filter', 'name=lc') == [
             'lb', 'lc'], side
+        unknown = cli.run('stack', 'list', '--filter', 'colour=red',
+                          check=False)
+        assert unknown.returncode == 2 and 'Unknown filter "colour"' in \
+            unknown.stderr, (side, unknown.stderr)
         # the page is cut in the order asked for
         assert names('--sort', 'stack_name:desc', '--tags', 'y',
                      '--limit', '1') == ['lb'], side

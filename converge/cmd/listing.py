@@ -19,6 +19,11 @@ SORT_KEYS = {'stack_name': 'stack_name', 'name': 'stack_name',
              'updated_time': 'updated_time', 'updated_at': 'updated_time'}
 
 
+#: the filter keys of Heat's stack index (converge-api reads these only:
+#: a key it does not know would filter nothing remotely)
+FILTER_KEYS = ('id', 'name', 'status', 'action')
+
+
 def filters(pairs):
     """{key: value, or [values] when a key is repeated} of KEY=VALUE
     options (each may hold several, "k1=v1;k2=v2")."""
@@ -32,6 +37,10 @@ def filters(pairs):
                 raise exception.InvalidInput(
                     'Malformed filter (%s): use the format key=value'
                     % pair)
+            if key not in FILTER_KEYS:
+                raise exception.InvalidInput(
+                    'Unknown filter "%s"; known: %s'
+                    % (key, ', '.join(FILTER_KEYS)))
             if key in found:
                 old = found[key]
                 found[key] = (old if isinstance(old, list) else [old]) + [
