@@ -208,10 +208,15 @@ class ConvergeApp(app.App):
             self.exit_code = getattr(err, 'exit_code', 1)
 
 
+#: application options a command has too (OSC's `software config create
+#: --config-file`): after the command's words, they are the command's
+COMMAND_TOO = ('--config-file',)
+
+
 def _globals_first(parser):
-    """The application's options are read before the command only: a
-    command's own option of the same name (`software config create
-    --config-file`, as OSC's) is the command's, not oslo.config's."""
+    """The application's options are read anywhere, as cliff reads them,
+    but for those of COMMAND_TOO after the command's first word: those
+    are the command's (its own --config-file, not oslo.config's)."""
     parse = parser.parse_known_args
 
     def parse_known_args(args=None, namespace=None):
@@ -223,8 +228,19 @@ def _globals_first(parser):
             takes_value = action is not None and action.nargs != 0 and \
                 '=' not in args[i]
             i += 2 if takes_value else 1
-        options, rest = parse(args[:i], namespace)
-        return options, rest + args[i:]
+        head, tail, kept = args[:i], [], []
+        while i < len(args):
+            name = args[i].split('=', 1)[0]
+            if name in COMMAND_TOO:
+                # with its value, unless given as --opt=value
+                step = 1 if '=' in args[i] else 2
+                kept += args[i:i + step]
+                i += step
+            else:
+                tail.append(args[i])
+                i += 1
+        options, rest = parse(head + tail, namespace)
+        return options, rest + kept
     return parse_known_args
 
 
