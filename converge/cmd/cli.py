@@ -71,6 +71,9 @@ class ConvergeApp(app.App):
             default=os.environ.get('CONVERGE_TOKEN'),
             help='Token for --os-url (converge-manage token create; Env: '
                  'CONVERGE_TOKEN)')
+        # an application option is its whole name: `--config` is a
+        # command's (software deployment create), not --config-file
+        parser.allow_abbrev = False
         parser.parse_known_args = _globals_first(parser)
         return parser
 
