@@ -239,6 +239,40 @@ class RemoteService:
     def stack_export(self, ctx, ident):
         return self.http.get(self._path(ident) + '/export')
 
+    def stack_preview_update(self, ctx, ident, bundle=None, params=None,
+                             existing=False, clear_parameters=()):
+        path = self._path(ident)
+        body = dict(bundles.fields(bundle)) if bundle is not None else {}
+        body['parameters'] = params or {}
+        if clear_parameters:
+            body['clear_parameters'] = list(clear_parameters)
+        # as Heat's update: PATCH keeps what the stack has (--existing)
+        return _sending(bundle, lambda: self.http.request(
+            'PATCH' if existing else 'PUT', path + '/preview', body)
+        ).body['resource_changes']
+
+    # -- snapshots ------------------------------------------------------------
+    def stack_snapshot(self, ctx, ident, name=None):
+        return self.http.request('POST', self._path(ident) + '/snapshots',
+                                 {'name': name}).body
+
+    def stack_snapshot_list(self, ctx, ident):
+        return self.http.get(self._path(ident) + '/snapshots')['snapshots']
+
+    def stack_snapshot_show(self, ctx, ident, snapshot_id):
+        return self.http.get('%s/snapshots/%s' % (
+            self._path(ident), _q(snapshot_id)))['snapshot']
+
+    def stack_snapshot_delete(self, ctx, ident, snapshot_id):
+        self.http.request('DELETE', '%s/snapshots/%s' % (
+            self._path(ident), _q(snapshot_id)))
+
+    def stack_snapshot_restore(self, ctx, ident, snapshot_id):
+        path = self._path(ident)
+        return self._started(self.http.request(
+            'POST', '%s/snapshots/%s/restore' % (path, _q(snapshot_id))),
+            path.rsplit('/', 1)[1])
+
     # -- stacks -------------------------------------------------------------
     def stack_list(self, ctx, show_nested=False, all_projects=False,
                    **query):
@@ -403,6 +437,46 @@ class RemoteService:
 
     def drain_local(self):
         """Nothing runs here: converge-api runs the work."""
+
+    # -- software configs and deployments of no stack (Heat's API) ----------
+    def software_config_create(self, ctx, data):
+        return self.http.request('POST', '/software_configs',
+                                 data).body['software_config']
+
+    def software_config_list(self, ctx):
+        return self.http.get('/software_configs')['software_configs']
+
+    def software_config_show(self, ctx, config_id):
+        return self.http.get('/software_configs/%s' % _q(config_id)
+                             )['software_config']
+
+    def software_config_delete(self, ctx, config_id):
+        self.http.request('DELETE', '/software_configs/%s' % _q(config_id))
+
+    def software_deployment_create(self, ctx, data):
+        return self.http.request('POST', '/software_deployments',
+                                 data).body['software_deployment']
+
+    def software_deployment_list(self, ctx, server_id=None):
+        return self.http.get('/software_deployments', server_id=server_id
+                             )['software_deployments']
+
+    def software_deployment_show(self, ctx, deployment_id):
+        return self.http.get('/software_deployments/%s' % _q(deployment_id)
+                             )['software_deployment']
+
+    def software_deployment_update(self, ctx, deployment_id, data):
+        return self.http.request(
+            'PUT', '/software_deployments/%s' % _q(deployment_id),
+            data).body['software_deployment']
+
+    def software_deployment_delete(self, ctx, deployment_id):
+        self.http.request('DELETE', '/software_deployments/%s'
+                          % _q(deployment_id))
+
+    def software_deployment_metadata(self, ctx, server_id):
+        return self.http.get('/software_deployments/metadata/%s'
+                             % _q(server_id))['metadata']
 
     # -- deployments: day-2 actions -------------------------------------------
     def deployment_action_run(self, ctx, stack, resource, action,

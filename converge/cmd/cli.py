@@ -71,6 +71,10 @@ class ConvergeApp(app.App):
             default=os.environ.get('CONVERGE_TOKEN'),
             help='Token for --os-url (converge-manage token create; Env: '
                  'CONVERGE_TOKEN)')
+        # an application option is its whole name: `--config` is a
+        # command's (software deployment create), not --config-file
+        parser.allow_abbrev = False
+        parser.parse_known_args = _globals_first(parser)
         return parser
 
     def configure_logging(self):
@@ -219,6 +223,42 @@ def _idle_threads_exit_soon():
         _thread.ThreadWorker.MAX_IDLE_FOR = 0.05
     except (ImportError, AttributeError):  # pragma: no cover - futurist
         pass
+
+
+#: application options a command has too (OSC's `software config create
+#: --config-file`): after the command's words, they are the command's
+COMMAND_TOO = ('--config-file',)
+
+
+def _globals_first(parser):
+    """The application's options are read anywhere, as cliff reads them,
+    but for those of COMMAND_TOO after the command's first word: those
+    are the command's (its own --config-file, not oslo.config's)."""
+    parse = parser.parse_known_args
+
+    def parse_known_args(args=None, namespace=None):
+        args = list(sys.argv[1:] if args is None else args)
+        i = 0
+        while i < len(args) and args[i].startswith('-') and args[i] != '--':
+            action = parser._option_string_actions.get(
+                args[i].split('=', 1)[0])
+            takes_value = action is not None and action.nargs != 0 and \
+                '=' not in args[i]
+            i += 2 if takes_value else 1
+        head, tail, kept = args[:i], [], []
+        while i < len(args):
+            name = args[i].split('=', 1)[0]
+            if name in COMMAND_TOO:
+                # with its value, unless given as --opt=value
+                step = 1 if '=' in args[i] else 2
+                kept += args[i:i + step]
+                i += step
+            else:
+                tail.append(args[i])
+                i += 1
+        options, rest = parse(head + tail, namespace)
+        return options, rest + kept
+    return parse_known_args
 
 
 def main(argv=None):

@@ -24,14 +24,20 @@ class ListResource(lister.Lister):
                             help='Depth of nested stacks to list resources '
                                  'of (a provider\'s, a group\'s, a '
                                  'deployment group\'s members)')
+        parser.add_argument('--long', action='store_true',
+                            help='Enable detailed information presented '
+                                 'for each resource in resource list')
         return parser
 
     def take_action(self, args):
         filters = dict(f.split('=', 1) for f in args.filter if '=' in f)
         cols = ('resource_name', 'physical_resource_id', 'resource_type',
                 'resource_status', 'updated_time')
-        if args.nested_depth > 0:   # as openstack stack resource list
-            cols += ('stack_name', 'parent_resource')
+        # as openstack stack resource list: --long and -n add the stack
+        if args.nested_depth > 0 or args.long:
+            cols += ('stack_name',)
+        if args.nested_depth > 0:
+            cols += ('parent_resource',)
         rows = self.app.service().resource_list(
             self.app.context(), args.stack, filters,
             nested_depth=max(0, args.nested_depth))

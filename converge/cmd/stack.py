@@ -11,14 +11,36 @@ from cliff import show
 
 from converge import exception
 from converge.agent import journal
+from converge.cmd import columns
 from converge.cmd import common
+from converge.cmd import listing
+
+
+#: what `openstack stack show` prints first, in this order; the rest
+#: follows (heatclient's osc/v1/stack.py _show_stack)
+SHOW_FIRST = ('id', 'stack_name', 'description', 'creation_time',
+              'updated_time', 'stack_status', 'stack_status_reason')
 
 
 class _StackShowOne(show.ShowOne):
-    def _show(self, stack_id):
-        data = self.app.service().stack_show(self.app.context(), stack_id)
-        cols = sorted(data)
-        return cols, [data[c] for c in cols]
+    def _show(self, stack_id, formatter='table', resolve_outputs=True):
+        """The stack as `openstack stack show` prints it: its summary,
+        then parameters, outputs and the rest; maps and lists as YAML in
+        a table, JSON text in value and shell."""
+        data = self.app.service().stack_show(
+            self.app.context(), stack_id, with_outputs=resolve_outputs)
+        cols = list(SHOW_FIRST) + [
+            c for c in ('parameters', 'outputs', 'links') if c in data]
+        cols += sorted(c for c in data if c not in cols and
+                       c != 'template_description')
+        return cols, columns.values(formatter, data, cols)
+
+    def _summary(self, stack_id):
+        """The short summary OSC prints after a create, an update or an
+        adopt: what the stack is and where it stands."""
+        data = self.app.service().stack_show(self.app.context(), stack_id,
+                                             with_outputs=False)
+        return SHOW_FIRST, [data.get(c) for c in SHOW_FIRST]
 
 
 class CreateStack(_StackShowOne):
@@ -53,7 +75,7 @@ class CreateStack(_StackShowOne):
                 ctx, args.name, bundle, params,
                 disable_rollback=not args.enable_rollback,
                 timeout=args.timeout, tags=tags))
-        return self._show(stack.id)
+        return self._summary(stack.id)
 
 
 class UpdateStack(_StackShowOne):
@@ -79,6 +101,13 @@ class UpdateStack(_StackShowOne):
                             help='Move on a rolling update waiting for '
                                  'the operator after its canary batch '
                                  '(nothing else changes)')
+        parser.add_argument('--dry-run', action='store_true',
+                            help='Do not actually perform the stack '
+                                 'update, but show what would be changed')
+        parser.add_argument('--show-nested', action='store_true',
+                            help='Show nested stacks when performing '
+                                 '--dry-run (a nested stack\'s changes '
+                                 'are its owning resource\'s)')
         common.add_wait(parser)
         parser.add_argument('stack', metavar='<stack>',
                             help='Name or ID of the stack to update')
@@ -95,9 +124,11 @@ class UpdateStack(_StackShowOne):
             stack = common.run(
                 self.app, args, args.stack,
                 lambda svc, ctx: svc.stack_resume_rollout(ctx, args.stack))
-            return self._show(stack.id)
+            return self._summary(stack.id)
         bundle = common.bundle(args) if args.template else None
         params = common.parameters(args)
+        if args.dry_run:
+            return self._dry_run(args, bundle, params)
         rollback = {'enabled': True, 'disabled': False,
                     'keep': None}[args.rollback]
         tags = args.tags.split(',') if args.tags is not None else None
@@ -106,7 +137,18 @@ class UpdateStack(_StackShowOne):
                 ctx, args.stack, bundle, params, existing=args.existing,
                 rollback=rollback, clear_parameters=args.clear_parameter,
                 timeout=args.timeout, tags=tags))
-        return self._show(stack.id)
+        return self._summary(stack.id)
+
+    def _dry_run(self, args, bundle, params):
+        """What the update would do, as OSC prints it: a column per kind
+        of change (added, deleted, replaced, unchanged, updated), each
+        the list of its resources as JSON text."""
+        changes = self.app.service().stack_preview_update(
+            self.app.context(), args.stack, bundle, params,
+            existing=args.existing, clear_parameters=args.clear_parameter)
+        cols = sorted(changes)
+        return cols, [columns.json_column(args.formatter, changes[c])
+                      for c in cols]
 
 
 class DeleteStack(command.Command):
@@ -149,22 +191,59 @@ class ListStack(lister.Lister):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument('--show-nested', action='store_true',
+        parser.add_argument('--show-nested', '--nested', dest='show_nested',
+                            action='store_true',
                             help='Include nested stacks (with their '
                                  'parent\'s id)')
+        parser.add_argument('--filter', '--property', dest='filters',
+                            metavar='<key=value>', action='append',
+                            default=[],
+                            help='Filter on name, status, action or id '
+                                 '(repeat; a key repeated matches any of '
+                                 'its values)')
+        parser.add_argument('--tags', metavar='<tag1,tag2...>',
+                            help='List of tags to filter by. Can be '
+                                 'combined with --tag-mode to specify how '
+                                 'to filter tags')
+        parser.add_argument('--tag-mode', metavar='<mode>',
+                            help='Method of filtering tags. Must be one of '
+                                 '"any", "not", or "not-any". If not '
+                                 'specified, multiple tags will be '
+                                 'combined with the boolean AND expression')
+        parser.add_argument('--limit', metavar='<limit>', type=int,
+                            help='The number of stacks returned')
+        parser.add_argument('--marker', metavar='<id>',
+                            help='Only return stacks that appear after the '
+                                 'given ID')
+        parser.add_argument('--sort', metavar='<key>[:<direction>]',
+                            help='Sort output by selected keys and '
+                                 'directions (asc or desc) (default: '
+                                 'asc), comma-separated: stack_name, '
+                                 'stack_status, creation_time, '
+                                 'updated_time')
+        parser.add_argument('--short', action='store_true',
+                            help='List fewer fields in output')
+        parser.add_argument('--long', action='store_true',
+                            help='List additional fields in output')
         return parser
 
     def take_action(self, args):
         cols = ['ID', 'Stack Name', 'Stack Status', 'Creation Time',
                 'Updated Time']
-        keys = ['id', 'stack_name', 'stack_status', 'creation_time',
-                'updated_time']
+        if args.short:
+            cols = cols[:3]
+        if args.long:
+            # as OSC's: the project, then the owner (converge records
+            # none: Heat's API answers stack_owner null too)
+            cols[2:2] = ['Project', 'Stack Owner']
         if args.show_nested:
             cols.append('Parent')
-            keys.append('parent')
-        rows = self.app.service().stack_list(self.app.context(),
-                                             show_nested=args.show_nested)
-        return cols, [tuple(r[k] for k in keys) for r in rows]
+        query = listing.query(args)
+        rows = self.app.service().stack_list(
+            self.app.context(), show_nested=args.show_nested, **query)
+        rows = listing.sort_rows(rows, args.sort)
+        return cols, [tuple(r.get(listing.KEYS[c]) for c in cols)
+                      for r in rows]
 
 
 class ShowStack(_StackShowOne):
@@ -173,26 +252,48 @@ class ShowStack(_StackShowOne):
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('stack', metavar='<stack>')
+        parser.add_argument('--no-resolve-outputs', action='store_true',
+                            help='Do not resolve outputs of the stack.')
         return parser
 
     def take_action(self, args):
-        return self._show(args.stack)
+        return self._show(args.stack, args.formatter,
+                          resolve_outputs=not args.no_resolve_outputs)
 
 
-class _Action(_StackShowOne):
+#: what OSC's check, suspend, resume and cancel print: a row a stack
+ACTION_COLUMNS = ('ID', 'Stack Name', 'Stack Status', 'Creation Time',
+                  'Updated Time')
+
+
+class _Action(lister.Lister):
+    """A verb on one or more stacks, each followed to its end (embedded,
+    or with --wait), printed as OSC's stack actions print them."""
+
     verb = None
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument('stack', metavar='<stack>')
+        parser.add_argument('stack', metavar='<stack>', nargs='+',
+                            help='Stack(s) (name or ID)')
         common.add_wait(parser)
         return parser
 
     def take_action(self, args):
-        stack = common.run(self.app, args, args.stack,
-                           lambda svc, ctx: getattr(svc, self.verb)(
-                               ctx, args.stack))
-        return self._show(stack.id)
+        # as OSC's: the first stack that fails ends the command
+        return ACTION_COLUMNS, [self._row(self._act(args, ident))
+                                for ident in args.stack]
+
+    def _act(self, args, ident):
+        """The stack's id once the verb on it ended (or was accepted)."""
+        return common.run(self.app, args, ident,
+                          lambda svc, ctx: getattr(svc, self.verb)(
+                              ctx, ident)).id
+
+    def _row(self, stack_id):
+        data = self.app.service().stack_show(self.app.context(), stack_id,
+                                             with_outputs=False)
+        return tuple(data.get(listing.KEYS[c]) for c in ACTION_COLUMNS)
 
 
 class CheckStack(_Action):
@@ -213,10 +314,20 @@ class ResumeStack(_Action):
     verb = 'stack_resume'
 
 
-class ConvergeStack(_Action):
+class ConvergeStack(_StackShowOne):
     """Walk the stack's graph again against reality (finish or heal)."""
 
-    verb = 'stack_converge'
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('stack', metavar='<stack>')
+        common.add_wait(parser)
+        return parser
+
+    def take_action(self, args):
+        stack = common.run(self.app, args, args.stack,
+                           lambda svc, ctx: svc.stack_converge(
+                               ctx, args.stack))
+        return self._show(stack.id, args.formatter)
 
 
 class CancelStack(_Action):
@@ -229,15 +340,25 @@ class CancelStack(_Action):
                                  'finish, and end FAILED')
         return parser
 
-    def take_action(self, args):
+    def _act(self, args, ident):
         svc, ctx = self.app.service(), self.app.context()
-        if args.no_rollback:
-            started = svc.stack_cancel(ctx, args.stack, rollback=False)
-            return self._show(started['id'])
-        stack = common.run(self.app, args, args.stack,
-                           lambda svc, ctx: svc.stack_cancel(
-                               ctx, args.stack, rollback=True))
-        return self._show(stack.id)
+        if not args.no_rollback:
+            return common.run(self.app, args, ident,
+                              lambda svc, ctx: svc.stack_cancel(
+                                  ctx, ident, rollback=True)).id
+        if not args.wait:
+            # running actions finish on their own: nothing to follow
+            return svc.stack_cancel(ctx, ident, rollback=False)['id']
+        # --wait: until the cancelled traversal's running actions ended;
+        # the stack then is FAILED, as cancelled: the goal reached
+        try:
+            return common.run(self.app, args, ident,
+                              lambda svc, ctx: svc.stack_cancel(
+                                  ctx, ident, rollback=False)).id
+        except exception.ConvergeError as exc:
+            if exc.exit_code != 1:
+                raise
+            return svc.stack_identify(ctx, ident)['id']
 
 
 class GraphStack(command.Command):
@@ -325,7 +446,7 @@ class AdoptStack(_StackShowOne):
             self.app, args, args.name, lambda svc, ctx: svc.stack_adopt(
                 ctx, args.name, data, params, timeout=args.timeout,
                 source=args.adopt_file))
-        return self._show(stack.id)
+        return self._summary(stack.id)
 
 
 def _read_adopt_file(path):

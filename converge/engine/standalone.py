@@ -148,11 +148,15 @@ def deployment_create(engine, project_id, data):
     if not isinstance(values, dict):
         raise exception.InvalidInput('input_values must be a map')
     transport = data.get('signal_transport') or 'CFN_SIGNAL'
+    if not isinstance(data.get('name') or '', str):
+        raise exception.InvalidInput('name must be a string')
     deployment_id = str(uuid.uuid4())
     with engine.db.read() as s:
         source = _config(_config_row(s, project_id, config_id))
     derived = {
-        'id': config_id, 'name': source['name'] or config_id,
+        # the name orders the server's configs (OSC's <deployment-name>)
+        'id': config_id,
+        'name': data.get('name') or source['name'] or config_id,
         'group': source['group'], 'config': source['config'],
         'options': source['options'], 'outputs': source['outputs'],
         'inputs': sd.derived_inputs(source['inputs'], values, server_id,
