@@ -45,6 +45,17 @@ def _tags(value):
                                  'comma-separated string')
 
 
+def _update_bundle(data, existing):
+    """An update's new bundle; None for PATCH without a template (the
+    stack keeps its own)."""
+    if data.get('template') is not None:
+        return _bundle(data)
+    if not existing:
+        raise exception.InvalidInput('No template given: send "template" '
+                                     '(or PATCH to keep the existing one)')
+    return None
+
+
 def _clear(data):
     clear = data.get('clear_parameters') or ()
     if not isinstance(clear, (list, tuple)) or not all(
@@ -181,11 +192,7 @@ class Controller(common.Controller):
     def _update(self, req, ctx, stack_name, stack_id, existing):
         ident = self._identify(ctx, stack_name, stack_id)
         data = common.body(req)
-        bundle = _bundle(data) if data.get('template') is not None else None
-        if bundle is None and not existing:
-            raise exception.InvalidInput('No template given: send '
-                                         '"template" (or PATCH to keep '
-                                         'the existing one)')
+        bundle = _update_bundle(data, existing)
         rollback = None
         if 'disable_rollback' in data:
             rollback = not common.flag(data['disable_rollback'],
@@ -208,11 +215,7 @@ class Controller(common.Controller):
     def _preview_update(self, req, ctx, stack_name, stack_id, existing):
         ident = self._identify(ctx, stack_name, stack_id)
         data = common.body(req)
-        bundle = _bundle(data) if data.get('template') is not None else None
-        if bundle is None and not existing:
-            raise exception.InvalidInput('No template given: send '
-                                         '"template" (or PATCH to keep '
-                                         'the existing one)')
+        bundle = _update_bundle(data, existing)
         changes = self.service.stack_preview_update(
             ctx, ident, bundle, common.mapping(data, 'parameters'),
             existing=existing, clear_parameters=_clear(data))
