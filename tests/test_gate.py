@@ -76,3 +76,30 @@ def test_held_is_reentrant_in_one_thread():
             pass
     # and the gate is free again afterwards
     assert _run_inside(gate, 2, lambda: None) == 1
+
+
+def _until(predicate, what):
+    for _ in range(10000):
+        if predicate():
+            return
+        threading.Event().wait(0.001)
+    raise AssertionError('never: %s' % what)
+
+
+def test_a_freed_place_goes_to_the_thread_that_waited_longest():
+    # a thread that leaves the gate and comes straight back (a unit of
+    # work letting go around a cloud call, or the next unit) queues behind
+    # the one already waiting, instead of taking the place again at once
+    gate = gate_mod.Gate(1)
+    order = []
+    with gate.held():
+        waiter = threading.Thread(
+            target=lambda: gate.held().__enter__() or order.append('waiter')
+            or gate._leave())
+        waiter.start()
+        _until(lambda: gate.queued == 1, 'the waiter queues')
+        with gate.released():
+            pass
+        order.append('came back')
+    waiter.join(10)
+    assert order == ['waiter', 'came back']

@@ -907,9 +907,9 @@ def test_older_database_gets_the_new_columns(tmp_path):
 
 
 def test_prepared_statements_read_what_sqlalchemy_reads(cloud):
-    """The hot statements (drivers/sim/prepared.py) give the rows and
+    """The hot statements (db/prepared.py) give the rows and
     write the rows SQLAlchemy's execution of the same statements does."""
-    from converge.drivers.sim import prepared
+    from converge.db import prepared
     s = cloud.create_server('a', 'img', 'fl', idempotency_key='k',
                             resource='a', user_data='#!/bin/sh')
     by_id = sim_api._BY_ID

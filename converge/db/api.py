@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 from converge import exception
 from converge.db import models
+from converge.db import prepared
 from converge.db.models import utcnow
 
 # The unit-of-work path runs its statements thousands of times a second:
@@ -201,8 +202,10 @@ def _cas_statement(columns, traversal_running):
             cond.append(sa.exists().where(
                 TRAVERSALS.c.id == bp('b_trav'),
                 TRAVERSALS.c.state == 'running'))
-        stmt = _CAS[key] = sa.update(RESOURCES).where(*cond).values(
-            {c: bp('v_' + c, type_=RESOURCES.c[c].type) for c in columns})
+        stmt = _CAS[key] = prepared.Statement(
+            sa.update(RESOURCES).where(*cond).values(
+                {c: bp('v_' + c, type_=RESOURCES.c[c].type)
+                 for c in columns}), typed=True)
     return stmt
 
 
@@ -218,7 +221,7 @@ def resource_cas(conn, row_id, atomic_key, traversal_running=None,
     params = {'v_' + k: v for k, v in values.items()}
     params.update(b_id=row_id, b_key=atomic_key, b_trav=traversal_running)
     stmt = _cas_statement(tuple(sorted(values)), bool(traversal_running))
-    res = conn.execute(stmt, params)
+    res = stmt.run(conn, params)
     return atomic_key + 1 if res.rowcount == 1 else None
 
 
@@ -303,7 +306,7 @@ def check_failures(conn, stack_id):
 
 # -- events -------------------------------------------------------------------
 
-_EVENT_ADD = sa.insert(EVENTS)
+_EVENT_ADD = prepared.Statement(sa.insert(EVENTS), typed=True)
 
 
 def event(stack_id, traversal_id, name, rtype, physical_id, action, status,
@@ -317,7 +320,7 @@ def event(stack_id, traversal_id, name, rtype, physical_id, action, status,
 
 def events_add(conn, *events):
     """Write events in one statement (executemany)."""
-    conn.execute(_EVENT_ADD, list(events))
+    _EVENT_ADD.run(conn, list(events))
 
 
 def event_add(conn, *args, **kwargs):
@@ -367,13 +370,13 @@ def traversal_get(conn, traversal_id):
                                 {'b_id': traversal_id}).first())
 
 
-_TRAVERSAL_STATE = sa.select(TRAVERSALS.c.state).where(
-    TRAVERSALS.c.id == bp('b_id'))
+_TRAVERSAL_STATE = prepared.Statement(sa.select(TRAVERSALS.c.state).where(
+    TRAVERSALS.c.id == bp('b_id')), typed=True)
 
 
 def traversal_state(conn, traversal_id):
     """The traversal's state, or None when it is gone."""
-    return conn.scalar(_TRAVERSAL_STATE, {'b_id': traversal_id})
+    return _TRAVERSAL_STATE.run(conn, {'b_id': traversal_id}).scalar()
 
 
 def traversal_set_state(session, traversal_id, new_state, from_states,
@@ -405,12 +408,13 @@ _UNIT_LOAD = (
             _CURRENT.c.traversal_id == SYNC.c.traversal_id,
             _CURRENT.c.node == sa.literal('u:') + RESOURCES.c.name)))
     .where(SYNC.c.traversal_id == bp('b_trav'), SYNC.c.node == bp('b_node')))
+_UNIT_LOAD_RUN = prepared.Statement(_UNIT_LOAD, typed=True)
 
 
 def unit_load(conn, traversal_id, node):
     """(sync point, traversal, stack, row or None, current row id), or None
     when the node is gone (its traversal ended or was superseded)."""
-    found = conn.execute(_UNIT_LOAD, {'b_trav': traversal_id,
+    found = _UNIT_LOAD_RUN.run(conn, {'b_trav': traversal_id,
                                       'b_node': node}).first()
     if found is None:
         return None
@@ -441,12 +445,14 @@ def _mark_done(with_resource):
         SYNC.c.done.is_(False)).values(values)
 
 
-_MARK_DONE = {False: _mark_done(False), True: _mark_done(True)}
+_MARK_DONE = {k: prepared.Statement(_mark_done(k), typed=True)
+              for k in (False, True)}
 
 
 def sync_mark_done(conn, traversal_id, node, resource_id=None):
-    """Mark the node done; False if it was already (or the traversal is gone)."""
-    res = conn.execute(_MARK_DONE[resource_id is not None], {
+    """Mark the node done; False if it was already (or the traversal is
+    gone)."""
+    res = _MARK_DONE[resource_id is not None].run(conn, {
         'b_trav': traversal_id, 'b_node': node, 'b_now': time.time(),
         'b_rid': resource_id})
     return res.rowcount == 1
@@ -491,18 +497,19 @@ def sync_release(conn, traversal_id, dependents):
     return list(conn.scalars(_RELEASED, params))
 
 
-_WAIT = sa.update(SYNC).where(
+_WAIT = prepared.Statement(sa.update(SYNC).where(
     SYNC.c.traversal_id == bp('b_trav'), SYNC.c.node == bp('b_node'),
     SYNC.c.done.is_(False)).values(
-    wake_at=bp('b_wake'), wait_event=bp('b_event'), updated_at=bp('b_now'))
+    wake_at=bp('b_wake'), wait_event=bp('b_event'), updated_at=bp('b_now')),
+    typed=True)
 
 
 def sync_wait(conn, traversal_id, node, wake_at, event):
     """Record that the node waits: until `wake_at` (epoch seconds), or for
     `event`. False when the node is gone or done."""
-    res = conn.execute(_WAIT, {'b_trav': traversal_id, 'b_node': node,
-                               'b_wake': wake_at, 'b_event': event,
-                               'b_now': time.time()})
+    res = _WAIT.run(conn, {'b_trav': traversal_id, 'b_node': node,
+                           'b_wake': wake_at, 'b_event': event,
+                           'b_now': time.time()})
     return res.rowcount == 1
 
 

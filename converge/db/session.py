@@ -15,10 +15,11 @@ deferred transactions and never block writers.
 """
 
 import contextlib
+import sqlite3
 import threading
 
 import sqlalchemy as sa
-from sqlalchemy import event, orm
+from sqlalchemy import event, exc as sa_exc, orm
 
 _LOCK = threading.Lock()
 _DATABASES = {}
@@ -43,8 +44,9 @@ class Database:
         self.counter = Counter()
         self.is_sqlite = url.startswith('sqlite')
         if self.is_sqlite:
-            self.writer_engine = self._sqlite_engine(url, immediate=True)
-            self.reader_engine = self._sqlite_engine(url, immediate=False)
+            self.writer_engine = self._sqlite_engine(url, True, self.counter)
+            self.reader_engine = self._sqlite_engine(url, False,
+                                                     self.counter)
         else:
             kw = dict(pool_size=pool_size, max_overflow=pool_size,
                       pool_pre_ping=True, pool_recycle=3600)
@@ -62,7 +64,7 @@ class Database:
                             else contextlib.nullcontext())
 
     @staticmethod
-    def _sqlite_engine(url, immediate):
+    def _sqlite_engine(url, immediate, counter):
         engine = sa.create_engine(
             url, connect_args={'timeout': 60, 'check_same_thread': False},
             pool_size=32, max_overflow=32)
@@ -78,9 +80,19 @@ class Database:
             cur.execute('PRAGMA busy_timeout=60000')
             cur.close()
 
+        begin = 'BEGIN IMMEDIATE' if immediate else 'BEGIN'
+
         @event.listens_for(engine, 'begin')
         def _begin(conn):
-            conn.exec_driver_sql('BEGIN IMMEDIATE' if immediate else 'BEGIN')
+            # on the driver's connection: through SQLAlchemy's execution
+            # (context, events, result) it cost more than the statement.
+            # Counted as the statement it is
+            counter()
+            try:
+                conn.connection.dbapi_connection.execute(begin)
+            except sqlite3.Error as e:  # as SQLAlchemy would raise it
+                raise sa_exc.DBAPIError.instance(
+                    begin, (), e, sqlite3.Error) from e
 
         return engine
 

@@ -64,6 +64,10 @@ class Clients:
         self._sim_url = sim_url
         self._db = db
         self._compute = None
+        #: a context manager factory: the engine's way to let go of its
+        #: gate while a driver waits (set by the engine; drivers that run
+        #: in this process wait inside it)
+        self.waiting = None
         self.configs = ConfigStore(db)
         self.deployments = software.DeploymentStore(db)
         self.agents = software.AgentStore(db)
@@ -77,7 +81,7 @@ class Clients:
         if self._compute is None:
             from converge.drivers import limits
             from converge.drivers import sim
-            compute = sim.SimCompute(self._sim_url)
+            compute = sim.SimCompute(self._sim_url, waiting=self.waiting)
             if limits.LimitedCompute.limited():
                 # [compute] limits, counted across the deployment
                 compute = limits.LimitedCompute(compute, self._db)

@@ -41,6 +41,7 @@ class Engine:
         self._locks = None
         self._client = None
         self.clients = clients_mod.Clients(conf_mod.sim_url(), self.db)
+        self.clients.waiting = self.gate.released
         #: what a resource that owns a nested stack asks of the engine
         self.clients.stacks = nested.NestedStacks(self)
         self.definitions = definitions.Cache(self.db)

@@ -11,41 +11,72 @@ on the cloud, and the other threads wait at the gate, not in the middle of
 a transaction.
 """
 
+import collections
 import contextlib
 import threading
 
 
 class Gate:
-    """At most ``size`` threads inside ``held()`` at once; 0: no limit."""
+    """At most ``size`` threads inside ``held()`` at once; 0: no limit.
+
+    First come, first served: a place that frees is handed to the thread
+    that has waited longest. (A plain semaphore lets whichever thread runs
+    next take it, so a thread could wait at the gate for seconds while
+    others went round again: during a ramp of creates, some creates came
+    out last, behind the looks at servers created long after them.)"""
 
     def __init__(self, size):
         self.size = size
-        self._sem = threading.Semaphore(size) if size else None
+        self._free = size
+        self._mutex = threading.Lock()
+        self._queue = collections.deque()
         self._local = threading.local()
 
     @contextlib.contextmanager
     def held(self):
-        if self._sem is None or getattr(self._local, 'holding', False):
+        if not self.size or getattr(self._local, 'holding', False):
             yield
             return
-        self._sem.acquire()
+        self._enter()
         self._local.holding = True
         try:
             yield
         finally:
             self._local.holding = False
-            self._sem.release()
+            self._leave()
 
     @contextlib.contextmanager
     def released(self):
         """Let go while waiting on something outside the engine."""
-        if self._sem is None or not getattr(self._local, 'holding', False):
+        if not self.size or not getattr(self._local, 'holding', False):
             yield
             return
         self._local.holding = False
-        self._sem.release()
+        self._leave()
         try:
             yield
         finally:
-            self._sem.acquire()
+            self._enter()
             self._local.holding = True
+
+    @property
+    def queued(self):
+        """Threads waiting for a place."""
+        return len(self._queue)
+
+    def _enter(self):
+        with self._mutex:
+            if self._free and not self._queue:
+                self._free -= 1
+                return
+            turn = threading.Lock()
+            turn.acquire()
+            self._queue.append(turn)
+        turn.acquire()   # until a leaving thread hands its place over
+
+    def _leave(self):
+        with self._mutex:
+            if self._queue:
+                self._queue.popleft().release()
+            else:
+                self._free += 1

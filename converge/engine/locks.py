@@ -1,5 +1,6 @@
 """Resource locks and group membership through tooz (file:// embedded,
-redis:// distributed).
+redis:// distributed). Embedded, resource locks are the cheaper
+filelocks.py (tooz's file driver reopens a lock's file on every acquire).
 
 A lock only keeps two workers from acting on one resource at once; it is
 not what makes writes correct. A worker that loses its lock (expiry,
@@ -16,12 +17,15 @@ a group one is already in costs one round trip and changes nothing.
 
 import contextlib
 import hashlib
+import os
 import threading
+import urllib.parse
 
 from oslo_log import log as logging
 from tooz import coordination
 
 from converge import exception
+from converge.engine import filelocks
 from converge.engine import listeners as listeners_mod
 
 LOG = logging.getLogger(__name__)
@@ -43,6 +47,12 @@ class Locks:
             else listeners
         self._coord = coordination.get_coordinator(url, member_id.encode())
         self._coord.start()
+        # what resource locks come from: on one host, files kept open
+        self._resource_locks = self._coord
+        if url.startswith('file://'):
+            path = urllib.parse.urlparse(url).path
+            self._resource_locks = filelocks.FileLocks(
+                os.path.join(path, 'resources'))
         self._groups = set()
         self._membership = threading.Lock()  # a beat's rejoin vs leave()
         self._stopped = threading.Event()
@@ -61,7 +71,8 @@ class Locks:
                  waiting=contextlib.nullcontext):
         """Hold the resource's lock; ``waiting()`` is entered only if the
         lock is taken and this has to wait for it."""
-        lock = self._coord.get_lock(self.name(stack_id, resource_name))
+        lock = self._resource_locks.get_lock(
+            self.name(stack_id, resource_name))
         if not lock.acquire(blocking=False):
             with waiting():
                 if not lock.acquire(blocking=wait):
@@ -79,7 +90,8 @@ class Locks:
     def idle(self, stack_id, resource_name):
         """True when nobody holds the resource's lock (a unit of work holds
         it from start to end), so nobody is working on the resource."""
-        lock = self._coord.get_lock(self.name(stack_id, resource_name))
+        lock = self._resource_locks.get_lock(
+            self.name(stack_id, resource_name))
         if not lock.acquire(blocking=False):
             return False
         try:
@@ -161,6 +173,8 @@ class Locks:
         self._stopped.set()
         with self._membership:
             self._groups.clear()
+        if self._resource_locks is not self._coord:
+            self._resource_locks.close()
         # tooz's stop joins its executor's idle threads, which look for
         # work once a second (futurist): a second lost at the end of every
         # command. Nothing waits on the rest of the stop (the groups were

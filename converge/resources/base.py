@@ -97,6 +97,10 @@ class Resource:
     #: a plug-in whose steps are instant and local (no cloud call) sets this;
     #: the engine may then skip the IN_PROGRESS claim write for it
     logical = False
+    #: a plug-in whose steps compute in this process rather than wait on
+    #: a remote service (the in-process simulated cloud) answers True: the
+    #: engine then keeps its gate while they run (see engine/gate.py)
+    computes_locally = False
     #: a plug-in whose create finds what an earlier call of it made (an
     #: idempotency key the cloud honours) sets this: the engine may then
     #: create before claiming the row. A unit that dies between the cloud

@@ -145,6 +145,10 @@ class Server(base.Resource):
     # created with idempotency_key=self.idempotency_key (see the top)
     adopts_by_key = True
 
+    @property
+    def computes_locally(self):
+        return getattr(self.compute, 'in_process', False)
+
     # While the cloud builds, rebuilds, resizes or deletes a server, a step
     # returns base.Wait(after=...) and is called again (see _next_poll);
     # the stack timeout bounds the whole wait.

@@ -607,8 +607,11 @@ class Unit:
         return plugin
 
     def _waiting(self):
-        """A plug-in that talks to the cloud waits outside the gate."""
-        if self.plugin is not None and self.plugin.logical:
+        """A plug-in that talks to the cloud waits outside the gate; one
+        whose steps run here (logical, or an in-process cloud) computes
+        inside it: letting go would only hand the GIL to another unit."""
+        plugin = self.plugin
+        if plugin is not None and (plugin.logical or plugin.computes_locally):
             return contextlib.nullcontext()
         return self.engine.gate.released()
 

@@ -19,6 +19,7 @@ database connection drops, the call is retried a few times at once where
 repeating it is safe, then CloudTransient is raised.
 """
 
+import contextlib
 import datetime
 import json
 import logging
@@ -31,7 +32,7 @@ from sqlalchemy import exc as sa_exc
 
 from converge import exception
 from converge.drivers.sim import agents
-from converge.drivers.sim import prepared
+from converge.db import prepared
 from converge.drivers.sim import store
 
 LOG = logging.getLogger(__name__)
@@ -241,10 +242,21 @@ class SimCompute:
 
     A server whose user_data has a bootstrap part runs an agent, with its
     disk in `disks_dir` (default: [sim] disks_dir, else <home>/sim-disks);
-    see `converge.drivers.sim.agents`."""
+    see `converge.drivers.sim.agents`.
 
-    def __init__(self, url, disks_dir=None):
+    The simulated cloud runs in the caller's process: a call computes (its
+    own SQL, on this process's core) rather than waits, so an engine keeps
+    its gate around it (``in_process``). Where a call does wait (an
+    injected response time, a retry's pause) it does so inside
+    ``waiting()``, which an engine sets to let go of its gate meanwhile.
+    """
+
+    #: calls run on this process's CPU, not in a remote service
+    in_process = True
+
+    def __init__(self, url, disks_dir=None, waiting=None):
         self.url = url
+        self.waiting = waiting or contextlib.nullcontext
         self._engine = store.get_engine(url)
         self._admin = False
         self._disks_dir = disks_dir
@@ -333,7 +345,8 @@ class SimCompute:
                 LOG.warning('sim: %s: database connection dropped (%s); '
                             'retrying', what, e)
                 if attempt + 1 < DB_ATTEMPTS:
-                    time.sleep(DB_RETRY_DELAY * 2 ** attempt)
+                    with self.waiting():
+                        time.sleep(DB_RETRY_DELAY * 2 ** attempt)
         raise exception.CloudTransient(
             'The cloud could not serve %s: its database is unavailable: %s'
             % (what, error)) from error
@@ -426,7 +439,8 @@ class SimCompute:
                     return None, e      # commit: the failure is logged
         result, failed = self._db(op, once, repeatable)
         if result is _SLEEP:
-            time.sleep(failed)  # the op's response time
+            with self.waiting():
+                time.sleep(failed)  # the op's response time
             slept[0] = True
             result, failed = self._db(op, once, repeatable)
         if failed is not None:

@@ -1,4 +1,8 @@
-"""The sim's hot statements, run on the database driver's own cursor.
+"""Hot statements, run on the database driver's own cursor.
+
+The engine's unit of work (db/api.py: its load, the compare-and-swap of
+a row, events, sync points) and the simulated cloud's calls run a few
+statements each, thousands of times a minute, on one core.
 
 A server create runs nine statements in the sim's database (the faults,
 the key, the address counter, the insert of the server, its addresses
@@ -12,6 +16,11 @@ compiled once and run on the DBAPI cursor through the dialect's own
 named tuples. On other databases it runs through SQLAlchemy as any
 statement does.
 
+``typed``: values go in and come out as SQLAlchemy's column types make
+them (JSON encoded and decoded, datetimes), through the same bind and
+result processors SQLAlchemy runs; the sim's statements are untyped
+(their values are already what the driver takes).
+
 What SQLAlchemy would do on an error is kept: the driver's error is
 raised as SQLAlchemy's (``IntegrityError``, ``OperationalError``), and a
 disconnect invalidates the connection, so ``store.dropped`` and the
@@ -21,13 +30,15 @@ sim's retries see what they saw before.
 import collections
 
 from sqlalchemy import exc as sa_exc
+from sqlalchemy import orm
 
 
 class Statement:
     """`stmt` (a Core statement with bind parameters), run by `run`."""
 
-    def __init__(self, stmt):
+    def __init__(self, stmt, typed=False):
         self.stmt = stmt
+        self.typed = typed
         # (paramstyle, parameter names) -> (SQL, positional parameter
         # order, the values of the statement's own literals); SQLite's
         # SQL is the same for every engine of this process
@@ -36,9 +47,12 @@ class Statement:
         self._rows = {}
 
     def run(self, conn, params=None):
-        """Execute on `conn` (a Connection in a transaction) with `params`
+        """Execute on `conn` (a Connection in a transaction, or a Session)
+        with `params`
         (a dict, or a list of dicts for many rows); returns a result with
         first(), all(), scalar_one(), rowcount and inserted_primary_key."""
+        if isinstance(conn, orm.Session):   # its transaction's connection
+            conn = conn.connection()
         many = isinstance(params, list)
         if many and not params:
             # no rows to write (SQLAlchemy would run the statement once
@@ -48,14 +62,21 @@ class Statement:
         if dialect.name != 'sqlite':
             return conn.execute(self.stmt, params)
         first = (params[0] if many else params) or {}
-        sql, order, fixed = self._compile(dialect, tuple(first))
+        sql, order, fixed, binds, results = self._compile(dialect,
+                                                          tuple(first))
         if many:
-            args = [tuple({**fixed, **p}[k] for k in order) for p in params]
+            args = [self._args({**fixed, **p}, order, binds) for p in params]
         else:
-            values = {**fixed, **first}
-            args = tuple(values[k] for k in order)
+            args = self._args({**fixed, **first}, order, binds)
+        if not conn.in_transaction():
+            conn.begin()    # as SQLAlchemy's autobegin would (BEGIN)
         raw = conn.connection.dbapi_connection
         cursor = raw.cursor()
+        if conn._has_events or conn.engine._has_events:
+            # what listens to SQLAlchemy's statements (the statement
+            # counter of benchmarks and tests) hears these too
+            conn.dispatch.before_cursor_execute(conn, cursor, sql, args,
+                                                None, many)
         try:
             if many:
                 dialect.do_executemany(cursor, sql, args, None)
@@ -64,7 +85,12 @@ class Statement:
             rows = None
             if cursor.description is not None:
                 row = self._row([d[0] for d in cursor.description])
-                rows = [row(*r) for r in cursor.fetchall()]
+                if results:
+                    rows = [row(*[v if f is None else f(v)
+                                  for f, v in zip(results, r)])
+                            for r in cursor.fetchall()]
+                else:
+                    rows = [row(*r) for r in cursor.fetchall()]
             result = _Result(rows, cursor.rowcount, cursor.lastrowid)
             cursor.close()
             return result
@@ -85,18 +111,43 @@ class Statement:
             compiled = self.stmt.compile(dialect=dialect,
                                          column_keys=list(keys))
             order = tuple(compiled.positiontup or ())
+            binds = results = None
+            if self.typed:
+                procs = compiled._bind_processors
+                binds = tuple(procs.get(k) for k in order)
+                if not any(binds):
+                    binds = None
+                results = tuple(
+                    c.type._cached_result_processor(dialect, None)
+                    for c in compiled._result_columns) or None
+                if results is not None and not any(results):
+                    results = None
             found = (compiled.string, order,
                      {k: v for k, v in compiled.params.items()
-                      if k not in keys})
+                      if k not in keys}, binds, results)
             self._compiled[key] = found
         return found
+
+    @staticmethod
+    def _args(values, order, binds):
+        if binds is None:
+            return tuple(values[k] for k in order)
+        return tuple(values[k] if f is None else f(values[k])
+                     for f, k in zip(binds, order))
 
     def _row(self, names):
         names = tuple(names)
         row = self._rows.get(names)
         if row is None:
-            row = self._rows[names] = collections.namedtuple('Row', names)
+            row = self._rows[names] = type(
+                'Row', (collections.namedtuple('Row', names),),
+                {'__slots__': (), '_mapping': property(_mapping)})
         return row
+
+
+def _mapping(row):
+    """name -> value, as SQLAlchemy's Row._mapping."""
+    return dict(zip(row._fields, row))
 
 
 class _Result:
@@ -114,3 +165,9 @@ class _Result:
     def scalar_one(self):
         (row,) = self._rows
         return row[0]
+
+    def scalar(self):
+        return self._rows[0][0] if self._rows else None
+
+    def __iter__(self):
+        return iter(self._rows)
