@@ -520,9 +520,9 @@ _DUE = (
     .where(SYNC.c.wake_at <= bp('b_now'), SYNC.c.done.is_(False),
            TRAVERSALS.c.state == 'running')
     .order_by(SYNC.c.wake_at).limit(bp('b_limit')))
-_TAKE_DUE = sa.update(SYNC).where(
+_TAKE_DUE = prepared.Statement(sa.update(SYNC).where(
     SYNC.c.traversal_id == bp('b_trav'), SYNC.c.node == bp('b_node'),
-    SYNC.c.wake_at == bp('b_old')).values(wake_at=bp('b_new'))
+    SYNC.c.wake_at == bp('b_old')).values(wake_at=bp('b_new')), typed=True)
 
 
 _ANY_DUE = sa.select(SYNC.c.node).where(
@@ -540,7 +540,7 @@ def sync_take_due(conn, now, lease, limit=1000):
     it again after the lease). Returns (stack_id, traversal_id, node)."""
     taken = []
     for row in conn.execute(_DUE, {'b_now': now, 'b_limit': limit}).all():
-        res = conn.execute(_TAKE_DUE, {
+        res = _TAKE_DUE.run(conn, {
             'b_trav': row.traversal_id, 'b_node': row.node,
             'b_old': row.wake_at, 'b_new': now + lease})
         if res.rowcount == 1:
@@ -552,7 +552,7 @@ def sync_take(conn, traversal_id, node, wake_at, new_wake_at):
     """Take one waiting node whose wait was recorded until `wake_at`
     (compare-and-swap: False when another engine took it, or it was
     woken, or it waits for something else now)."""
-    return conn.execute(_TAKE_DUE, {
+    return _TAKE_DUE.run(conn, {
         'b_trav': traversal_id, 'b_node': node, 'b_old': wake_at,
         'b_new': new_wake_at}).rowcount == 1
 

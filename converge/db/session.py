@@ -17,6 +17,7 @@ deferred transactions and never block writers.
 import contextlib
 import sqlite3
 import threading
+import weakref
 
 import sqlalchemy as sa
 from sqlalchemy import event, exc as sa_exc, orm
@@ -62,6 +63,9 @@ class Database:
         # here (woken at once) rather than in SQLite's sleeping busy handler
         self._write_lock = (threading.Lock() if self.is_sqlite
                             else contextlib.nullcontext())
+        # SQLite: each thread's own reader and writer connections (_kept)
+        self._local = threading.local()
+        self._holders = weakref.WeakSet()
 
     @staticmethod
     def _sqlite_engine(url, immediate, counter):
@@ -100,14 +104,49 @@ class Database:
     def begin(self):
         """One write transaction on a Core connection: commit on success,
         roll back on any error."""
-        with self._write_lock, self.writer_engine.begin() as conn:
-            yield conn
+        with self._write_lock:
+            with self._kept(self.writer_engine) as conn, conn.begin():
+                yield conn
 
     @contextlib.contextmanager
     def connect(self):
         """A Core connection for reading (rolled back when done)."""
-        with self.reader_engine.connect() as conn:
+        with self._kept(self.reader_engine) as conn:
+            try:
+                yield conn
+            finally:
+                if conn.in_transaction():
+                    conn.rollback()
+
+    @contextlib.contextmanager
+    def _kept(self, engine):
+        """On SQLite, the connection this thread keeps for `engine`: a
+        unit of work opens a few transactions, and checking a connection
+        out of the pool and back (a Connection, its events, the pool's
+        queue) cost more than a transaction's statements. Elsewhere, and
+        for a connection opened while this thread's is in use, one from
+        the pool."""
+        if not self.is_sqlite:
+            with engine.connect() as conn:
+                yield conn
+            return
+        kept = getattr(self._local, 'kept', None)
+        if kept is None:
+            kept = self._local.kept = _Kept()
+            self._holders.add(kept)
+        key = id(engine)
+        if key in kept.busy:
+            with engine.connect() as other:   # nested: this one is busy
+                yield other
+            return
+        conn = kept.conns.get(key)
+        if conn is None or conn.closed or conn.invalidated:
+            conn = kept.conns[key] = engine.connect()
+        kept.busy.add(key)
+        try:
             yield conn
+        finally:
+            kept.busy.discard(key)
 
     @contextlib.contextmanager
     def write(self):
@@ -121,9 +160,30 @@ class Database:
             yield session
 
     def dispose(self):
+        for kept in list(self._holders):
+            _close_all(kept.conns)
         self.writer_engine.dispose()
         if self.reader_engine is not self.writer_engine:
             self.reader_engine.dispose()
+
+
+class _Kept:
+    """One thread's kept connections (Database._kept), given back to the
+    pool when the thread ends (its thread-local goes, and this with it)."""
+
+    def __init__(self):
+        self.conns = {}    # id(engine) -> Connection
+        self.busy = set()  # engines whose connection is in use
+        weakref.finalize(self, _close_all, self.conns)
+
+
+def _close_all(conns):
+    for conn in list(conns.values()):
+        try:
+            conn.close()
+        except Exception:  # pragma: no cover - gone with its process
+            pass
+    conns.clear()
 
 
 def get(url):

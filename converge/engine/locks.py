@@ -16,6 +16,7 @@ a group one is already in costs one round trip and changes nothing.
 """
 
 import contextlib
+import functools
 import hashlib
 import os
 import threading
@@ -61,6 +62,7 @@ class Locks:
         self._heart.start()
 
     @staticmethod
+    @functools.lru_cache(maxsize=4096)
     def name(stack_id, resource_name):
         digest = hashlib.sha1(('%s/%s' % (stack_id, resource_name))
                               .encode()).hexdigest()
