@@ -1,7 +1,9 @@
 """check_resource messages over oslo.messaging.
 
-Embedded: the ``inproc://`` transport (inproc.py), in this process. Distributed:
-``rabbit://``; casts go to the topic, so any worker takes them.
+Embedded: the ``inproc://`` transport (inproc.py), in this process, sent
+and served directly on its queues (inproc.cast, inproc.Server: see there
+why). Distributed: ``rabbit://``; casts go to the topic, so any worker
+takes them.
 """
 
 import threading
@@ -9,6 +11,7 @@ import threading
 import oslo_messaging
 
 from converge import conf as conf_mod
+from converge.engine import inproc
 from converge.engine import listeners as listeners_mod
 
 # 2.0: check_resource carries the stack id (locks are taken before reading)
@@ -17,6 +20,12 @@ VERSION = '2.0'
 
 def topic():
     return conf_mod.CONF.worker_topic
+
+
+def _direct():
+    """The in-process bus, served without oslo.messaging's layers."""
+    return conf_mod.transport_url().startswith('inproc:')
+
 
 _TRANSPORTS = {}
 
@@ -37,6 +46,11 @@ class WorkerClient:
     def __init__(self, listeners=None):
         self.listeners = listeners_mod.Listeners() if listeners is None \
             else listeners
+        self._exchange = self._client = None
+        if _direct():
+            self._exchange = conf_mod.CONF.control_exchange
+            self._topic = topic()
+            return
         target = oslo_messaging.Target(topic=topic(), version=VERSION)
         # prepared once: RPCClient.cast prepares a call context on every
         # cast (4% of the engine's time on a stack of deployments)
@@ -49,10 +63,18 @@ class WorkerClient:
         if attempt:
             kwargs['attempt'] = attempt
         self.listeners.on_cast(traversal_id, node)
+        if self._exchange is not None:
+            inproc.cast(self._exchange, self._topic, {
+                'method': 'check_resource', 'args': kwargs,
+                'version': VERSION})
+            return
         self._client.cast({}, 'check_resource', **kwargs)
 
 
 def start_server(endpoint, server_name, threads):
+    if _direct():
+        return inproc.Server(conf_mod.CONF.control_exchange, topic(),
+                             server_name, endpoint, threads)
     t = transport()
     if conf_mod.transport_url().startswith('rabbit'):
         # take only what the pool can work on, so idle workers get the rest

@@ -28,8 +28,10 @@ from converge.workers import sweeper
 
 LOG = logging.getLogger(__name__)
 
-#: seconds the soon-timer gathers due waits while every thread is busy
+#: seconds between looks while the soon-timer gathers due waits (every
+#: worker thread busy), and the longest it holds one back
 GATHER = 0.05
+GATHER_MAX = 1.0
 
 
 def start(engine):
@@ -78,7 +80,6 @@ class Pool:
             self._soon_cv.notify()
 
     def _soon_loop(self):
-        paused = False
         while not self._stopping.is_set():
             with self._soon_cv:
                 now = time.time()
@@ -86,16 +87,16 @@ class Pool:
                     delay = self._soon[0][0] - now if self._soon else 1.0
                     self._soon_cv.wait(min(delay, 1.0))
                     continue
-                if not paused and self.engine.inflight >= self.engine.threads:
+                if (self.engine.inflight >= self.engine.threads
+                        and now - self._soon[0][0] < GATHER_MAX):
                     # every worker thread is busy: what is due now would
-                    # only queue behind their work. Gather a little more,
-                    # to take them in one transaction (during a ramp of
-                    # thousands of creates, one each cost as much as a
-                    # unit of work)
-                    paused = True
+                    # only queue behind their work (during a ramp of
+                    # thousands of creates, the first looks at servers
+                    # just created), and taking it costs the busy core.
+                    # Gather, and take them together once a thread is free
+                    # (or after GATHER_MAX: another engine may be idle)
                     self._soon_cv.wait(GATHER)
                     continue
-                paused = False
                 due = []
                 while self._soon and self._soon[0][0] <= now:
                     due.append(heapq.heappop(self._soon))
