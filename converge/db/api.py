@@ -5,6 +5,7 @@ every write to a stack row that belongs to a traversal is a
 compare-and-swap on ``current_traversal``.
 """
 
+import functools
 import time
 import types
 import uuid as uuid_mod
@@ -478,6 +479,19 @@ _RELEASED = sa.select(SYNC.c.node).where(
     SYNC.c.node.in_(bp('b_nodes', expanding=True)), SYNC.c.remaining == 0)
 
 
+#: dependents released by a statement prepared for their count
+_RELEASE_FEW = 8
+
+
+@functools.lru_cache(maxsize=_RELEASE_FEW)
+def _release_few(count):
+    return prepared.Statement(sa.update(SYNC).where(
+        SYNC.c.traversal_id == bp('b_trav'),
+        SYNC.c.node.in_([bp('n%d' % i) for i in range(count)])).values(
+        remaining=SYNC.c.remaining - 1, updated_at=bp('b_now')).returning(
+        SYNC.c.node, SYNC.c.remaining), typed=True)
+
+
 def sync_release(conn, traversal_id, dependents):
     """Count one more finished input for each dependent.
 
@@ -488,6 +502,15 @@ def sync_release(conn, traversal_id, dependents):
     """
     if not dependents:
         return []
+    if conn.dialect.update_returning and len(dependents) <= _RELEASE_FEW:
+        # PostgreSQL, SQLite; a node has few dependents (a chain one, a
+        # leaf of a wide stack the stack's own node): one statement per
+        # count, prepared
+        params = {'n%d' % i: node for i, node in enumerate(dependents)}
+        params.update(b_trav=traversal_id, b_now=time.time())
+        return [node for node, remaining in
+                _release_few(len(dependents)).run(conn, params)
+                if remaining == 0]
     params = {'b_trav': traversal_id, 'b_nodes': list(dependents),
               'b_now': time.time()}
     if conn.dialect.update_returning:  # PostgreSQL, SQLite; not MariaDB
