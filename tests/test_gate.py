@@ -103,3 +103,37 @@ def test_a_freed_place_goes_to_the_thread_that_waited_longest():
         order.append('came back')
     waiter.join(10)
     assert order == ['waiter', 'came back']
+
+
+def test_a_thread_interrupted_at_the_gate_loses_no_place():
+    # Ctrl-C while waiting at the gate: the place the waiter was queued
+    # for must go to the next thread, not to nobody (a gate that lets no
+    # thread in again is an engine that stops)
+    import signal
+    gate = gate_mod.Gate(1)
+    inside, leave = threading.Event(), threading.Event()
+
+    def hold():
+        with gate.held():
+            inside.set()
+            leave.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert inside.wait(10)
+    main = threading.main_thread().ident
+
+    def interrupt():
+        _until(lambda: gate.queued == 1, 'the main thread queues')
+        signal.pthread_kill(main, signal.SIGINT)
+
+    threading.Thread(target=interrupt).start()
+    try:
+        with gate.held():
+            raise AssertionError('let in while the holder was inside')
+    except KeyboardInterrupt:
+        pass
+    assert gate.queued == 0
+    leave.set()
+    holder.join(10)
+    assert _run_inside(gate, 2, lambda: None) == 1

@@ -57,6 +57,13 @@ class ListSnapshot(lister.Lister):
                   for c in LIST_COLUMNS) for s in snaps]
 
 
+def _stack_and_snapshot(parser, verb):
+    parser.add_argument('stack', metavar='<stack>',
+                        help='Name or ID of stack containing the snapshot')
+    parser.add_argument('snapshot', metavar='<snapshot>',
+                        help='ID of the snapshot to %s' % verb)
+
+
 class ShowSnapshot(show.ShowOne):
     """Show a stack snapshot (YAML by default, as OSC)."""
 
@@ -66,11 +73,7 @@ class ShowSnapshot(show.ShowOne):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument('stack', metavar='<stack>',
-                            help='Name or ID of stack containing the '
-                                 'snapshot')
-        parser.add_argument('snapshot', metavar='<snapshot>',
-                            help='ID of the snapshot to show')
+        _stack_and_snapshot(parser, 'show')
         return parser
 
     def take_action(self, args):
@@ -110,11 +113,7 @@ class RestoreSnapshot(command.Command):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument('stack', metavar='<stack>',
-                            help='Name or ID of stack containing the '
-                                 'snapshot')
-        parser.add_argument('snapshot', metavar='<snapshot>',
-                            help='ID of the snapshot to restore')
+        _stack_and_snapshot(parser, 'restore')
         common.add_wait(parser)
         return parser
 

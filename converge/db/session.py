@@ -161,7 +161,9 @@ class Database:
 
     def dispose(self):
         for kept in list(self._holders):
-            _close_all(kept.conns)
+            # one in use is its thread's until it is done with it; the
+            # thread opens a new one next time (closed)
+            _close_all(kept.conns, but=kept.busy)
         self.writer_engine.dispose()
         if self.reader_engine is not self.writer_engine:
             self.reader_engine.dispose()
@@ -177,13 +179,15 @@ class _Kept:
         weakref.finalize(self, _close_all, self.conns)
 
 
-def _close_all(conns):
-    for conn in list(conns.values()):
+def _close_all(conns, but=()):
+    for key, conn in list(conns.items()):
+        if key in but:
+            continue
         try:
             conn.close()
         except Exception:  # pragma: no cover - gone with its process
             pass
-    conns.clear()
+        del conns[key]
 
 
 def get(url):

@@ -72,11 +72,25 @@ class Gate:
             turn = threading.Lock()
             turn.acquire()
             self._queue.append(turn)
-        turn.acquire()   # until a leaving thread hands its place over
+        try:
+            turn.acquire()   # until a leaving thread hands its place over
+        except BaseException:
+            # interrupted while waiting: leave the line, or pass on a
+            # place handed over meanwhile (a place lost is a gate that
+            # lets fewer threads in for good)
+            with self._mutex:
+                if turn in self._queue:
+                    self._queue.remove(turn)
+                else:
+                    self._hand_over()
+            raise
 
     def _leave(self):
         with self._mutex:
-            if self._queue:
-                self._queue.popleft().release()
-            else:
-                self._free += 1
+            self._hand_over()
+
+    def _hand_over(self):
+        if self._queue:
+            self._queue.popleft().release()
+        else:
+            self._free += 1

@@ -298,7 +298,8 @@ class SimCompute:
         from converge import conf
         if not conf.CONF.sim.boot_agents:
             return
-        agents.ensure_running(self.url, self.disks_dir)
+        with self.waiting():   # starting the host waits for it
+            agents.ensure_running(self.url, self.disks_dir)
         self._host_checked = time.monotonic()
 
     def _agents_needed(self):
