@@ -142,8 +142,10 @@ def parse_args(argv):
                     help="Heat's virtualenv, made by `heat_bench.py setup` "
                          "(default %(default)s)")
     ap.add_argument('--home', default=None,
-                    help='engine home (default: a temporary directory, '
-                         'removed afterwards)')
+                    help='engine home, kept afterwards (default: a '
+                         'temporary directory, removed afterwards); in '
+                         'distributed mode the directory of the run (its '
+                         'configuration, sim.db, logs)')
     ap.add_argument('--json', metavar='FILE', default=None,
                     help='also write the rows as JSON to FILE')
     args = ap.parse_args(argv)
@@ -187,7 +189,7 @@ def make_harness(args, workdir, agents=False):
     """The harness of args.mode; with `agents`, serving the agents' routes
     (a scenario whose servers run deployments)."""
     if args.mode == 'distributed':
-        return harness_mod.Distributed(workdir, args.workers,
+        return harness_mod.Distributed(args.home or workdir, args.workers,
                                        engine_options(args), args.db,
                                        agents=agents)
     return harness_mod.Embedded(args.home or os.path.join(workdir, 'home'),

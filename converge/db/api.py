@@ -556,13 +556,16 @@ def sync_any_due(conn, now):
     return conn.execute(_ANY_DUE, {'b_now': now}).first() is not None
 
 
-def sync_take_due(conn, now, lease, limit=1000):
-    """Waiting nodes whose time has come, taken by this engine: each one's
-    wake_at moves `lease` seconds on (compare-and-swap, so of several
-    engines' timers one sends it; if its message is lost, the timer sends
-    it again after the lease). Returns (stack_id, traversal_id, node)."""
+def sync_take_due(conn, due_before, lease, limit=1000, now=None):
+    """Waiting nodes whose time came by `due_before`, taken by this
+    engine: each one's wake_at moves `lease` seconds past `now`
+    (compare-and-swap, so of several engines' timers one sends it; if its
+    message is lost, the timer sends it again after the lease). Returns
+    (stack_id, traversal_id, node)."""
+    now = due_before if now is None else now
     taken = []
-    for row in conn.execute(_DUE, {'b_now': now, 'b_limit': limit}).all():
+    for row in conn.execute(_DUE, {'b_now': due_before,
+                                   'b_limit': limit}).all():
         res = _TAKE_DUE.run(conn, {
             'b_trav': row.traversal_id, 'b_node': row.node,
             'b_old': row.wake_at, 'b_new': now + lease})

@@ -32,6 +32,11 @@ LOG = logging.getLogger(__name__)
 #: worker thread busy), and the longest it holds one back
 GATHER = 0.05
 GATHER_MAX = 1.0
+#: the database timer leaves a wait this long past its time to the engine
+#: that recorded it (its soon-timer sends it to the moment, or holds it
+#: back while busy); past that, any engine's timer sends it: its recorder
+#: died, or was busy for too long
+BACKSTOP_GRACE = 2.0
 
 
 def start(engine):
@@ -61,7 +66,7 @@ class Pool:
                                         engine.threads)
         engine.locks.join(CONF.coordination.group)
         for name, interval, step in (
-                ('timer', CONF.worker.timer_interval, self.fire_timers),
+                ('timer', CONF.worker.timer_interval, self._backstop),
                 ('sweeper', CONF.worker.sweep_interval, self.sweep_once)):
             thread = threading.Thread(target=self._every, name=name,
                                       args=(interval, step), daemon=True)
@@ -124,17 +129,22 @@ class Pool:
                 LOG.exception('%s failed; trying again next interval',
                               step.__name__)
 
-    def fire_timers(self, now=None):
-        """Send every waiting node whose time has come. Returns them."""
+    def _backstop(self):
+        return self.fire_timers(due_before=time.time() - BACKSTOP_GRACE)
+
+    def fire_timers(self, now=None, due_before=None):
+        """Send every waiting node whose time has come (by `due_before`,
+        default `now`). Returns them."""
         now = now or time.time()
+        due_before = now if due_before is None else due_before
         lease = conf_mod.CONF.worker.stall_timeout
         # a cheap read first: most ticks find nothing, and on SQLite a
         # write transaction would queue for the one writer every tick
         with self.engine.db.read() as s:
-            if not api.sync_any_due(s, now):
+            if not api.sync_any_due(s, due_before):
                 return []
         with self.engine.db.write() as s:
-            due = api.sync_take_due(s, now, lease)
+            due = api.sync_take_due(s, due_before, lease, now=now)
         for stack_id, trav_id, node in due:
             self.engine.client.check_resource(stack_id, trav_id, node)
         return due
