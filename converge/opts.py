@@ -256,6 +256,27 @@ SOFTWARE_OPTS = [
                       '(a signal whose wake-up was lost).'),
 ]
 
+OBSERVER_OPTS = [
+    cfg.FloatOpt('tick', default=1.0, min=0.05,
+                 help='Seconds between looks for stacks whose continuous '
+                      'convergence pass is due (every live engine looks; '
+                      'one takes each stack).'),
+    cfg.FloatOpt('interval', default=300.0, min=1.0,
+                 help='Default seconds between passes over a stack whose '
+                      'converge policy names none.'),
+    cfg.FloatOpt('jitter', default=0.1, min=0.0, max=1.0,
+                 help='Each pass is due up to this fraction of the interval '
+                      'later, at random, so stacks made together are not '
+                      'observed in step.'),
+    cfg.FloatOpt('backoff_max', default=3600.0, min=1.0,
+                 help='Longest wait before the next repair of a stack whose '
+                      'repairs keep failing (the wait doubles per failure).'),
+    cfg.IntOpt('max_repairs', default=4, min=1,
+               help='Repair traversals the observers run at once across '
+                    'the deployment; a stack due while they all run waits '
+                    'for the next pass.'),
+]
+
 
 def list_opts():
     return [
@@ -267,6 +288,7 @@ def list_opts():
         ('sim', SIM_OPTS),
         ('api', API_OPTS),
         ('software', SOFTWARE_OPTS),
+        ('observer', OBSERVER_OPTS),
     ]
 
 

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.xdist_group('heat_api')
 #: physical ids (random suffixes), a stack's project
 VARYING = ('id', 'creation_time', 'updated_time', 'event_time',
            'physical_resource_id', 'project', 'Creation Time',
-           'Updated Time', 'ID')
+           'Updated Time', 'ID', 'observed_time')
 
 #: a converge-api on loopback over an embedded home, this module's own
 api = test_heat_api.api

@@ -162,9 +162,11 @@ class RemoteService:
 
     # -- starting traversals ------------------------------------------------
     def stack_create(self, ctx, name, bundle, params, disable_rollback=True,
-                     timeout=None, tags=None):
+                     timeout=None, tags=None, converge_policy=None):
         body = dict(bundles.fields(bundle), stack_name=name,
                     parameters=params, disable_rollback=disable_rollback)
+        if converge_policy is not None:
+            body['converge_policy'] = converge_policy
         if timeout is not None:
             body['timeout_mins'] = timeout
         if tags:
@@ -174,7 +176,8 @@ class RemoteService:
 
     def stack_update(self, ctx, ident, bundle=None, params=None,
                      existing=False, rollback=None, clear_parameters=(),
-                     timeout=None, tags=None):
+                     timeout=None, tags=None, converge=False,
+                     converge_policy=None):
         path = self._path(ident)
         body = dict(bundles.fields(bundle)) if bundle is not None else {}
         body['parameters'] = params or {}
@@ -186,6 +189,10 @@ class RemoteService:
             body['timeout_mins'] = timeout
         if tags is not None:
             body['tags'] = list(tags)
+        if converge:
+            body['converge'] = True
+        if converge_policy is not None:
+            body['converge_policy'] = converge_policy
         answer = _sending(bundle, lambda: self.http.request(
             'PATCH' if existing else 'PUT', path, body))
         return self._started(answer, path.rsplit('/', 1)[1])
@@ -327,6 +334,10 @@ class RemoteService:
 
     def stack_drift(self, ctx, ident):
         return self.http.get(self._path(ident) + '/drift')['drift']
+
+    def stack_preview_converge(self, ctx, ident):
+        return self.http.get(self._path(ident) +
+                             '/converge/preview')['repairs']
 
     # -- resources ----------------------------------------------------------
     def resource_list(self, ctx, ident, filters=None, nested_depth=0):

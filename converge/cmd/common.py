@@ -56,6 +56,15 @@ def add_wait(parser):
                              '(embedded: always)')
 
 
+def add_converge_policy(parser):
+    parser.add_argument('--converge-policy', metavar='<mode[:seconds]>',
+                        help='Continuous convergence: off, observe (record '
+                             'and event drift) or repair (also converge '
+                             'it), every SECONDS ([observer] interval by '
+                             'default); the environment\'s "converge" '
+                             'section says the same')
+
+
 def add_timeout(parser, help_text):
     parser.add_argument('--timeout', metavar='<timeout>', type=int,
                         help=help_text + ' (minutes, a positive number)')
@@ -72,7 +81,7 @@ def run(app, args, ident, operation):
     if embedded:
         # this process is the engine: it runs the traversal's units
         from converge.workers import pool
-        pool.start(app.engine())
+        pool.start(app.engine(), observe=False)
         # and serves the agents of its servers while it runs
         app.serve_api()
     started = operation(svc, ctx)

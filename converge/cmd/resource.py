@@ -27,6 +27,11 @@ class ListResource(lister.Lister):
         parser.add_argument('--long', action='store_true',
                             help='Enable detailed information presented '
                                  'for each resource in resource list')
+        parser.add_argument('--drift', action='store_true',
+                            help='Only resources whose real state differed '
+                                 'from what was applied when last observed '
+                                 '(`stack drift`, `stack check` or the '
+                                 'observer), with how and when')
         return parser
 
     def take_action(self, args):
@@ -38,10 +43,14 @@ class ListResource(lister.Lister):
             cols += ('stack_name',)
         if args.nested_depth > 0:
             cols += ('parent_resource',)
+        if args.drift:
+            cols += ('drift', 'observed_time')
         rows = self.app.service().resource_list(
             self.app.context(), args.stack, filters,
             nested_depth=max(0, args.nested_depth))
-        return cols, [tuple(r[c] for c in cols) for r in rows]
+        if args.drift:
+            rows = [r for r in rows if r.get('drift')]
+        return cols, [tuple(r.get(c) for c in cols) for r in rows]
 
 
 class ShowResource(show.ShowOne):

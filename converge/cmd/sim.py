@@ -194,6 +194,27 @@ class RebootServer(_ServerAction):
         sim.reboot_server(server_id)
 
 
+class RebuildServer(_ServerAction):
+    """Rebuild server(s) with another image behind the engine's back: the
+    new image shows at once, REBUILD for the rebuild latency, then ACTIVE
+    (SHUTOFF if it was)."""
+
+    verb = 'rebuild'
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--image', metavar='<image>', required=True,
+                            help='Image to rebuild with (name or ID)')
+        return parser
+
+    def take_action(self, args):
+        self._image = args.image
+        return super().take_action(args)
+
+    def act(self, sim, server_id):
+        sim.rebuild_server(server_id, self._image)
+
+
 class Shutdown(command.Command):
     """Stop the sim's agent host (the agents of every server). It starts
     again when a server with an agent is created, rebooted or read by

@@ -54,6 +54,7 @@ class CreateStack(_StackShowOne):
                             help='Enable rollback on create/update failure')
         parser.add_argument('--tags', metavar='<tag1,tag2...>',
                             help='A list of tags to associate with the stack')
+        common.add_converge_policy(parser)
         parser.add_argument('--dry-run', action='store_true',
                             help='Validate and show the plan; store nothing')
         common.add_wait(parser)
@@ -74,7 +75,8 @@ class CreateStack(_StackShowOne):
             self.app, args, args.name, lambda svc, ctx: svc.stack_create(
                 ctx, args.name, bundle, params,
                 disable_rollback=not args.enable_rollback,
-                timeout=args.timeout, tags=tags))
+                timeout=args.timeout, tags=tags,
+                converge_policy=args.converge_policy))
         return self._summary(stack.id)
 
 
@@ -97,6 +99,7 @@ class UpdateStack(_StackShowOne):
         common.add_timeout(parser, 'Stack update timeout')
         parser.add_argument('--tags', metavar='<tag1,tag2...>',
                             help='Replace the stack\'s tags')
+        common.add_converge_policy(parser)
         parser.add_argument('--resume', action='store_true',
                             help='Move on a rolling update waiting for '
                                  'the operator after its canary batch '
@@ -104,6 +107,11 @@ class UpdateStack(_StackShowOne):
         parser.add_argument('--dry-run', action='store_true',
                             help='Do not actually perform the stack '
                                  'update, but show what would be changed')
+        parser.add_argument('--converge', action='store_true',
+                            help='Stack update with observe on reality: '
+                                 'every resource, nested stacks\' too, is '
+                                 'compared with what is really there and '
+                                 'repaired')
         parser.add_argument('--show-nested', action='store_true',
                             help='Show nested stacks when performing '
                                  '--dry-run (a nested stack\'s changes '
@@ -136,7 +144,8 @@ class UpdateStack(_StackShowOne):
             self.app, args, args.stack, lambda svc, ctx: svc.stack_update(
                 ctx, args.stack, bundle, params, existing=args.existing,
                 rollback=rollback, clear_parameters=args.clear_parameter,
-                timeout=args.timeout, tags=tags))
+                timeout=args.timeout, tags=tags, converge=args.converge,
+                converge_policy=args.converge_policy))
         return self._summary(stack.id)
 
     def _dry_run(self, args, bundle, params):
@@ -317,11 +326,32 @@ class ResumeStack(_Action):
 class ConvergeStack(_StackShowOne):
     """Walk the stack's graph again against reality (finish or heal)."""
 
+    #: --dry-run's columns
+    PLAN = ('resource_name', 'stack_name', 'resource_type',
+            'physical_resource_id', 'resource_status', 'action', 'reason')
+
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('stack', metavar='<stack>')
+        parser.add_argument('--dry-run', action='store_true',
+                            help='Observe the stack (nested stacks too) and '
+                                 'list what converging would repair, and '
+                                 'why, without repairing')
         common.add_wait(parser)
         return parser
+
+    def run(self, parsed_args):
+        if not parsed_args.dry_run:
+            return super().run(parsed_args)
+        # a list, not one stack: the formatter's list form (table, json,
+        # yaml, value, csv print lists as they print `stack list`)
+        self.formatter = self._formatter_plugins[parsed_args.formatter].obj
+        items = self.app.service().stack_preview_converge(
+            self.app.context(), parsed_args.stack)
+        self.formatter.emit_list(
+            self.PLAN, [tuple(i[c] for c in self.PLAN) for i in items],
+            self.app.stdout, parsed_args)
+        return 0
 
     def take_action(self, args):
         stack = common.run(self.app, args, args.stack,
@@ -375,7 +405,9 @@ class GraphStack(command.Command):
 
 
 class DriftStack(lister.Lister):
-    """List resources whose real state differs from what was applied."""
+    """Observe every resource of a stack, its nested stacks' too, and list
+    those whose real state differs from what was applied (recorded: see
+    `stack resource list --drift`)."""
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -383,7 +415,8 @@ class DriftStack(lister.Lister):
         return parser
 
     def take_action(self, args):
-        cols = ('resource_name', 'physical_resource_id', 'drift')
+        cols = ('resource_name', 'stack_name', 'physical_resource_id',
+                'kind', 'drift')
         rows = self.app.service().stack_drift(self.app.context(), args.stack)
         return cols, [tuple(r[c] for c in cols) for r in rows]
 

@@ -226,6 +226,29 @@ def resource_cas(conn, row_id, atomic_key, traversal_running=None,
     return atomic_key + 1 if res.rowcount == 1 else None
 
 
+_OBSERVED = sa.update(RESOURCES).where(
+    RESOURCES.c.id == bp('b_id'), RESOURCES.c.atomic_key == bp('b_key')
+).values(observed=bp('b_observed', type_=RESOURCES.c.observed.type),
+         observed_at=bp('b_at'), drift=bp('b_drift'))
+
+
+def resources_observed(conn, seen):
+    """Record what an observer saw: `seen` is a list of (row id, the
+    atomic_key it was read with, observed state, drift or None). The key
+    is not moved on (a unit of work in flight keeps its claim); a row
+    written since it was read is left as its writer left it, being
+    newer. Returns the ids recorded."""
+    now = time.time()
+    done = []
+    for row_id, key, observed, drift in seen:
+        res = conn.execute(_OBSERVED, {
+            'b_id': row_id, 'b_key': key, 'b_observed': observed,
+            'b_at': now, 'b_drift': drift})
+        if res.rowcount == 1:
+            done.append(row_id)
+    return done
+
+
 _RESOURCE_DELETE = sa.delete(RESOURCES).where(
     RESOURCES.c.id == bp('b_id'), RESOURCES.c.atomic_key == bp('b_key'))
 
@@ -556,16 +579,13 @@ def sync_any_due(conn, now):
     return conn.execute(_ANY_DUE, {'b_now': now}).first() is not None
 
 
-def sync_take_due(conn, due_before, lease, limit=1000, now=None):
-    """Waiting nodes whose time came by `due_before`, taken by this
-    engine: each one's wake_at moves `lease` seconds past `now`
-    (compare-and-swap, so of several engines' timers one sends it; if its
-    message is lost, the timer sends it again after the lease). Returns
-    (stack_id, traversal_id, node)."""
-    now = due_before if now is None else now
+def sync_take_due(conn, now, lease, limit=1000):
+    """Waiting nodes whose time has come, taken by this engine: each one's
+    wake_at moves `lease` seconds on (compare-and-swap, so of several
+    engines' timers one sends it; if its message is lost, the timer sends
+    it again after the lease). Returns (stack_id, traversal_id, node)."""
     taken = []
-    for row in conn.execute(_DUE, {'b_now': due_before,
-                                   'b_limit': limit}).all():
+    for row in conn.execute(_DUE, {'b_now': now, 'b_limit': limit}).all():
         res = _TAKE_DUE.run(conn, {
             'b_trav': row.traversal_id, 'b_node': row.node,
             'b_old': row.wake_at, 'b_new': now + lease})

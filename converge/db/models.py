@@ -104,6 +104,10 @@ class Resource(Base):
     data: Mapped[dict] = mapped_column(JSON, default=dict)
     attributes: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     observed: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    # when `observed` was read (epoch seconds), and how the real thing
+    # differed from what was applied then (None: it did not)
+    observed_at: Mapped[float | None] = mapped_column(Double, nullable=True)
+    drift: Mapped[str | None] = mapped_column(Text, nullable=True)
     # names of the resources this row depended on when last converged
     requires: Mapped[list] = mapped_column(JSON, default=list)
     replaces: Mapped[int | None] = mapped_column(Integer, nullable=True)
@@ -415,3 +419,24 @@ class ApiRate(Base):
     caller: Mapped[str] = mapped_column(String(160), primary_key=True)
     minute: Mapped[int] = mapped_column(Integer, primary_key=True)
     count: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class ConvergePolicy(Base):
+    """A stack's continuous convergence (observers/loop.py): `observe`
+    reports drift, `repair` also converges it; when it is next due, and
+    how often its repairs failed in a row (the back-off)."""
+
+    __tablename__ = 'converge_policies'
+
+    stack_id: Mapped[str] = mapped_column(
+        ForeignKey('stacks.id', ondelete='CASCADE'), primary_key=True)
+    mode: Mapped[str] = mapped_column(String(16))
+    interval: Mapped[float] = mapped_column(Double)
+    jitter: Mapped[float] = mapped_column(Double, default=0.1)
+    #: epoch seconds the next pass is due (an engine that takes the pass
+    #: moves it on first, so one engine observes a stack at a time)
+    next_at: Mapped[float] = mapped_column(Double, index=True)
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    #: the traversal of the last repair this policy started
+    repair_traversal: Mapped[str | None] = mapped_column(String(36),
+                                                         nullable=True)

@@ -60,3 +60,59 @@ def _kind(engine, stack, defn, data, name, rdef, row):
     plugin = engine.plugin(rdef.plugin, row, props, stack,
                            rdef.update_policy)
     return 'replaced' if plugin.needs_replace(prior) else 'updated'
+
+
+#: what `stack converge` does about a kind of drift
+_REPAIR = {'gone': 'create', 'changed': 'update', 'unobservable': 'update'}
+
+
+def converge(engine, stack):
+    """What `stack converge` would repair, without repairing: each resource
+    of the stack and its nested stacks whose real thing drifted (observed
+    now, one list call per driver, and recorded), whose last action did
+    not complete, or whose inputs come from a resource to be recreated (a
+    deployment of a recreated server runs again). A list of items with
+    the action (create, update, re-run) and why, in dependency order of
+    each stack, parents' first."""
+    from converge.observers import drift as drift_mod
+    found = drift_mod.scan(engine, stack)
+    drifted = {(d.stack_name, d.name): d for d in found}
+    out = []
+    for st in drift_mod.tree(engine, stack):
+        rows = views.resources(engine, st)
+        defn = engine.definition(st.template_id, st)
+        recreated = set()
+        for name in _in_order(defn):
+            rdef, row = defn.resources[name], rows.get(name)
+            why = None
+            d = drifted.get((st.name, name))
+            if row is None or row.action == 'INIT':
+                continue
+            if d is not None:
+                action, why = _REPAIR[d.kind], d.detail
+            elif row.status != 'COMPLETE' and row.action not in (
+                    'DELETE', 'CHECK'):  # a failed check: what drifted
+                action = 'create' if row.action == 'CREATE' else 'update'
+                why = 'its last action ended %s_%s' % (row.action,
+                                                       row.status)
+            else:
+                inputs = sorted(recreated & set(rdef.requires))
+                if not inputs:
+                    continue
+                action = 're-run' if rdef.plugin.reruns else 'update'
+                why = 'its input %s is recreated' % ', '.join(inputs)
+            if action == 'create':
+                recreated.add(name)
+            out.append(dict(_item(name, rdef.type, row), stack_name=st.name,
+                            action=action, reason=why))
+    return out
+
+
+def _in_order(defn):
+    """The definition's resources, each after what it requires (ties by
+    name)."""
+    import networkx as nx
+
+    from converge.graph import dependencies
+    return nx.lexicographical_topological_sort(dependencies.build(
+        {name: rdef.requires for name, rdef in defn.resources.items()}))

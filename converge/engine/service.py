@@ -159,19 +159,22 @@ class Service:
     # -- starting traversals ------------------------------------------------
     # each returns {'id': stack id, 'traversal_id': the traversal started}
     def stack_create(self, ctx, name, bundle, params, disable_rollback=True,
-                     timeout=None, tags=None):
+                     timeout=None, tags=None, converge_policy=None):
         return self._started(*stacks.create(
             self.engine, name, bundle, params,
             disable_rollback=disable_rollback, timeout=timeout, tags=tags,
-            project_id=request.project_of(ctx)))
+            project_id=request.project_of(ctx),
+            converge_policy=converge_policy))
 
     def stack_update(self, ctx, ident, bundle=None, params=None,
                      existing=False, rollback=None, clear_parameters=(),
-                     timeout=None, tags=None):
+                     timeout=None, tags=None, converge=False,
+                     converge_policy=None):
         return self._started(*stacks.update(
             self.engine, ident, bundle, params, existing=existing,
             rollback=rollback, clear_parameters=clear_parameters,
-            timeout=timeout, tags=tags, project_id=request.project_of(ctx)))
+            timeout=timeout, tags=tags, project_id=request.project_of(ctx),
+            converge=converge, converge_policy=converge_policy))
 
     def stack_resume_rollout(self, ctx, ident):
         """Move on the rollouts of the stack waiting for the operator
@@ -314,12 +317,20 @@ class Service:
 
     @_read
     def stack_drift(self, ctx, ident):
-        """Observe every resource; what differs from what was applied."""
+        """Observe every resource, nested stacks' too (one list call per
+        driver), and record what was seen; what differs from what was
+        applied."""
         from converge.observers import drift
         stack = self._stack(ctx, ident)
-        return [{'resource_name': d.name, 'physical_resource_id':
-                 d.physical_id, 'drift': d.detail}
+        return [{'resource_name': d.name, 'stack_name': d.stack_name,
+                 'physical_resource_id': d.physical_id, 'kind': d.kind,
+                 'drift': d.detail}
                 for d in drift.scan(self.engine, stack)]
+
+    def stack_preview_converge(self, ctx, ident):
+        """What `stack converge` would repair (observed now, and recorded
+        as observed); nothing is repaired."""
+        return preview.converge(self.engine, self._stack(ctx, ident))
 
     # -- resources ----------------------------------------------------------
     @_read
@@ -349,6 +360,9 @@ class Service:
                                                   row.created_at),
                         'creation_time': views.iso(row.created_at),
                         'resource_status_reason': row.status_reason,
+                        'drift': row.drift,
+                        'observed_time': views.iso_ts(row.observed_at)
+                        if row.observed_at else None,
                         'stack_name': st.name, 'stack_id': st.id,
                         'parent_resource': parent_resource})
             if depth > 0:
@@ -372,6 +386,7 @@ class Service:
                  'resource_status': '%s_%s' % (m['action'], m['status']),
                  'resource_action': m['action'],
                  'resource_status_reason': m['status_reason'],
+                 'drift': None, 'observed_time': None,
                  'updated_time': views.iso_ts(m['updated_at']),
                  'creation_time': views.iso_ts(m['updated_at']),
                  'stack_name': stack_name, 'stack_id': stack_id,

@@ -13,6 +13,7 @@ from converge import template
 from converge.db import api
 from converge.db import models
 from converge.engine import definitions
+from converge.engine import policies
 from converge.engine import traversal
 from converge.graph import dependencies
 
@@ -117,7 +118,7 @@ def check_stack_count(session, project_id):
 
 def create(engine, name, bundle, params, disable_rollback=True,
            timeout=None, tags=None, project_id=None, stack_id=None,
-           parent=None):
+           parent=None, converge_policy=None):
     """Store a new stack of `project_id` (default: the configured project)
     and start creating it; returns (stack id, traversal id). A nested
     stack has a `parent`: (parent stack id, owning resource, depth)."""
@@ -126,6 +127,7 @@ def create(engine, name, bundle, params, disable_rollback=True,
     else:
         check_depth(parent[2])
     check_timeout(timeout)
+    policy = converge_policy_of(bundle, converge_policy)
     project_id = project_id or engine_project()
     stack_id = stack_id or api.new_id()
     defn = validate(bundle, params, stack_name=name, stack_id=stack_id,
@@ -147,6 +149,8 @@ def create(engine, name, bundle, params, disable_rollback=True,
             template_id = api.template_create(s, stack_id, bundle.to_dict(),
                                               params)
             stack = s.get(models.Stack, stack_id)
+            if policy is not None:
+                policies.set_policy(s, stack_id, *policy)
             engine.remember(template_id, stack, defn)
             trav = traversal.start(engine, s, stack, template_id,
                                    'CREATE', defn,
@@ -161,11 +165,16 @@ def create(engine, name, bundle, params, disable_rollback=True,
 
 def update(engine, ident, bundle=None, params=None, existing=False,
            rollback=None, clear_parameters=(), timeout=None, tags=None,
-           project_id=None, only=None):
+           project_id=None, only=None, converge=False,
+           converge_policy=None):
+    """Update the stack to a new template, parameters or both. With
+    `converge` (Heat's --converge), against reality: nested stacks are
+    walked too, and every resource observed."""
     check_timeout(timeout)
     stack, bundle, params, defn = planned(
         engine, ident, bundle, params, existing, clear_parameters,
         project_id)
+    policy = converge_policy_of(bundle, converge_policy)
     if rollback is None:
         rollback = not stack.disable_rollback
     with engine.db.write() as s:
@@ -177,13 +186,45 @@ def update(engine, ident, bundle=None, params=None, existing=False,
             stack.timeout_mins = timeout
         if tags is not None:
             stack.tags = list(tags)
+        if policy is not None:
+            policies.set_policy(s, stack.id, *policy)
         engine.remember(template_id, stack, defn)
         trav = traversal.start(engine, s, stack, template_id, 'UPDATE',
                                defn, rollback=rollback,
                                prev_template_id=stack.template_id,
-                               only=only)
+                               only=only, converge=converge)
     traversal.kick(engine, trav)
     return stack.id, trav.id
+
+
+def converge_policy_of(bundle, text=None):
+    """The stack's continuous convergence policy, (mode, interval or
+    None): `text` (--converge-policy MODE[:SECONDS]) over the
+    environment's ``converge`` section ({policy: MODE, interval:
+    SECONDS}); None when neither says."""
+    if text is not None:
+        try:
+            return policies.parse(text)
+        except ValueError as e:
+            raise exception.InvalidInput(str(e)) from None
+    section = (bundle.environment.get('converge') or {}) if bundle else {}
+    if not section:
+        return None
+    unknown = sorted(set(section) - {'policy', 'interval'})
+    if unknown:
+        raise exception.InvalidTemplate(
+            'environment section "converge" has unknown key %s (known: '
+            'policy, interval)' % ', '.join(unknown), path=['converge'])
+    interval = section.get('interval')
+    text = str(section.get('policy', 'observe'))
+    if interval is not None:
+        text += ':%s' % interval
+    try:
+        return policies.parse(text)
+    except ValueError as e:
+        raise exception.InvalidTemplate(
+            'environment section "converge": %s' % e,
+            path=['converge']) from None
 
 
 def planned(engine, ident, bundle=None, params=None, existing=False,

@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from converge import exception
 from converge.db import api
 from converge.db import models
+from converge.engine import policies
 from converge.engine import rows as rows_mod
 from converge.graph import dot as dot_mod
 from converge.resources import base
@@ -155,6 +156,12 @@ def stack(engine, st, with_outputs=True):
         data['parameters'] = {
             k: ('******' if k in hidden else v)
             for k, v in defn.parameters.items()}
+    with engine.db.read() as s:
+        pol = policies.policy(s, st.id)
+    if pol is not None:
+        # converge's own: shown only where a stack has one
+        data['converge_policy'] = '%s every %g s (next due %s)' % (
+            pol['mode'], pol['interval'], iso_ts(pol['next_at']))
     if st.status == 'IN_PROGRESS':
         data['rollouts'] = rollouts(engine, st)
     if with_outputs and defn is not None and st.deleted_at is None:
@@ -227,6 +234,18 @@ def child_stack(engine, st, row):
     return child
 
 
+def _desired(engine, st, defn, name, rows):
+    """The resource's properties as its template resolves them now (a
+    value from another resource's attribute as that resource has it);
+    None when they cannot be known before the next traversal."""
+    if defn is None or name not in defn.resources:
+        return None
+    try:
+        return defn.resolve_properties(name, RowData(rows))
+    except exception.ConvergeError:
+        return None
+
+
 def resource_detail(engine, st, name):
     rows = resources(engine, st)
     row = rows.get(name)
@@ -252,6 +271,14 @@ def resource_detail(engine, st, name):
         'requires': requires,
         'attributes': row.attributes or {},
         'properties': row.properties or {},
+        # three ways: what the template asks for now, what was last
+        # applied, what was last seen (and when), and how that differed
+        'desired_properties': _desired(engine, st, defn, name, rows),
+        'applied_properties': row.properties or {},
+        'observed': row.observed,
+        'observed_time': iso_ts(row.observed_at) if row.observed_at
+        else None,
+        'drift': row.drift,
         'description': (defn.resources[name].description
                         if defn and name in defn.resources else ''),
     }

@@ -5,6 +5,7 @@ The one way to ask, used by the unit of work before it decides
 """
 
 import contextlib
+import json
 
 from oslo_log import log as logging
 
@@ -42,14 +43,54 @@ def observe(plugin, waiting=contextlib.nullcontext):
         return Observation({}, error=exc)
 
 
+def observe_all(plugins, waiting=contextlib.nullcontext):
+    """Observe many resources: {id(plugin): Observation}. A type that can
+    (``observe_many``) is asked once per pass for all of its resources,
+    so a pass costs its driver one call, not one per resource; others
+    one by one."""
+    found, by_type = {}, {}
+    for plugin in plugins:
+        if type(plugin).observe_many is not None:
+            by_type.setdefault(type(plugin), []).append(plugin)
+        else:
+            found[id(plugin)] = observe(plugin, waiting)
+    for cls, group in by_type.items():
+        try:
+            with waiting():
+                states = cls.observe_many(group)
+        except exception.CloudError as exc:
+            LOG.warning('%s: observing failed: %s', cls.__name__, exc)
+            states, error = {}, exc
+        else:
+            error = None
+        for plugin in group:
+            if id(plugin) in states:
+                found[id(plugin)] = Observation(states[id(plugin)])
+            else:
+                found[id(plugin)] = Observation({}, error=error)
+    return found
+
+
 def drift(plugin, observation):
-    """How the real thing differs from what was applied, in words; None
-    when it does not."""
+    """How the real thing differs from what was applied, in words
+    ("gone", "changed: image fedora, not cirros"); None when it does
+    not."""
     if observation.error is not None:
         return 'unobservable: %s' % observation.error
     if observation.gone:
         return 'gone'
     changed = plugin.drift(observation.state)
-    if changed:
-        return 'changed: ' + ', '.join(sorted(changed))
-    return None
+    if not changed:
+        return None
+    if isinstance(changed, dict):
+        return 'changed: ' + '; '.join(
+            '%s %s, not %s' % (key, seen, applied)
+            for key, (seen, applied) in sorted(changed.items()))
+    return 'changed: ' + ', '.join(sorted(changed))
+
+
+def jsonable(value):
+    """An observed state as stored: JSON (a timestamp as its text)."""
+    if value is None:
+        return None
+    return json.loads(json.dumps(value, default=str))

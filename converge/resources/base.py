@@ -232,8 +232,22 @@ class Resource:
 
     # -- decisions the engine asks about ----------------------------------
     def drift(self, observed):
-        """Names of properties whose observed value differs from desired."""
+        """What differs from what was applied: names of the fields whose
+        observed value differs, or {name: (observed, applied)}."""
         return set()
+
+    #: True for a type whose update runs something again on its target (a
+    #: software deployment's config on its server): previews call it
+    #: "re-run"
+    reruns = False
+    #: False for a type whose drift() is not the real thing's (a nested
+    #: stack's is its children's, observed on their own): observers and
+    #: CHECK do not compare it
+    observed_drift = True
+    #: a type whose driver can list many of its resources in one call
+    #: defines ``observe_many(cls, plugins)`` -> {id(plugin): observed}
+    #: (a classmethod); observers then make one call per pass and driver
+    observe_many = None
 
     def changed(self):
         """Whether what the resource is built from changed though its

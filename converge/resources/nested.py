@@ -213,6 +213,8 @@ class Nested(base.Resource):
         return self._converge_pending() or \
             self.data.get(APPLIED) != self._digest(self._desired())
 
+    observed_drift = False
+
     def drift(self, observed):
         """The child's last traversal failed."""
         if observed and observed['status'] == 'FAILED':

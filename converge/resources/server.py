@@ -765,22 +765,41 @@ class Server(base.Resource):
                     observed.get('id') or self.physical_id, status))
 
     def drift(self, observed):
+        """What differs from what was applied: {field: (observed,
+        applied)}. A server gone is the engine's to see (None)."""
         if not observed:  # gone (the engine creates) or not observable
-            return set()
-        changed = set()
-        if 'name' in observed and observed.get('name') != \
-                self._server_name():
-            changed.add('name')
+            return {}
+        changed = {}
+        name = self._server_name()
+        if 'name' in observed and observed.get('name') != name:
+            changed['name'] = (observed.get('name'), name)
         image = self._boot_image()
         if 'image' in observed and image is not None and \
                 observed.get('image') != image:
-            changed.add('image')
-        if 'flavor' in observed and observed.get('flavor') != \
-                self.properties.get('flavor'):
-            changed.add('flavor')
+            changed['image'] = (observed.get('image'), image)
+        flavor = self.properties.get('flavor')
+        if 'flavor' in observed and observed.get('flavor') != flavor:
+            changed['flavor'] = (observed.get('flavor'), flavor)
         if observed.get('status') in ('SHUTOFF', 'ERROR'):
-            changed.add('status')
+            changed['status'] = (observed.get('status'), 'ACTIVE')
         return changed
+
+    @classmethod
+    def observe_many(cls, plugins):
+        """One list call per cloud for all of `plugins` (observers/):
+        {id(plugin): observed state, None when gone}."""
+        found = {}
+        by_cloud = {}
+        for plugin in plugins:
+            by_cloud.setdefault(id(plugin.compute), []).append(plugin)
+        for group in by_cloud.values():
+            servers = {s['id']: s for s in group[0].compute.list_servers()}
+            for plugin in group:
+                server = servers.get(plugin.physical_id)
+                if server is not None and server.get('status') in GONE:
+                    server = None
+                found[id(plugin)] = server
+        return found
 
     # -- attributes -------------------------------------------------------
     def get_attributes(self, observed):

@@ -166,6 +166,7 @@ class SoftwareDeployment(base.Resource):
     #: made again, it is the same deployment and run, which the agent runs
     #: once. So it needs no claim before it (see base.Resource)
     adopts_by_key = True
+    reruns = True
 
     # -- steps ----------------------------------------------------------------
     def observe(self):

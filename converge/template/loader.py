@@ -29,7 +29,7 @@ Loader.add_constructor('tag:yaml.org,2002:timestamp', _construct_str)
 
 ENV_SECTIONS = ('parameters', 'parameter_defaults', 'resource_registry',
                 'event_sinks', 'parameter_merge_strategies',
-                'encrypted_param_names')
+                'encrypted_param_names', 'converge')
 
 
 def parse_text(text, filename=None):
@@ -483,7 +483,7 @@ def _merge_env(env, new, filename, text):
             continue
         if section in ('parameters', 'parameter_defaults',
                        'resource_registry', 'event_sinks_map',
-                       'parameter_merge_strategies'):
+                       'parameter_merge_strategies', 'converge'):
             if not isinstance(value, dict):
                 raise exception.InvalidTemplate(
                     'environment section "%s" must be a map' % section,
@@ -504,6 +504,10 @@ def _merge_env(env, new, filename, text):
                             rres[rname] = rmap
                 else:
                     reg[k] = v
+        elif section == 'converge':
+            # converge's own: the stack's continuous convergence
+            # (observers/loop.py), checked where the stack is stored
+            env.setdefault('converge', {}).update(value)
         elif section == 'event_sinks':
             env.setdefault('event_sinks', []).extend(
                 value if isinstance(value, list) else [value])

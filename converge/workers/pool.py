@@ -7,7 +7,9 @@ and the two clocks every live engine keeps.
 - the **timer** sends waiting nodes whose time has come (a unit of work
   that returned "wait" recorded when in the database; any live engine's
   timer resumes it, so a wait survives the death of every process);
-- the **sweeper** finds work nobody is doing (sweeper.py).
+- the **sweeper** finds work nobody is doing (sweeper.py);
+- the **observer** runs the continuous convergence passes that are due
+  (observers/loop.py).
 
 The same in embedded mode (the CLI process) and in each converge-worker.
 """
@@ -22,7 +24,9 @@ import oslo_messaging
 
 from converge import conf as conf_mod
 from converge.db import api
+from converge.engine import notify
 from converge.engine import rpc
+from converge.observers import loop as observer_loop
 from converge.workers import reconcile
 from converge.workers import sweeper
 
@@ -32,24 +36,26 @@ LOG = logging.getLogger(__name__)
 #: worker thread busy), and the longest it holds one back
 GATHER = 0.05
 GATHER_MAX = 1.0
-#: the database timer leaves a wait this long past its time to the engine
-#: that recorded it (its soon-timer sends it to the moment, or holds it
-#: back while busy); past that, any engine's timer sends it: its recorder
-#: died, or was busy for too long
-BACKSTOP_GRACE = 2.0
+#: seconds between the notification relay's looks (engine/notify.py)
+NOTIFY_INTERVAL = 0.5
 
 
-def start(engine):
-    """Start serving in this process; the pool is ``engine.workers``."""
+def start(engine, observe=True):
+    """Start serving in this process; the pool is ``engine.workers``.
+    With `observe`, its observer runs continuous convergence passes too:
+    a long-lived process (converge-worker, converge-api embedded, `converge
+    observe --forever`), not a command that ends with its traversal (a
+    repair it started would be left without its engine)."""
     if engine.workers is None:
-        engine.workers = Pool(engine)
+        engine.workers = Pool(engine, observe)
         engine.workers.start()
     return engine.workers
 
 
 class Pool:
-    def __init__(self, engine):
+    def __init__(self, engine, observe=True):
         self.engine = engine
+        self.observe = observe
         self._server = None
         self._stopping = threading.Event()
         self._threads = []
@@ -58,6 +64,7 @@ class Pool:
         # backstop): a heap of (wake_at, stack, traversal, node)
         self._soon = []
         self._soon_cv = threading.Condition()
+        self._relay = None
 
     def start(self):
         engine = self.engine
@@ -65,9 +72,15 @@ class Pool:
         self._server = rpc.start_server(Endpoint(engine), engine.engine_id,
                                         engine.threads)
         engine.locks.join(CONF.coordination.group)
-        for name, interval, step in (
-                ('timer', CONF.worker.timer_interval, self._backstop),
-                ('sweeper', CONF.worker.sweep_interval, self.sweep_once)):
+        clocks = [('timer', CONF.worker.timer_interval, self.fire_timers),
+                  ('sweeper', CONF.worker.sweep_interval, self.sweep_once)]
+        if self.observe:
+            clocks.append(('observer', CONF.observer.tick, self.observe_due))
+        if notify.enabled():
+            self._relay = notify.Relay(engine)
+            clocks.append(('notifier', NOTIFY_INTERVAL,
+                           self._relay.relay_once))
+        for name, interval, step in clocks:
             thread = threading.Thread(target=self._every, name=name,
                                       args=(interval, step), daemon=True)
             thread.start()
@@ -129,25 +142,25 @@ class Pool:
                 LOG.exception('%s failed; trying again next interval',
                               step.__name__)
 
-    def _backstop(self):
-        return self.fire_timers(due_before=time.time() - BACKSTOP_GRACE)
-
-    def fire_timers(self, now=None, due_before=None):
-        """Send every waiting node whose time has come (by `due_before`,
-        default `now`). Returns them."""
+    def fire_timers(self, now=None):
+        """Send every waiting node whose time has come. Returns them."""
         now = now or time.time()
-        due_before = now if due_before is None else due_before
         lease = conf_mod.CONF.worker.stall_timeout
         # a cheap read first: most ticks find nothing, and on SQLite a
         # write transaction would queue for the one writer every tick
         with self.engine.db.read() as s:
-            if not api.sync_any_due(s, due_before):
+            if not api.sync_any_due(s, now):
                 return []
         with self.engine.db.write() as s:
-            due = api.sync_take_due(s, due_before, lease, now=now)
+            due = api.sync_take_due(s, now, lease)
         for stack_id, trav_id, node in due:
             self.engine.client.check_resource(stack_id, trav_id, node)
         return due
+
+    def observe_due(self):
+        """The continuous convergence passes that are due (observers/
+        loop.py): a cheap read first, as most ticks find none."""
+        return observer_loop.run_due(self.engine)
 
     def sweep_once(self):
         """One sweep, by one engine at a time (a tooz lock elects it)."""
@@ -170,6 +183,11 @@ class Pool:
 
     def stop(self):
         self._stopping.set()
+        if self._relay is not None:
+            try:
+                self._relay.relay_once()   # what the last units recorded
+            except Exception:
+                LOG.exception('the last notifications were not sent')
         with self._soon_cv:
             self._soon_cv.notify()
         if self._server is not None:

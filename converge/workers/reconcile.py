@@ -32,7 +32,6 @@ unit reads afterwards is fresh: one read before acting, one write after
 
 import contextlib
 import dataclasses
-import json
 import time
 
 from oslo_log import log as logging
@@ -109,6 +108,7 @@ class Unit:
         self.wake = None      # when this unit's wait ends (WAIT)
         self.failing = False  # the traversal is failing: settle it
         self.resuming = False  # back from this traversal's own wait
+        self.drift = None     # what a CHECK found drifted
 
     @classmethod
     def load(cls, engine, traversal_id, node, name):
@@ -190,7 +190,7 @@ class Unit:
                 elif decision == decide_mod.RESUME:
                     result = plugin.resume(observed)
                 else:
-                    result = plugin.check(observed)
+                    result = self._check(observed)
                 if isinstance(result, base.Wait):
                     return Outcome(WAIT, action, result.reason, wait=result)
                 # a step that has just looked leaves what it saw
@@ -204,6 +204,18 @@ class Unit:
             LOG.debug('%s %s failed', self.name, action, exc_info=True)
             return Outcome(FAILED, action, _reason(exc))
         return Outcome(DONE, action, observed=observed)
+
+    def _check(self, observed):
+        """CHECK: first whether the real thing still matches what was
+        applied (the drift is recorded with the outcome), then the
+        plug-in's own check."""
+        # {}: exists (logical) or could not be seen
+        if observed != {} and self.plugin.observed_drift:
+            self.drift = observe_mod.drift(
+                self.plugin, observe_mod.Observation(observed))
+            if self.drift:
+                raise exception.ResourceFailure('drifted: %s' % self.drift)
+        return self.plugin.check(observed)
 
     def _adopt_external(self):
         """external_id: the resource exists already and is not ours to
@@ -350,10 +362,14 @@ class Unit:
             physical_id=plugin.physical_id,
             reference_id=plugin.reference_id(),
             properties=plugin.properties, data=_done_data(plugin.data),
-            attributes=_jsonable(attrs), observed=_jsonable(observed),
+            attributes=observe_mod.jsonable(attrs),
+            observed=observe_mod.jsonable(observed),
             template_id=self.trav.template_id, replaced_by=None,
             requires=self.deps.row_ids(), traversal_id=self.trav.id,
             engine_id=None, type=self.rdef.type)
+        if action == 'CHECK' or (action and observed is not None):
+            # checked, or just acted on and seen: as applied
+            values.update(drift=None, observed_at=time.time())
         events = []
         if action:
             reason = plugin.status_note or 'state changed'
@@ -399,8 +415,10 @@ class Unit:
     def _failed(self, outcome):
         row, plugin, action = self.row, self.plugin, outcome.action
         with self.engine.db.begin() as conn:
+            drift = {} if self.drift is None else dict(
+                drift=self.drift, observed_at=time.time())
             self._cas(conn, action=action, status='FAILED',
-                      status_reason=outcome.reason, engine_id=None,
+                      status_reason=outcome.reason, engine_id=None, **drift,
                       traversal_id=self.trav.id,
                       physical_id=(plugin.physical_id if plugin
                                    else row.physical_id),
@@ -684,9 +702,3 @@ def _reason(exc):
     if not isinstance(exc, exception.ConvergeError):
         text = '%s: %s' % (exc.__class__.__name__, text)
     return text
-
-
-def _jsonable(value):
-    if value is None:
-        return None
-    return json.loads(json.dumps(value, default=str))

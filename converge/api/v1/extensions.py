@@ -90,6 +90,11 @@ class Controller(common.Controller):
         return common.reply({'drift': self.service.stack_drift(
             ctx, self._identify(ctx, stack_name, stack_id))})
 
+    @action('converge:stack_drift')
+    def converge_preview(self, req, ctx, stack_name, stack_id):
+        return common.reply({'repairs': self.service.stack_preview_converge(
+            ctx, self._identify(ctx, stack_name, stack_id))})
+
     # -- following a traversal -------------------------------------------
     @action('converge:traversal_show')
     def traversal(self, req, ctx, stack_name, stack_id, traversal_id):
@@ -189,6 +194,7 @@ def add_routes(route, engine, stacks):
     route(stack + '/actions', ext.actions, 'POST')
     route(stack + '/graph', ext.graph, 'GET')
     route(stack + '/drift', ext.drift, 'GET')
+    route(stack + '/converge/preview', ext.converge_preview, 'GET')
     route(stack + '/traversal_events', ext.traversal_events, 'GET')
     route(stack + '/traversals/{traversal_id}', ext.traversal, 'GET')
     route(stack + '/traversals/{traversal_id}/progress', ext.progress,

@@ -69,6 +69,18 @@ def _timeout(data):
     return common.integer(data.get('timeout_mins'), 'timeout_mins', 1)
 
 
+def _converge_policy(data):
+    """converge's own body key: MODE or MODE:SECONDS (off, observe,
+    repair), checked by the engine."""
+    value = data.get('converge_policy')
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise exception.InvalidInput('converge_policy: a string such as '
+                                     '"repair:60"')
+    return value
+
+
 class Controller(common.Controller):
     # -- the collection -----------------------------------------------------
     @action('stacks:index')
@@ -126,7 +138,8 @@ class Controller(common.Controller):
                 ctx, name, _bundle(data), params,
                 disable_rollback=common.flag(
                     data.get('disable_rollback', True), 'disable_rollback'),
-                timeout=_timeout(data), tags=_tags(data.get('tags')))
+                timeout=_timeout(data), tags=_tags(data.get('tags')),
+                converge_policy=_converge_policy(data))
         return common.started(common.reply({'stack': {
             'id': started['id'],
             'links': common.stack_links(req, ctx, name, started['id'])}},
@@ -202,7 +215,9 @@ class Controller(common.Controller):
             ctx, ident, bundle, common.mapping(data, 'parameters'),
             existing=existing, rollback=rollback,
             clear_parameters=clear,
-            timeout=_timeout(data), tags=_tags(data.get('tags'))))
+            timeout=_timeout(data), tags=_tags(data.get('tags')),
+            converge=common.flag(data.get('converge', False), 'converge'),
+            converge_policy=_converge_policy(data)))
 
     @action('stacks:update')
     def update(self, req, ctx, stack_name, stack_id):

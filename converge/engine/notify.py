@@ -1,0 +1,226 @@
+"""Notifications: every stack and resource state change, and every drift,
+also published as an oslo.messaging notification, so that listeners
+subscribe instead of polling.
+
+Off unless `[oslo_messaging_notifications] driver` is set (oslo's own
+option; `messagingv2` on RabbitMQ, on the topics of its `topics`,
+Heat's `notifications` by default). Nothing on a unit of work's path
+publishes: a **relay** in one engine at a time (a tooz lock elects it,
+as the sweeper) reads what was committed and publishes it:
+
+- the stack's own changes from its traversals (one started, one ended),
+  as Heat names them: ``orchestration.stack.create.start``,
+  ``orchestration.stack.update.end``, ``orchestration.stack.delete.error``
+  (priority ERROR), ...;
+- each event row (events table): a resource's state change as
+  ``orchestration.resource.<action>.<start|end|error>``, a drift as
+  ``orchestration.resource.drift`` (``.in_sync`` when it goes away), a
+  repair of continuous convergence as ``orchestration.stack.repair.start``
+  (``.error`` when it failed).
+
+Delivery is at least once: the relay remembers what it published for a
+while and looks back a few seconds each time (a row committed out of id
+order is not missed); a relay that takes over from a dead one may publish
+a few again. Each payload carries the event's ``event_id`` (or the
+traversal's id and state) to tell them apart.
+
+A stack's environment may name more topics (Heat's ``event_sinks``, the
+type ``zaqar-queue`` read as a notification topic): its events go there
+too.
+"""
+
+import collections
+import datetime
+import socket
+import time
+
+from oslo_log import log as logging
+import sqlalchemy as sa
+
+from converge import conf as conf_mod
+from converge.db import models
+
+LOG = logging.getLogger(__name__)
+
+#: seconds the relay looks back each time (a transaction that committed
+#: late with an older id or time is still seen)
+LOOK_BACK = 5.0
+#: how many published keys the relay remembers (older ones fall out)
+REMEMBER = 100000
+_PHASE = {'IN_PROGRESS': 'start', 'COMPLETE': 'end', 'FAILED': 'error'}
+_OBSERVE = {'DRIFTED': 'orchestration.resource.drift',
+            'IN_SYNC': 'orchestration.resource.in_sync',
+            'REPAIRING': 'orchestration.stack.repair.start',
+            'REPAIR_FAILED': 'orchestration.stack.repair.error'}
+
+
+def enabled():
+    """Whether notifications are configured (oslo.messaging registers its
+    notification options when it first notifies: here, before)."""
+    from oslo_messaging import opts
+    conf = conf_mod.CONF
+    for group, options in opts.list_opts():
+        if group == 'oslo_messaging_notifications':
+            conf.register_opts(options, group=group)
+    return bool(conf.oslo_messaging_notifications.driver)
+
+
+class Relay:
+    """Publishes what was committed since it last looked (`relay_once`,
+    called on the engine's notifier clock)."""
+
+    def __init__(self, engine):
+        import oslo_messaging
+        self.engine = engine
+        self._messaging = oslo_messaging
+        self.transport = oslo_messaging.get_notification_transport(
+            conf_mod.CONF)
+        self.notifier = oslo_messaging.Notifier(
+            self.transport, publisher_id='orchestration.%s' %
+            socket.gethostname())
+        self._sinks = {}       # topic -> Notifier
+        self._seen = collections.OrderedDict()
+        self._since = time.time() - LOOK_BACK
+        self._sinks_of = {}    # stack id -> topics (event_sinks)
+
+    def relay_once(self):
+        """Publish what is new; returns how many were published."""
+        lock = self.engine.locks.try_lock('notifier')
+        if lock is None:
+            return 0
+        try:
+            now = time.time()
+            since = self._since - LOOK_BACK
+            # both kinds in the order they happened
+            new = sorted(self._traversals(since) + self._events(since),
+                         key=lambda item: item[0])
+            for _ts, *item in new:
+                self._publish(*item)
+            self._since = now
+            return len(new)
+        finally:
+            lock.release()
+
+    # -- what to publish ------------------------------------------------------
+    def _traversals(self, since):
+        T, S = models.Traversal, models.Stack
+        after = datetime.datetime.utcfromtimestamp(since)
+        with self.engine.db.read() as s:
+            rows = s.execute(sa.select(T, S.name, S.project_id).join(
+                S, S.id == T.stack_id).where(sa.or_(
+                    T.created_at >= after, T.finished_at >= after))).all()
+        new = []
+        for trav, name, project in rows:
+            marks = [('IN_PROGRESS', 'Stack %s started' % trav.action)]
+            if trav.finished_at is not None and trav.state in (
+                    'complete', 'failed', 'cancelled'):
+                marks.append(('COMPLETE', 'Stack %s completed successfully'
+                              % trav.action) if trav.state == 'complete'
+                             else ('FAILED', trav.failure or 'Stack %s %s' %
+                                   (trav.action, trav.state)))
+            for status, reason in marks:
+                key = ('traversal', trav.id, status)
+                if key in self._seen:
+                    continue
+                payload = {
+                    'stack_identity': trav.stack_id, 'stack_name': name,
+                    'tenant_id': project, 'traversal_id': trav.id,
+                    'state': '%s_%s' % (trav.action, status),
+                    'state_reason': reason,
+                    'create_at': _iso(trav.created_at)}
+                when = trav.created_at if status == 'IN_PROGRESS' \
+                    else trav.finished_at
+                new.append((_epoch(when), key, 'orchestration.stack.%s.%s'
+                            % (trav.action.lower(), _PHASE[status]), status,
+                            payload, trav.stack_id))
+        return new
+
+    def _events(self, since):
+        E, S = models.Event, models.Stack
+        with self.engine.db.read() as s:
+            rows = s.execute(sa.select(E, S.name, S.project_id).join(
+                S, S.id == E.stack_id).where(E.timestamp >= since).order_by(
+                E.id)).all()
+        new = []
+        for ev, name, project in rows:
+            key = ('event', ev.id)
+            if key in self._seen:
+                continue
+            if ev.action == 'OBSERVE':
+                event_type = _OBSERVE.get(ev.status,
+                                          'orchestration.resource.observe')
+                status = 'FAILED' if ev.status == 'REPAIR_FAILED' else \
+                    'COMPLETE'
+            else:
+                event_type = 'orchestration.resource.%s.%s' % (
+                    ev.action.lower(), _PHASE.get(ev.status, 'end'))
+                status = ev.status
+            payload = {
+                'event_id': ev.uuid, 'stack_identity': ev.stack_id,
+                'stack_name': name, 'tenant_id': project,
+                'traversal_id': ev.traversal_id,
+                'resource_name': ev.resource_name,
+                'resource_type': ev.resource_type,
+                'physical_resource_id': ev.physical_id,
+                'resource_action': ev.action, 'resource_status': ev.status,
+                'resource_status_reason': ev.reason,
+                'timestamp': ev.timestamp}
+            new.append((ev.timestamp, key, event_type, status, payload,
+                        ev.stack_id))
+        return new
+
+    # -- publishing -----------------------------------------------------------
+    def _publish(self, key, event_type, status, payload, stack_id):
+        ctxt = {'project_id': payload.get('tenant_id')}
+        send = 'error' if status == 'FAILED' else 'info'
+        getattr(self.notifier, send)(ctxt, event_type, payload)
+        for topic in self._sinks_for(stack_id):
+            getattr(self._sink(topic), send)(ctxt, event_type, payload)
+        self._seen[key] = True
+        while len(self._seen) > REMEMBER:
+            self._seen.popitem(last=False)
+
+    def _sink(self, topic):
+        notifier = self._sinks.get(topic)
+        if notifier is None:
+            notifier = self._sinks[topic] = self._messaging.Notifier(
+                self.transport, publisher_id=self.notifier.publisher_id,
+                topics=[topic])
+        return notifier
+
+    def _sinks_for(self, stack_id):
+        """The notification topics the stack's environment names (its
+        event_sinks), read once per stack."""
+        topics = self._sinks_of.get(stack_id)
+        if topics is None:
+            topics = self._sinks_of[stack_id] = self._read_sinks(stack_id)
+        return topics
+
+    def _read_sinks(self, stack_id):
+        with self.engine.db.read() as s:
+            stack = s.get(models.Stack, stack_id)
+            if stack is None or stack.template_id is None:
+                return ()
+            tmpl = s.get(models.Template, stack.template_id)
+        env = ((tmpl.bundle or {}).get('environment') or {}) if tmpl else {}
+        return tuple(sink_topics(env.get('event_sinks') or ()))
+
+    def close(self):
+        self.transport.cleanup()
+
+
+def sink_topics(sinks):
+    """The topics of a stack's event_sinks: Heat's ``zaqar-queue`` sinks,
+    each its ``target`` read as a notification topic."""
+    for sink in sinks:
+        if isinstance(sink, dict) and sink.get('type') == 'zaqar-queue' \
+                and sink.get('target'):
+            yield str(sink['target'])
+
+
+def _epoch(dt):
+    return dt.replace(tzinfo=datetime.timezone.utc).timestamp()
+
+
+def _iso(dt):
+    return dt.strftime('%Y-%m-%dT%H:%M:%SZ') if dt else None
