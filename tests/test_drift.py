@@ -193,3 +193,37 @@ resources:
     assert (server['Name'], server['Status']) == ('inner', 'ACTIVE')
     assert cli.json('stack', 'show', 'o')['stack_status'] == \
         'UPDATE_COMPLETE'
+
+
+def test_update_dry_run_is_three_way(cli, write):
+    """What an update would do: the template against what was applied, and
+    what was applied against what is there now, each with its reason."""
+    top = write('flat.yaml', '''heat_template_version: 2018-08-31
+parameters:
+  word: {type: string, default: one}
+resources:
+  a: {type: OS::Nova::Server,
+      properties: {name: fa, image: cirros, flavor: m1.tiny}}
+  b: {type: OS::Nova::Server,
+      properties: {name: fb, image: cirros, flavor: m1.tiny}}
+  c: {type: OS::Nova::Server,
+      properties: {name: fc, image: cirros, flavor: m1.tiny}}
+  v: {type: OS::Heat::Value, properties: {value: {get_param: word}}}
+''')
+    cli.run('stack', 'create', 'f', '-t', top, '--wait')
+    cli.run('sim', 'server', 'delete', 'fa')
+    cli.run('sim', 'server', 'rebuild', 'fb', '--image', 'fedora')
+    plan = cli.json('stack', 'update', 'f', '--existing', '--parameter',
+                    'word=two', '--dry-run')
+    seen = {kind: {i['resource_name']: (i['action'], i['reason'])
+                   for i in items} for kind, items in plan.items()}
+    assert seen == {
+        'added': {}, 'deleted': {}, 'replaced': {},
+        'unchanged': {'c': ('none', '')},
+        'updated': {'a': ('create', 'observed: gone'),
+                    'b': ('update',
+                          'observed: changed: image fedora, not cirros'),
+                    'v': ('update', 'template: value changed')}}
+    # nothing was changed by looking
+    assert sorted(s['Name'] for s in cli.json('sim', 'server', 'list')) == \
+        ['fb', 'fc']

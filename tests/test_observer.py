@@ -155,3 +155,45 @@ def test_a_policy_is_refused_when_malformed(cli, write):
     cli.run('stack', 'update', 'x', '--existing', '--converge-policy', 'off',
             '--wait')
     assert 'converge_policy' not in cli.json('stack', 'show', 'x')
+
+
+def test_converge_observer_observes_with_no_worker(tmp_path):
+    """converge-observer, a service of its own: with every worker gone, a
+    stack whose policy is `observe` still has its drift seen, recorded and
+    evented."""
+    import os
+    import subprocess
+
+    from tests.distributed import BIN, Deployment, require, wait_for
+    require('postgresql', 'rabbitmq', 'redis')
+    d = Deployment(tmp_path, options={'observer': {'tick': 0.2}})
+    observer = None
+    try:
+        d.start_worker()
+        top = tmp_path / 'one.yaml'
+        top.write_text(ONE)
+        d.cli('stack', 'create', 'o', '-t', str(top), '--converge-policy',
+              'observe:1', '--wait')
+        d.kill(0)   # no worker observes now
+        observer = subprocess.Popen(
+            [os.path.join(BIN, 'converge-observer'), '--config-file',
+             d.conf, '--log-file', str(tmp_path / 'observer.log')],
+            start_new_session=True, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL)
+        d.cli('sim', 'server', 'stop', 'lone')
+        wait_for(lambda: d.json('stack', 'resource', 'list', 'o',
+                                '--drift'), timeout=DEADLINE)
+        [row] = d.json('stack', 'resource', 'list', 'o', '--drift')
+        assert row['drift'] == 'changed: status SHUTOFF, not ACTIVE'
+        assert [e['resource_status'] for e in d.json(
+            'stack', 'event', 'list', 'o')
+            if e['resource_status'].startswith('OBSERVE_')] == \
+            ['OBSERVE_DRIFTED']
+        # observe mode: reported, not repaired
+        assert d.json('sim', 'server', 'show', 'lone')['status'] == \
+            'SHUTOFF'
+    finally:
+        if observer is not None:
+            os.killpg(observer.pid, signal.SIGTERM)
+            observer.wait(timeout=30)
+        d.close()

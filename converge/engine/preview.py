@@ -26,40 +26,71 @@ def _item(name, rtype, row=None):
 
 def update(engine, ident, bundle=None, params=None, existing=False,
            clear_parameters=(), project_id=None):
-    """{kind: [resource items]} for the kinds of KINDS."""
+    """{kind: [resource items]} for the kinds of KINDS, three ways: the
+    new template against what was last applied, and what was applied
+    against what is really there (observed now, and recorded): a
+    resource the template keeps but whose real thing drifted is updated
+    (created, if gone). Each item says the `action` (create, update,
+    replace, delete or none) and why (`reason`)."""
+    from converge.observers import drift as drift_mod
     stack, bundle, params, defn = stacks.planned(
         engine, ident, bundle, params, existing, clear_parameters,
         project_id)
     rows = views.resources(engine, stack)
     data = views.RowData(rows)
+    drifted = {d.name: d for d in drift_mod.scan(engine, stack)
+               if d.stack_name == stack.name}
     out = {k: [] for k in KINDS}
     for name, rdef in sorted(defn.resources.items()):
         row = rows.get(name)
         if row is None or (row.action == 'INIT' and not row.physical_id):
-            out['added'].append(_item(name, rdef.type))
+            out['added'].append(dict(_item(name, rdef.type),
+                                     action='create',
+                                     reason='in the template, not applied'))
             continue
-        out[_kind(engine, stack, defn, data, name, rdef, row)].append(
-            _item(name, rdef.type, row))
+        kind, reason = _kind(engine, stack, defn, data, name, rdef, row)
+        d = drifted.get(name)
+        if kind == 'unchanged' and d is not None:
+            kind, reason = 'updated', 'observed: %s' % d.detail
+        action = {'replaced': 'replace', 'unchanged': 'none'}.get(
+            kind, 'update')
+        if d is not None and d.kind == 'gone' and kind == 'updated':
+            action = 'create'
+        out[kind].append(dict(_item(name, rdef.type, row), action=action,
+                              reason=reason))
     for name, row in sorted(rows.items()):
         if name not in defn.resources:
-            out['deleted'].append(_item(name, row.type, row))
+            out['deleted'].append(dict(
+                _item(name, row.type, row), action='delete',
+                reason='applied, not in the template'))
     return out
 
 
 def _kind(engine, stack, defn, data, name, rdef, row):
+    """(kind, why): the template against what was last applied."""
     if row.type != rdef.type:
-        return 'replaced'
+        return 'replaced', 'template: type %s, not %s' % (rdef.type,
+                                                          row.type)
     try:
         props = defn.resolve_properties(name, data)
     except exception.ConvergeError:
-        return 'updated'    # not known before the update runs
+        # not known before the update runs
+        return 'updated', 'template: its properties are known only then'
     prior = row.properties or {}
     if props == prior:
         # a resource whose last action failed is done again
-        return 'unchanged' if row.status == 'COMPLETE' else 'updated'
+        if row.status == 'COMPLETE':
+            return 'unchanged', ''
+        return 'updated', 'its last action ended %s_%s' % (
+            row.action, row.status)
+    changed = sorted(k for k in set(props) | set(prior)
+                     if props.get(k) != prior.get(k))
     plugin = engine.plugin(rdef.plugin, row, props, stack,
                            rdef.update_policy)
-    return 'replaced' if plugin.needs_replace(prior) else 'updated'
+    if plugin.needs_replace(prior):
+        return 'replaced', 'template: %s changed, not in place' % ', '.join(
+            changed)
+    return 'updated', 'template: %s changed' % ', '.join(changed)
 
 
 #: what `stack converge` does about a kind of drift
