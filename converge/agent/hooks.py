@@ -243,6 +243,35 @@ def _outputs(disk, kind, deployment):
     return path, declared
 
 
+#: the key of a result's facts (converge's own; the engine's fact store)
+FACTS = 'converge_facts'
+
+
+def _facts_path(disk, deployment):
+    """converge's fact store: the script writes fact KEY to
+    ``<path>.KEY`` (as an output to ``heat_outputs_path``); facts a
+    previous run left are removed first."""
+    factdir = os.path.join(disk, 'converge-facts')
+    os.makedirs(factdir, exist_ok=True)
+    path = os.path.join(factdir, deployment['id'])
+    prefix = os.path.basename(path) + '.'
+    for name in os.listdir(factdir):
+        if name.startswith(prefix):
+            os.unlink(os.path.join(factdir, name))
+    return path
+
+
+def _read_facts(path):
+    factdir, prefix = os.path.dirname(path), os.path.basename(path) + '.'
+    found = {}
+    for name in sorted(os.listdir(factdir)):
+        if name.startswith(prefix) and len(name) > len(prefix):
+            with open(os.path.join(factdir, name), 'rb') as f:
+                found[name[len(prefix):]] = f.read().decode(
+                    'utf-8', 'replace').strip()
+    return found
+
+
 def _read_outputs(path, declared):
     found = {}
     for name in declared:
@@ -266,13 +295,19 @@ def script(deployment, disk, runner):
             f.write(deployment.get('config') or '')
     os.chmod(path, 0o700)
     outputs_path, declared = _outputs(disk, 'script', deployment)
+    facts_path = _facts_path(disk, deployment)
     env = _env(deployment)
     env['heat_outputs_path'] = outputs_path
+    env['converge_facts_path'] = facts_path
     try:
         code, out, err = runner.run([path], env, disk, disk=disk)
     except OSError as e:   # no interpreter, bad #! line, not executable
         return _result(1, '', 'Cannot run the script %s: %s' % (path, e))
-    return _result(code, out, err, _read_outputs(outputs_path, declared))
+    result = _result(code, out, err, _read_outputs(outputs_path, declared))
+    facts = _read_facts(facts_path)
+    if facts:
+        result[FACTS] = facts
+    return result
 
 
 def _ansible_env(disk):

@@ -440,3 +440,33 @@ class ConvergePolicy(Base):
     #: the traversal of the last repair this policy started
     repair_traversal: Mapped[str | None] = mapped_column(String(36),
                                                          nullable=True)
+
+
+class Fact(Base):
+    """One fact of a stack's fact store (OS::Converge::FactStore): a value
+    a server's agent published under a key, with its own credential. Kept
+    under the stack at the top of the tree, so every nested stack's
+    servers share one store."""
+
+    __tablename__ = 'facts'
+
+    stack_id: Mapped[str] = mapped_column(
+        ForeignKey('stacks.id', ondelete='CASCADE'), primary_key=True)
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    value: Mapped[dict | list | str | None] = mapped_column(JSON,
+                                                            nullable=True)
+    #: the agent that wrote it last
+    writer: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    updated_at: Mapped[float] = mapped_column(Double)
+
+
+class FactRefresh(Base):
+    """A stack whose facts changed since its resources last read them: an
+    observer (observers/loop.py) updates it once it is not in progress."""
+
+    __tablename__ = 'fact_refreshes'
+
+    stack_id: Mapped[str] = mapped_column(
+        ForeignKey('stacks.id', ondelete='CASCADE'), primary_key=True)
+    keys: Mapped[list] = mapped_column(JSON, default=list)
+    since: Mapped[float] = mapped_column(Double)

@@ -7,6 +7,7 @@ import sqlalchemy as sa
 
 from converge.db import api
 from converge.db import models
+from converge.drivers import facts
 from converge.drivers import scaling
 from converge.drivers import software
 from converge.drivers import waitconditions
@@ -75,6 +76,8 @@ class Clients:
         self.waitconditions = waitconditions.WaitConditionStore(db)
         #: OS::Heat::ScalingPolicy signals and the capacities they ask for
         self.scaling = scaling.ScalingStore(db)
+        #: OS::Converge::FactStore: what the servers' agents published
+        self.facts = facts.FactStore(db)
 
     @property
     def compute(self):

@@ -51,7 +51,8 @@ _PHASE = {'IN_PROGRESS': 'start', 'COMPLETE': 'end', 'FAILED': 'error'}
 _OBSERVE = {'DRIFTED': 'orchestration.resource.drift',
             'IN_SYNC': 'orchestration.resource.in_sync',
             'REPAIRING': 'orchestration.stack.repair.start',
-            'REPAIR_FAILED': 'orchestration.stack.repair.error'}
+            'REPAIR_FAILED': 'orchestration.stack.repair.error',
+            'FACTS_CHANGED': 'orchestration.stack.facts_changed'}
 
 
 def enabled():

@@ -6,18 +6,24 @@ token); it sees that one server's deployments and may signal only those.
 """
 
 import hashlib
+import json
 import time
 import uuid
+
+from oslo_log import log as logging
 
 from converge import exception
 from converge.db import api
 from converge.db import software as db_software
+from converge.drivers import facts as drivers_facts
 from converge.drivers import software as drivers_software
 from converge.drivers import tokens
 from converge.engine import traversal
 from converge.engine import views
 from converge.resources import component
 from converge.resources import software_deployment as sd
+
+LOG = logging.getLogger(__name__)
 
 
 class Forbidden(exception.ConvergeError):
@@ -203,6 +209,11 @@ def _signal(engine, conn, item, verified):
                       day2.action.upper(), status, reason + (
                           ' (member %s)' % dep.member if dep.member else ''))
     answer = {'accepted': True, 'reason': reason}
+    facts = _facts(payload.get(FACTS), deployment_id)
+    if facts and dep.stack_id:
+        # the stack's fact store; a change marks the stack for a refresh
+        # that an observer runs (observers/loop.py)
+        drivers_facts.record(conn, dep.stack_id, facts, agent_id)
     if not dep.stack_id:
         return answer, None
     # woken in this transaction, under no lock: a unit that read the
@@ -210,6 +221,31 @@ def _signal(engine, conn, item, verified):
     # finds the result there (its Wait's `still`)
     return answer, (dep.stack_id, traversal.woken(
         conn, dep.stack_id, dep.wake_event or sd.event(deployment_id)))
+
+
+#: a signal's facts (the agent's hooks: ``converge_facts_path``)
+FACTS = 'converge_facts'
+
+
+def _facts(facts, deployment_id):
+    """The facts of a signal that can be kept: string keys a file name
+    may have, JSON values up to drivers/facts.MAX_VALUE; the others are
+    left out, logged."""
+    if not isinstance(facts, dict):
+        return {}
+    kept = {}
+    for key, value in facts.items():
+        if not isinstance(key, str) or not key or \
+                len(key) > drivers_facts.MAX_KEY or '/' in key or \
+                len(json.dumps(value, default=str)) > \
+                drivers_facts.MAX_VALUE:
+            LOG.warning('deployment %s: fact %.40r left out (a key of at '
+                        'most %d characters without "/", a value of at '
+                        'most %d bytes)', deployment_id, key,
+                        drivers_facts.MAX_KEY, drivers_facts.MAX_VALUE)
+            continue
+        kept[key] = value
+    return kept
 
 
 def result(config, payload):

@@ -28,6 +28,7 @@ import sqlalchemy as sa
 from converge import conf as conf_mod
 from converge.db import api
 from converge.db import models
+from converge.drivers import facts as drivers_facts
 from converge.engine import policies
 from converge.engine import stacks
 from converge.observers import drift as drift_mod
@@ -45,6 +46,16 @@ def run_due(engine, now=None, everything=False):
     pass did)}."""
     now = now or time.time()
     done = {}
+    # stacks whose facts changed (their fact store's readers run again)
+    with engine.db.begin() as conn:
+        refreshes = drivers_facts.take_refreshes(conn)
+    for stack_id, keys in refreshes:
+        try:
+            done[stack_id] = _refresh(engine, stack_id, keys)
+        except Exception:
+            LOG.exception('refreshing stack %s after its facts changed '
+                          'failed', stack_id)
+            done[stack_id] = ('', 'error')
     for stack_id in _take_due(engine, float('inf') if everything else now,
                               now):
         try:
@@ -59,7 +70,7 @@ def run_due(engine, now=None, everything=False):
 def wait_for_repairs(engine, done, poll=0.2):
     """Block until the repairs `done` started have ended."""
     waiting = {sid for sid, (_n, outcome) in done.items()
-               if outcome == 'repairing'}
+               if outcome in ('repairing', 'refreshing')}
     while waiting:
         with engine.db.read() as s:
             busy = set(s.scalars(sa.select(models.Stack.id).where(
@@ -140,6 +151,20 @@ def run_pass(engine, stack_id):
                                          project_id=stack.project_id)
     _schedule(engine, pol, now, pol.interval, failures, repair=trav_id)
     return stack.name, 'repairing'
+
+
+def _refresh(engine, stack_id, keys):
+    """The stack's facts changed: update it (nested stacks too), so that
+    what reads them is resolved again."""
+    with engine.db.read() as s:
+        stack = s.get(models.Stack, stack_id)
+    if stack is None or stack.deleted_at is not None:
+        return '', 'gone'
+    with engine.db.write() as s:
+        _event(s, stack, 'FACTS_CHANGED', 'facts changed: %s; updating what '
+               'reads them' % ', '.join(keys))
+    stacks.converge(engine, stack.id, project_id=stack.project_id)
+    return stack.name, 'refreshing'
 
 
 class _Policy:

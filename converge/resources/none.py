@@ -85,3 +85,22 @@ class NoneResource(base.Resource):
 
     def get_attribute(self, name, *path):
         return None
+
+
+class Named(base.Resource):
+    """A logical resource whose physical id is its physical name (Heat's
+    ``<stack>-<resource>-<short id>``) and that has nothing real to make,
+    change or delete (OS::Heat::Value, OS::Converge::FactStore)."""
+
+    logical = True
+
+    def create(self):
+        self.physical_id = physical_resource_name(self)
+
+    def update(self, prior, observed):
+        # nothing real to change; what is new is simply recorded
+        if not self.physical_id:
+            self.physical_id = physical_resource_name(self)
+
+    def delete(self):
+        pass

@@ -7,7 +7,6 @@ that type (string, number, comma_delimited_list, json, boolean).
 import json
 
 from converge import exception
-from converge.resources import base
 from converge.resources import none
 from converge.resources import properties as p
 
@@ -62,8 +61,7 @@ def coerce(value, value_type, path=()):
         raise exception.InvalidTemplate(exc.reason, path=path)
 
 
-class Value(base.Resource):
-    logical = True
+class Value(none.Named):
 
     properties_schema = {
         'value': p.Schema(
@@ -87,17 +85,6 @@ class Value(base.Resource):
             values['value'] = coerce(values['value'], value_type,
                                      path + ['value'])
         return values
-
-    def create(self):
-        self.physical_id = none.physical_resource_name(self)
-
-    def update(self, prior, observed):
-        # nothing real to change; the new value is simply recorded
-        if not self.physical_id:
-            self.physical_id = none.physical_resource_name(self)
-
-    def delete(self):
-        pass
 
     def get_attributes(self, observed):
         value = self.properties.get('value')
