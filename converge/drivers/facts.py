@@ -81,6 +81,12 @@ def _mark(conn, stack_id, keys, now):
             keys=sorted(set(old[0] or ()) | set(keys))))
 
 
+def any_refresh(conn):
+    """Whether any stack is marked (a cheap read: most looks find none)."""
+    return conn.execute(sa.select(REFRESHES.c.stack_id).limit(1)).first() \
+        is not None
+
+
 def take_refreshes(conn, limit=50):
     """Stacks whose facts changed and that are not in progress, taken
     (their marks deleted, in the caller's transaction): [(stack id,

@@ -24,9 +24,10 @@ order is not missed); a relay that takes over from a dead one may publish
 a few again. Each payload carries the event's ``event_id`` (or the
 traversal's id and state) to tell them apart.
 
-A stack's environment may name more topics (Heat's ``event_sinks``, the
-type ``zaqar-queue`` read as a notification topic): its events go there
-too.
+Events are read by id (the primary key); traversals by their start and
+end times. A stack's environment may name more topics (Heat's
+``event_sinks``, the type ``zaqar-queue`` read as a notification topic):
+its events go there too.
 """
 
 import collections
@@ -82,7 +83,14 @@ class Relay:
         self._sinks = {}       # topic -> Notifier
         self._seen = collections.OrderedDict()
         self._since = time.time() - LOOK_BACK
-        self._sinks_of = {}    # stack id -> topics (event_sinks)
+        # events are read by id (the primary key, not a scan by time):
+        # above `_floor`, which follows the highest id read LOOK_BACK
+        # seconds ago (an id taken earlier but committed later is seen)
+        with engine.db.read() as s:   # what came before this relay is past
+            self._floor = s.scalar(sa.select(sa.func.max(
+                models.Event.id))) or 0
+        self._marks = collections.deque()   # (when read, highest id)
+        self._sinks_of = {}    # template id -> topics (event_sinks)
 
     def relay_once(self):
         """Publish what is new; returns how many were published."""
@@ -93,7 +101,7 @@ class Relay:
             now = time.time()
             since = self._since - LOOK_BACK
             # both kinds in the order they happened
-            new = sorted(self._traversals(since) + self._events(since),
+            new = sorted(self._traversals(since) + self._events(),
                          key=lambda item: item[0])
             for _ts, *item in new:
                 self._publish(*item)
@@ -107,11 +115,12 @@ class Relay:
         T, S = models.Traversal, models.Stack
         after = datetime.datetime.utcfromtimestamp(since)
         with self.engine.db.read() as s:
-            rows = s.execute(sa.select(T, S.name, S.project_id).join(
+            rows = s.execute(sa.select(
+                T, S.name, S.project_id, S.template_id).join(
                 S, S.id == T.stack_id).where(sa.or_(
                     T.created_at >= after, T.finished_at >= after))).all()
         new = []
-        for trav, name, project in rows:
+        for trav, name, project, template_id in rows:
             marks = [('IN_PROGRESS', 'Stack %s started' % trav.action)]
             if trav.finished_at is not None and trav.state in (
                     'complete', 'failed', 'cancelled'):
@@ -133,17 +142,22 @@ class Relay:
                     else trav.finished_at
                 new.append((_epoch(when), key, 'orchestration.stack.%s.%s'
                             % (trav.action.lower(), _PHASE[status]), status,
-                            payload, trav.stack_id))
+                            payload, template_id))
         return new
 
-    def _events(self, since):
+    def _events(self):
         E, S = models.Event, models.Stack
+        now = time.time()
         with self.engine.db.read() as s:
-            rows = s.execute(sa.select(E, S.name, S.project_id).join(
-                S, S.id == E.stack_id).where(E.timestamp >= since).order_by(
+            rows = s.execute(sa.select(
+                E, S.name, S.project_id, S.template_id).join(
+                S, S.id == E.stack_id).where(E.id > self._floor).order_by(
                 E.id)).all()
+        self._marks.append((now, rows[-1][0].id if rows else self._floor))
+        while self._marks and self._marks[0][0] < now - LOOK_BACK:
+            self._floor = max(self._floor, self._marks.popleft()[1])
         new = []
-        for ev, name, project in rows:
+        for ev, name, project, template_id in rows:
             key = ('event', ev.id)
             if key in self._seen:
                 continue
@@ -167,15 +181,15 @@ class Relay:
                 'resource_status_reason': ev.reason,
                 'timestamp': ev.timestamp}
             new.append((ev.timestamp, key, event_type, status, payload,
-                        ev.stack_id))
+                        template_id))
         return new
 
     # -- publishing -----------------------------------------------------------
-    def _publish(self, key, event_type, status, payload, stack_id):
+    def _publish(self, key, event_type, status, payload, template_id):
         ctxt = {'project_id': payload.get('tenant_id')}
         send = 'error' if status == 'FAILED' else 'info'
         getattr(self.notifier, send)(ctxt, event_type, payload)
-        for topic in self._sinks_for(stack_id):
+        for topic in self._sinks_for(template_id):
             getattr(self._sink(topic), send)(ctxt, event_type, payload)
         self._seen[key] = True
         while len(self._seen) > REMEMBER:
@@ -189,20 +203,21 @@ class Relay:
                 topics=[topic])
         return notifier
 
-    def _sinks_for(self, stack_id):
+    def _sinks_for(self, template_id):
         """The notification topics the stack's environment names (its
-        event_sinks), read once per stack."""
-        topics = self._sinks_of.get(stack_id)
+        event_sinks), read once per template version (an update that
+        changes them is a new one)."""
+        if template_id is None:
+            return ()
+        topics = self._sinks_of.get(template_id)
         if topics is None:
-            topics = self._sinks_of[stack_id] = self._read_sinks(stack_id)
+            topics = self._sinks_of[template_id] = self._read_sinks(
+                template_id)
         return topics
 
-    def _read_sinks(self, stack_id):
+    def _read_sinks(self, template_id):
         with self.engine.db.read() as s:
-            stack = s.get(models.Stack, stack_id)
-            if stack is None or stack.template_id is None:
-                return ()
-            tmpl = s.get(models.Template, stack.template_id)
+            tmpl = s.get(models.Template, template_id)
         env = ((tmpl.bundle or {}).get('environment') or {}) if tmpl else {}
         return tuple(sink_topics(env.get('event_sinks') or ()))
 

@@ -46,9 +46,15 @@ def run_due(engine, now=None, everything=False):
     pass did)}."""
     now = now or time.time()
     done = {}
-    # stacks whose facts changed (their fact store's readers run again)
-    with engine.db.begin() as conn:
-        refreshes = drivers_facts.take_refreshes(conn)
+    # stacks whose facts changed (their fact store's readers run again);
+    # a read first: on SQLite a write transaction each tick would queue
+    # for the one writer
+    refreshes = []
+    with engine.db.connect() as conn:
+        marked = drivers_facts.any_refresh(conn)
+    if marked:
+        with engine.db.begin() as conn:
+            refreshes = drivers_facts.take_refreshes(conn)
     for stack_id, keys in refreshes:
         try:
             done[stack_id] = _refresh(engine, stack_id, keys)

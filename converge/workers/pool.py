@@ -158,8 +158,9 @@ class Pool:
         return due
 
     def observe_due(self):
-        """The continuous convergence passes that are due (observers/
-        loop.py): a cheap read first, as most ticks find none."""
+        """The continuous convergence passes that are due, and the fact
+        refreshes (observers/loop.py): reads first, as most ticks find
+        none."""
         return observer_loop.run_due(self.engine)
 
     def sweep_once(self):
