@@ -227,3 +227,72 @@ resources:
     # nothing was changed by looking
     assert sorted(s['Name'] for s in cli.json('sim', 'server', 'list')) == \
         ['fb', 'fc']
+
+
+CHECKED = '''heat_template_version: 2018-08-31
+resources:
+  config:
+    type: OS::Heat::SoftwareComponent
+    properties:
+      configs:
+        - actions: [CREATE]
+          tool: script
+          config: |
+            #!/bin/sh
+            echo ran >> runs.log
+            touch installed
+        - actions: [CHECK]
+          tool: script
+          config: |
+            #!/bin/sh
+            test -f installed || { echo "installed is missing" >&2; exit 3; }
+  server:
+    type: OS::Nova::Server
+    properties:
+      name: checked
+      image: cirros
+      flavor: m1.tiny
+      user_data_format: SOFTWARE_CONFIG
+  deployment:
+    type: OS::Heat::SoftwareDeployment
+    properties:
+      config: {get_resource: config}
+      server: {get_resource: server}
+'''
+
+
+def test_a_deployment_whose_check_fails_is_run_again_by_converge(
+        cli, write):
+    """Its work undone on the server: the CHECK config finds it, converge
+    runs the deployment's config again (once), and the next check
+    passes."""
+    cli.run('stack', 'create', 'k', '-t', write('k.yaml', CHECKED),
+            '--wait', timeout=120)
+    assert _runs(cli, 'checked') == 1
+    cli.run('stack', 'check', 'k', '--wait')   # nothing undone yet
+    assert cli.json('stack', 'show', 'k')['stack_status'] == \
+        'CHECK_COMPLETE'
+    disk = cli.json('sim', 'server', 'show', 'checked')['disk']
+    os.remove(os.path.join(disk, 'installed'))   # behind its back
+
+    proc = cli.run('stack', 'check', 'k', '--wait', check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    dep = cli.json('stack', 'resource', 'show', 'k', 'deployment')
+    assert dep['resource_status'] == 'CHECK_FAILED'
+    assert 'installed is missing' in dep['resource_status_reason'] or \
+        'status code' in dep['resource_status_reason'], dep
+
+    plan = cli.json('stack', 'converge', 'k', '--dry-run')
+    assert [(p['resource_name'], p['action']) for p in plan] == \
+        [('deployment', 're-run')], plan
+    assert _runs(cli, 'checked') == 1   # a dry run runs nothing
+
+    cli.run('stack', 'converge', 'k', '--wait', timeout=120)
+    assert os.path.exists(os.path.join(disk, 'installed'))
+    assert _runs(cli, 'checked') == 2
+    cli.run('stack', 'check', 'k', '--wait')
+    assert cli.json('stack', 'show', 'k')['stack_status'] == \
+        'CHECK_COMPLETE'
+    # in sync again: another converge runs nothing
+    cli.run('stack', 'converge', 'k', '--wait', timeout=120)
+    assert _runs(cli, 'checked') == 2

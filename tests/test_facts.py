@@ -64,3 +64,34 @@ def test_a_cluster_converges_through_its_facts(cli):
         'facts changed: controller, node-0, node-1; updating what reads '
         'them',
         'facts changed: node-2; updating what reads them']
+
+
+def test_a_refresh_is_taken_once_and_survives_its_takers_death(
+        engine, tmp_path):
+    """One engine takes a marked stack; a mark made after the take is not
+    cleared with it; a take whose taker died (the update never started)
+    is taken again once its lease ends."""
+    from converge.drivers import facts
+    from tests import enginetools as et
+    stack = et.run(engine, et.stacks.create, 's', et.bundle(
+        tmp_path, et.hot({'v': {'type': 'OS::Heat::Value',
+                                'properties': {'value': 1}}})), {})
+    with engine.db.begin() as conn:
+        facts.record(conn, stack.id, {'a': '1'}, 'test')
+    now = 1000.0 + facts.LEASE
+    with engine.db.begin() as conn:
+        [(sid, keys, lease)] = facts.take_refreshes(conn, now)
+    assert (sid, keys) == (stack.id, ['a'])
+    with engine.db.begin() as conn:
+        assert facts.take_refreshes(conn, now) == []   # taken: not again
+        facts.record(conn, stack.id, {'b': '2'}, 'test')  # a new mark
+        facts.done_refresh(conn, stack.id, lease)
+    with engine.db.begin() as conn:   # the new mark stayed
+        [(_sid, keys, lease)] = facts.take_refreshes(conn, now)
+    assert keys == ['a', 'b']
+    # its taker died: after the lease, another engine takes it
+    with engine.db.begin() as conn:
+        assert facts.take_refreshes(conn, now + facts.LEASE - 1) == []
+        [(_sid, keys, _lease)] = facts.take_refreshes(
+            conn, now + facts.LEASE + 1)
+    assert keys == ['a', 'b']

@@ -155,6 +155,14 @@ def test_a_policy_is_refused_when_malformed(cli, write):
     cli.run('stack', 'update', 'x', '--existing', '--converge-policy', 'off',
             '--wait')
     assert 'converge_policy' not in cli.json('stack', 'show', 'x')
+    # an update whose environment drops the section drops the policy;
+    # --existing keeps the environment (and so the policy)
+    cli.run('stack', 'update', 'x', '-t', top, '-e', env, '--wait')
+    cli.run('stack', 'update', 'x', '--existing', '--wait')
+    assert cli.json('stack', 'show', 'x')['converge_policy'].startswith(
+        'observe every 30 s')
+    cli.run('stack', 'update', 'x', '-t', top, '--wait')
+    assert 'converge_policy' not in cli.json('stack', 'show', 'x')
 
 
 def test_converge_observer_observes_with_no_worker(tmp_path):
@@ -197,3 +205,34 @@ def test_converge_observer_observes_with_no_worker(tmp_path):
             os.killpg(observer.pid, signal.SIGTERM)
             observer.wait(timeout=30)
         d.close()
+
+
+def test_a_check_config_is_how_a_deployment_is_observed(cli, write):
+    """Repair mode on a deployment with a CHECK config: a pass runs the
+    check on the server, the pass after it repairs what it found (the
+    config runs again, once), and then all is in sync."""
+    from tests.test_drift import CHECKED, _runs
+    import os
+    cli.run('stack', 'create', 'k', '-t', write('k.yaml', CHECKED),
+            '--converge-policy', 'repair:60', '--wait', timeout=120)
+    assert [o['outcome'] for o in cli.json('observe', '--all')] == \
+        ['in-sync']   # checked, nothing found
+    assert _runs(cli, 'checked') == 1
+    disk = cli.json('sim', 'server', 'show', 'checked')['disk']
+    os.remove(os.path.join(disk, 'installed'))   # behind its back
+
+    assert [o['outcome'] for o in cli.json('observe', '--all')] == \
+        ['repairing']
+    assert os.path.exists(os.path.join(disk, 'installed'))
+    assert _runs(cli, 'checked') == 2
+    assert cli.json('stack', 'show', 'k')['stack_status'] == \
+        'UPDATE_COMPLETE'
+    said = [(e['resource_status'], e['resource_status_reason'])
+            for e in _observe_events(cli, 'k')]
+    assert ('OBSERVE_CHECKING', 'running the CHECK configs of '
+            'deployment') in said
+    assert any(status == 'OBSERVE_REPAIRING' and 'deployment (changed)'
+               in reason for status, reason in said), said
+    assert [o['outcome'] for o in cli.json('observe', '--all')] == \
+        ['in-sync']
+    assert _runs(cli, 'checked') == 2

@@ -40,7 +40,7 @@ class Observe(lister.Lister):
             self.app.resume_hint = None
             threading.Event().wait()   # until Ctrl-C (exits the process)
         done = loop.run_due(engine, everything=args.all)
-        loop.wait_for_repairs(engine, done)
+        loop.settle(engine, done)
         cols = ('stack_id', 'stack_name', 'outcome')
         return cols, [(sid, name, outcome)
                       for sid, (name, outcome) in sorted(done.items())]

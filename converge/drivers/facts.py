@@ -76,9 +76,11 @@ def _mark(conn, stack_id, keys, now):
         conn.execute(REFRESHES.insert().values(stack_id=stack_id,
                                                keys=sorted(keys), since=now))
     else:
+        # a new `since`: a refresh taken before this mark does not
+        # clear it (done_refresh)
         conn.execute(REFRESHES.update().where(
             REFRESHES.c.stack_id == stack_id).values(
-            keys=sorted(set(old[0] or ()) | set(keys))))
+            keys=sorted(set(old[0] or ()) | set(keys)), since=now))
 
 
 def any_refresh(conn):
@@ -87,22 +89,41 @@ def any_refresh(conn):
         is not None
 
 
-def take_refreshes(conn, limit=50):
-    """Stacks whose facts changed and that are not in progress, taken
-    (their marks deleted, in the caller's transaction): [(stack id,
-    keys)]."""
-    rows = conn.execute(sa.select(REFRESHES.c.stack_id, REFRESHES.c['keys'])
-                        .join(STACKS, STACKS.c.id == REFRESHES.c.stack_id)
-                        .where(STACKS.c.status != 'IN_PROGRESS',
-                               STACKS.c.deleted_at.is_(None))
-                        .order_by(REFRESHES.c.since).limit(limit)).all()
+#: how long a taken refresh is its taker's: one that died before the
+#: update started leaves it to another engine after this
+LEASE = 300.0
+
+
+def take_refreshes(conn, now, limit=50):
+    """Stacks whose facts changed and that are not in progress, each taken
+    by one compare-and-swap (its mark leased: `since` made -(now + LEASE))
+    so one engine refreshes it: [(stack id, keys, lease)]. The mark stays
+    until the update has started (done_refresh): an engine that dies in
+    between leaves it to another once the lease ends."""
+    rows = conn.execute(
+        sa.select(REFRESHES.c.stack_id, REFRESHES.c['keys'],
+                  REFRESHES.c.since)
+        .join(STACKS, STACKS.c.id == REFRESHES.c.stack_id)
+        .where(STACKS.c.status != 'IN_PROGRESS',
+               STACKS.c.deleted_at.is_(None),
+               sa.or_(REFRESHES.c.since >= 0, REFRESHES.c.since > -now))
+        .order_by(REFRESHES.c.since).limit(limit)).all()
     taken = []
-    for stack_id, keys in rows:
-        res = conn.execute(REFRESHES.delete().where(
-            REFRESHES.c.stack_id == stack_id))
+    for stack_id, keys, since in rows:
+        lease = -(now + LEASE)
+        res = conn.execute(REFRESHES.update().where(
+            REFRESHES.c.stack_id == stack_id,
+            REFRESHES.c.since == since).values(since=lease))
         if res.rowcount == 1:
-            taken.append((stack_id, list(keys or ())))
+            taken.append((stack_id, list(keys or ()), lease))
     return taken
+
+
+def done_refresh(conn, stack_id, lease):
+    """The refresh taken with `lease` has started its update: clear the
+    mark, unless the facts changed again since (a new mark)."""
+    conn.execute(REFRESHES.delete().where(REFRESHES.c.stack_id == stack_id,
+                                          REFRESHES.c.since == lease))
 
 
 class FactStore:

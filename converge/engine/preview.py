@@ -121,6 +121,8 @@ def converge(engine, stack):
                 continue
             if d is not None:
                 action, why = _REPAIR[d.kind], d.detail
+                if action == 'update' and rdef.plugin.reruns:
+                    action = 're-run'   # its config runs again
             elif row.status != 'COMPLETE' and row.action not in (
                     'DELETE', 'CHECK'):  # a failed check: what drifted
                 action = 'create' if row.action == 'CREATE' else 'update'

@@ -186,6 +186,9 @@ def update(engine, ident, bundle=None, params=None, existing=False,
             stack.timeout_mins = timeout
         if tags is not None:
             stack.tags = list(tags)
+        if policy is None and _environment_policy(s, stack.template_id):
+            # the environment that set the policy is gone: so is it
+            policy = ('off', None)
         if policy is not None:
             policies.set_policy(s, stack.id, *policy)
         engine.remember(template_id, stack, defn)
@@ -225,6 +228,14 @@ def converge_policy_of(bundle, text=None):
         raise exception.InvalidTemplate(
             'environment section "converge": %s' % e,
             path=['converge']) from None
+
+
+def _environment_policy(session, template_id):
+    """Whether the environment of that template version set a converge
+    policy."""
+    old = api.template_get(session, template_id)
+    env = template.Bundle.from_dict(old.bundle).environment
+    return bool(env.get('converge'))
 
 
 def planned(engine, ident, bundle=None, params=None, existing=False,

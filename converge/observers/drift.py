@@ -33,11 +33,13 @@ class Drift:
         return self.detail.split(':', 1)[0]
 
 
-def scan(engine, stack, record=True):
+def scan(engine, stack, record=True, checks=None):
     """Observe every live resource of `stack` and of the stacks nested in
     it; record what was seen (unless `record` is false) and return what
-    drifted, parents' resources first."""
-    items = []
+    drifted, parents' resources first. `checks`, a list, gets the
+    resources observed by running a CHECK config on their servers (a
+    software deployment's), which only a stack check can do."""
+    items, memo = [], {}
     for st in tree(engine, stack):
         for name, row in sorted(views.resources(engine, st).items()):
             if row.action in _NOT_COMPARED or row.physical_id is None or \
@@ -48,6 +50,8 @@ def scan(engine, stack, record=True):
                 continue
             plugin = engine.plugin(cls, row, row.properties or {}, st)
             items.append((st, row, plugin))
+            if checks is not None and _runs_check(plugin, memo):
+                checks.append((st.name, row.name))
     seen = observe_mod.observe_all([plugin for _, _, plugin in items])
     found, records, events = [], [], []
     for st, row, plugin in items:
@@ -69,6 +73,22 @@ def scan(engine, stack, record=True):
             if events:
                 api.events_add(conn, *events)
     return found
+
+
+def _runs_check(plugin, memo):
+    """Whether the plug-in runs a CHECK config, asked once per config
+    and actions (thousands of deployments share a few configs)."""
+    runs_check = getattr(plugin, 'runs_check', None)
+    if runs_check is None:
+        return False
+    props = plugin.properties
+    key = (props.get('config'), tuple(props.get('actions') or ()))
+    if key not in memo:
+        try:
+            memo[key] = runs_check()
+        except Exception:   # its config is gone: nothing to run
+            memo[key] = False
+    return memo[key]
 
 
 def tree(engine, stack):

@@ -10,7 +10,10 @@ by one engine at a time, on any host, and a pass survives the death of
 the engine that took it (it is due again after the interval).
 
 A pass observes the stack tree (observers/drift.py: one call per
-driver). In repair mode, drift starts a `stack converge`, unless:
+driver). A software deployment with a CHECK config is observed by running
+it: when nothing else drifted, the pass starts a `stack check` and the
+pass after its end reads what it found. In repair mode, drift starts a
+`stack converge`, unless:
 
 - the stack is in progress: an operator's update (or a repair still
   running) wins; the next pass looks again;
@@ -54,10 +57,10 @@ def run_due(engine, now=None, everything=False):
         marked = drivers_facts.any_refresh(conn)
     if marked:
         with engine.db.begin() as conn:
-            refreshes = drivers_facts.take_refreshes(conn)
-    for stack_id, keys in refreshes:
+            refreshes = drivers_facts.take_refreshes(conn, now)
+    for stack_id, keys, since in refreshes:
         try:
-            done[stack_id] = _refresh(engine, stack_id, keys)
+            done[stack_id] = _refresh(engine, stack_id, keys, since)
         except Exception:
             LOG.exception('refreshing stack %s after its facts changed '
                           'failed', stack_id)
@@ -73,10 +76,23 @@ def run_due(engine, now=None, everything=False):
     return done
 
 
+def settle(engine, done, poll=0.2):
+    """Block until the traversals the passes in `done` started have
+    ended; a stack whose pass ran its CHECK configs is passed over again
+    once they ran (and may be repaired). `done` is updated."""
+    wait_for_repairs(engine, done, poll)
+    checked = [sid for sid, (_n, outcome) in done.items()
+               if outcome == 'checking']
+    for stack_id in checked:
+        done[stack_id] = run_pass(engine, stack_id)
+    if checked:
+        wait_for_repairs(engine, done, poll)
+
+
 def wait_for_repairs(engine, done, poll=0.2):
-    """Block until the repairs `done` started have ended."""
+    """Block until the traversals `done` started have ended."""
     waiting = {sid for sid, (_n, outcome) in done.items()
-               if outcome in ('repairing', 'refreshing')}
+               if outcome in ('repairing', 'refreshing', 'checking')}
     while waiting:
         with engine.db.read() as s:
             busy = set(s.scalars(sa.select(models.Stack.id).where(
@@ -120,14 +136,22 @@ def run_pass(engine, stack_id):
             policies.set_policy(s, stack_id, 'off')
         return '', 'gone'
     now = time.time()
+    # the traversal the last pass started is the stack's: a check of its
+    # CHECK configs, or a repair
+    ours = pol.repair_traversal is not None and \
+        stack.current_traversal == pol.repair_traversal
+    checked = ours and stack.action == 'CHECK'
     if stack.status == 'IN_PROGRESS':
+        if checked:   # read what it finds as soon as it ends
+            _schedule(engine, pol, now, CONF.tick, pol.failures)
+            return stack.name, 'checking'
         # an operator's traversal (or a repair) runs: it wins
         _schedule(engine, pol, now, pol.interval, pol.failures)
-        return stack.name, ('repairing' if stack.current_traversal ==
-                            pol.repair_traversal else 'busy')
-    found = drift_mod.scan(engine, stack)
+        return stack.name, 'repairing' if ours else 'busy'
+    checks = []
+    found = drift_mod.scan(engine, stack, checks=checks)
     failures = pol.failures
-    if pol.repair_traversal is not None:
+    if pol.repair_traversal is not None and not checked:
         if stack.current_traversal == pol.repair_traversal and \
                 stack.status == 'FAILED':
             # the last repair failed: wait twice as long per failure in a
@@ -142,6 +166,19 @@ def run_pass(engine, stack_id):
             return stack.name, 'backing-off'
         # it completed, or an operator's traversal came since: start over
         failures = 0
+    # drift that only a check saw is looked at again by a check (it may
+    # have been put right by hand), unless repair mode repairs it now
+    check_only = {(d.stack_name, d.name) for d in found} <= set(checks)
+    if checks and not checked and check_only and not (
+            found and pol.mode == 'repair'):
+        # what only its CHECK configs can see: run them (a stack check)
+        with engine.db.write() as s:
+            _event(s, stack, 'CHECKING', 'running the CHECK configs of %s'
+                   % ', '.join(sorted(n for _st, n in checks)))
+        _stack_id, trav_id = stacks.check(engine, stack.id,
+                                          project_id=stack.project_id)
+        _schedule(engine, pol, now, CONF.tick, failures, repair=trav_id)
+        return stack.name, 'checking'
     if not found or pol.mode != 'repair':
         _schedule(engine, pol, now, pol.interval, failures, repair=None)
         return stack.name, 'drifted' if found else 'in-sync'
@@ -159,9 +196,11 @@ def run_pass(engine, stack_id):
     return stack.name, 'repairing'
 
 
-def _refresh(engine, stack_id, keys):
+def _refresh(engine, stack_id, keys, since):
     """The stack's facts changed: update it (nested stacks too), so that
-    what reads them is resolved again."""
+    what reads them is resolved again; then clear the mark (an engine
+    that dies in between leaves it: the stack is refreshed again, which
+    runs nothing twice)."""
     with engine.db.read() as s:
         stack = s.get(models.Stack, stack_id)
     if stack is None or stack.deleted_at is not None:
@@ -170,6 +209,8 @@ def _refresh(engine, stack_id, keys):
         _event(s, stack, 'FACTS_CHANGED', 'facts changed: %s; updating what '
                'reads them' % ', '.join(keys))
     stacks.converge(engine, stack.id, project_id=stack.project_id)
+    with engine.db.begin() as conn:
+        drivers_facts.done_refresh(conn, stack_id, since)
     return stack.name, 'refreshing'
 
 

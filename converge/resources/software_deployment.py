@@ -184,7 +184,31 @@ class SoftwareDeployment(base.Resource):
     def update(self, prior, observed):
         if self.needs_replace(prior):
             raise exception.UpdateReplace(self.name)
-        return self._apply('UPDATE')
+        return self._apply(self._update_action())
+
+    def _update_action(self):
+        """UPDATE; after a failed CHECK, the config that applies the
+        deployment runs again (CREATE when it runs nothing on UPDATE)."""
+        targets = self._targets()
+        if self.drift(None) and targets and \
+                self._derived_config('UPDATE', targets[0]) is None:
+            return 'CREATE'
+        return 'UPDATE'
+
+    def drift(self, observed):
+        """A target whose CHECK config failed has drifted: what it applied
+        no longer holds, so a converge runs it again."""
+        failed = sorted({t.book['check_failed'] for t in self._targets()
+                         if t.book.get('check_failed')})
+        return {'CHECK': ('failed (%s)' % '; '.join(failed), 'COMPLETE')} \
+            if failed else set()
+
+    def runs_check(self):
+        """Whether a CHECK config runs on its servers: then that is how
+        it is observed (observers/loop.py runs a stack check)."""
+        targets = self._targets()
+        return bool(targets) and \
+            self._derived_config('CHECK', targets[0]) is not None
 
     def delete(self):
         if self.physical_id is None:
@@ -344,7 +368,8 @@ class SoftwareDeployment(base.Resource):
             return DONE
         digest = _digest(derived)
         book = target.book
-        if action == 'UPDATE' and book.get('applied') == digest:
+        if action == 'UPDATE' and book.get('applied') == digest and \
+                not book.get('check_failed'):
             return DONE   # nothing the hook sees has changed: no re-run
         found = store.get(target.id)
         # a check runs once per stack check (its walk's id), not once
@@ -417,9 +442,13 @@ class SoftwareDeployment(base.Resource):
         elif found['status'] == 'FAILED':
             self._note(target, action, run, 'FAILED',
                        found['status_reason'], found.get('updated_at'))
+            if action == 'CHECK':
+                # kept with the row: a converge runs the config again
+                book['check_failed'] = found['status_reason'] or 'failed'
             raise exception.ResourceFailure(found['status_reason'])
         self._note(target, action, run, 'COMPLETE', found['status_reason'],
                    found.get('updated_at'))
+        book.pop('check_failed', None)
         if action == 'CHECK':
             # what the deployment applied is unchanged: an update that
             # changes nothing still runs nothing

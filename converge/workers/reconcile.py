@@ -209,8 +209,11 @@ class Unit:
         """CHECK: first whether the real thing still matches what was
         applied (the drift is recorded with the outcome), then the
         plug-in's own check."""
-        # {}: exists (logical) or could not be seen
-        if observed != {} and self.plugin.observed_drift:
+        # {}: exists (logical) or could not be seen. A type that runs
+        # something on its target (a deployment) is checked by running
+        # its check again, not by what the last one found
+        if observed != {} and self.plugin.observed_drift and \
+                not self.plugin.reruns:
             self.drift = observe_mod.drift(
                 self.plugin, observe_mod.Observation(observed))
             if self.drift:
