@@ -326,6 +326,63 @@ def test_tripleo_run_really_deploys(tmp_path):
     assert 'node_name=controller-0' in text and 'deploy_action=CREATE' in text
 
 
+def test_update_shape_keeps_the_tripleo_values():
+    """The update scenario's stack is the tripleo one with two
+    parameters, whose defaults leave every value as it is; one is read
+    by one node's hieradata only, the other by one role's config."""
+    plain = scenarios.make('tripleo', 5).doc
+    knobs = scenarios.make('update', 5).doc
+    assert 'parameters' not in plain
+    assert set(knobs['parameters']) == {scenarios.NODE_PARAM,
+                                        scenarios.ROLE_PARAM}
+    assert set(knobs['resources']) == set(plain['resources'])
+    changed = sorted(name for name in plain['resources']
+                     if knobs['resources'][name] != plain['resources'][name])
+    assert changed == sorted([scenarios.UPDATE_ROLE + 'Config',
+                              scenarios.UPDATE_NODE + 'HieradataValues'])
+    assert [s[0] for s in scenarios.UPDATE_STEPS] == [
+        'noop', 'one_node', 'one_role', 'converge']
+    with pytest.raises(SystemExit):
+        cli.parse_args(['--scenario', 'update', '--n', '3'])
+
+
+def test_update_run_has_a_row_per_step(tmp_path, capsys):
+    """5 nodes (2 computes): the create, then each update, a row each.
+    An update costs what it changes: the one that changes nothing does
+    no unit of work, the one-node one a few and one script run, while
+    --converge visits every resource (an update node and a cleanup node
+    each) and runs nothing."""
+    out = tmp_path / 'rows.json'
+    rc = cli.main(['--scenario', 'update', '--n', '5', '--json', str(out),
+                   '--home', str(tmp_path / 'home')])
+    assert rc == 0
+    rows = json.loads(out.read_text())
+    steps = {r['step']: r for r in rows}
+    assert [r['step'] for r in rows] == ['create', 'noop', 'one_node',
+                                         'one_role', 'converge']
+    for row in rows:
+        assert row['status'] == 'ok' and row['scenario'] == 'update'
+        assert row['nodes'] == 5 and row['wall_s'] > 0
+        assert row['cpu_s'] is not None
+        assert row['units'] == row['check_resources']
+        if row['units']:
+            assert row['statements_per_check_resource'] > 0
+    create = steps['create']
+    assert create['create_s'] == create['wall_s']
+    assert create['exactly_once'] == 'yes' and create['delete_s'] > 0
+    assert create['script_runs'] == 5 * len(scenarios.PER_NODE_DEPLOYMENTS)
+    assert (steps['noop']['units'], steps['noop']['script_runs']) == (0, 0)
+    assert 0 < steps['one_node']['units'] <= 10
+    assert steps['one_node']['script_runs'] == 1
+    assert steps['converge']['units'] == 2 * create['n']
+    assert steps['converge']['script_runs'] == 0
+    computes = dict(scenarios.role_sizes(5))[scenarios.UPDATE_ROLE]
+    assert steps['one_role']['script_runs'] == \
+        computes * len(scenarios.ROLE_DEPLOYMENTS)
+    printed = capsys.readouterr().out
+    assert 'one_node' in printed and 'x_create' in printed
+
+
 def test_rolling_shape_and_bound(tmp_path):
     sc = scenarios.make('rolling', 1000, latency=30)
     group = sc.doc['resources']['group']

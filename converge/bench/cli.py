@@ -7,6 +7,7 @@ report what each traversal cost.
     converge-bench --scenario latency --n 40 --latency 0.5
     converge-bench --scenario latency --shape wide --n 2000 --latency 30
     converge-bench --scenario rolling --n 1000 --batch 100 --latency 30
+    converge-bench --scenario update --n 1000
     converge-bench --scenario wide --mode distributed --workers 3
     converge-bench --scenario wide deep --n 1000 --heat
     converge-bench --rally rally-jobs/converge.yaml
@@ -14,6 +15,7 @@ report what each traversal cost.
 
 import argparse
 import concurrent.futures
+import itertools
 import json
 import multiprocessing
 import os
@@ -62,6 +64,28 @@ COLUMNS = [
     ('x_heat', 'x_heat', '%.1f'),
     ('status', 'status', '%s'),
 ]
+#: the columns of a scenario whose rows are steps (update: the create,
+#: then each update)
+STEP_COLUMNS = [
+    ('label', 'scenario', '%s'),
+    ('engine', 'engine', '%s'),
+    ('nodes', 'nodes', '%d'),
+    ('n', 'n', '%d'),
+    ('step', 'step', '%s'),
+    ('wall_s', 'wall_s', '%.2f'),
+    ('cpu_s', 'cpu_s', '%.2f'),
+    ('wall_over_create', 'x_create', '%.2f'),
+    ('units', 'units', '%d'),
+    ('statements_per_check_resource', 'sql/cr', '%.1f'),
+    ('messages_per_check_resource', 'msg/cr', '%.2f'),
+    ('locks_per_check_resource', 'locks/cr', '%.2f'),
+    ('cr_p50_ms', 'cr_p50_ms', '%.1f'),
+    ('cr_p95_ms', 'cr_p95_ms', '%.1f'),
+    ('script_runs', 'runs', '%d'),
+    ('rss_mb', 'rss_mb', '%s'),
+    ('threads', 'thr_peak', '%s'),
+    ('status', 'status', '%s'),
+]
 
 
 def parse_args(argv):
@@ -81,7 +105,11 @@ def parse_args(argv):
                            'configs and deployments; rolling: a '
                            'ResourceGroup of N servers, created, then '
                            'its image updated --batch at a time, each '
-                           'rebuild taking --latency' % scenarios.HUBS)
+                           'rebuild taking --latency; update: the tripleo '
+                           'stack of --n nodes, then four updates, each '
+                           'timed (no change, a parameter one node reads, '
+                           'one a role reads, --converge), a row each'
+                           % scenarios.HUBS)
     what.add_argument('--rally', metavar='TASK',
                       help='run a Rally task file (HeatStacks scenarios) '
                            'on the engine')
@@ -95,11 +123,13 @@ def parse_args(argv):
     ap.add_argument('--n', nargs='+', type=int, default=None,
                     help='resources per stack (default: %s)' % ', '.join(
                         '%s %d' % kv for kv in scenarios.DEFAULT_N.items()
-                        if kv[0] != 'tripleo'))
+                        if kv[0] not in NODES))
     ap.add_argument('--nodes', nargs='+', type=int, default=None,
-                    help='overcloud nodes of the tripleo scenario (about 22 '
-                         'resources each; default %d)'
-                         % scenarios.DEFAULT_N['tripleo'])
+                    help='overcloud nodes of the tripleo and update '
+                         'scenarios (about 22 resources each; default %s; '
+                         '--n says the same)' % ', '.join(
+                             '%s %d' % (name, scenarios.DEFAULT_N[name])
+                             for name in NODES))
     ap.add_argument('--repeat', type=int, default=1,
                     help='runs of each scenario and n (default 1)')
     ap.add_argument('--latency', type=float, default=None,
@@ -152,6 +182,12 @@ def parse_args(argv):
     for opt in ('n', 'nodes'):
         if getattr(args, opt) and any(n < 1 for n in getattr(args, opt)):
             ap.error('--%s must be at least 1' % opt)
+    if args.scenario and 'update' in args.scenario and any(
+            size < scenarios.UPDATE_MIN_NODES
+            for size in args.nodes or args.n or ()):
+        ap.error('the update scenario needs at least %d nodes (its first '
+                 '3 are controllers, then %s)' % (
+                     scenarios.UPDATE_MIN_NODES, scenarios.UPDATE_NODE))
     if args.batch is not None and args.batch < 1:
         ap.error('--batch must be at least 1')
     if args.latency is not None and args.latency < 0:
@@ -173,11 +209,15 @@ def parse_args(argv):
     return args
 
 
+#: the scenarios whose size is in nodes (--nodes, or --n)
+NODES = ('tripleo', 'update')
+
+
 def plan(args):
     """(scenario name, size) pairs, in order."""
     out = []
     for name in args.scenario:
-        if name == 'tripleo':
+        if name in NODES:
             sizes = args.nodes or args.n or [scenarios.DEFAULT_N[name]]
         else:
             sizes = args.n or [scenarios.DEFAULT_N[name]]
@@ -258,14 +298,8 @@ def run_one(h, scenario, stack_name):
     finally:
         scenario.finish(engine)
     embedded = h.mode == 'embedded'
-    row = dict(scenario=scenario.name, shape=scenario.shape,
-               label=label(scenario), engine=engine_label(h), mode=h.mode,
-               workers=h.processes(), n=scenario.n, nodes=scenario.nodes,
-               create_s=created.wall,
-               # embedded: the engine's CPU seconds (this process)
-               create_cpu_s=created.cpu if embedded else None,
-               resources_per_s=measure.ratio(scenario.n, created.wall),
-               chain=scenario.chain, bound_s=bound,
+    row = dict(_about(h, scenario), **_created(h, scenario, created))
+    row.update(chain=scenario.chain, bound_s=bound,
                wall_over_bound=measure.ratio(created.wall, bound))
     if update:
         update_s = updated.wall if updated else None
@@ -278,9 +312,7 @@ def run_one(h, scenario, stack_name):
                                        update_s, scenario))
     # the counts of the timed traversal: the create's, or the update's
     # (every traversal: the group's members are a stack of their own)
-    row.update(measure.figures(measure.window(
-        timed.before, timed.after, None if updated else timed.trav)))
-    row.update(measure.threads(timed.after))
+    row.update(_counts(timed, None if updated else timed.trav))
     from converge.bench import software
     if scenario.deployments:
         row.update(software.figures(engine, scenario.deployments,
@@ -289,22 +321,115 @@ def run_one(h, scenario, stack_name):
             rollout.NONE.items()):
         row.setdefault(key, value)   # (rolling gives exactly_once)
 
-    start = time.perf_counter()
-    stack_id, dtrav = stacks.delete(engine, stack_id)
-    delete = h.wait(stack_id, dtrav)
-    row['delete_s'] = time.perf_counter() - start
-    rss = h.snapshot()['rss_each']
-    row['peak_rss_mb_each'] = rss
-    row['peak_rss_mb'] = max(rss) if rss else None
-    row['rss_mb'] = '/'.join('%.0f' % r for r in rss) if rss else None
-    goal = [('CREATE', 'COMPLETE')] + ([('UPDATE', 'COMPLETE')]
-                                       if update else [])
+    delete, row['delete_s'] = _delete(h, stack_id)
+    row.update(_rss(h.snapshot()))
+    goal = [CREATED] + ([UPDATED] if update else [])
     reached = [create] + ([updated.result if updated else
                            ('UPDATE', 'NOT_STARTED')] if update else [])
-    ok = reached == goal and delete == ('DELETE', 'COMPLETE')
-    row['status'] = 'ok' if ok else '/'.join(
-        '%s_%s' % r for r in reached + [delete])
+    row['status'] = _status(goal, reached, delete)
     return row
+
+
+CREATED, UPDATED, DELETED = (('CREATE', 'COMPLETE'), ('UPDATE', 'COMPLETE'),
+                             ('DELETE', 'COMPLETE'))
+
+
+def run_steps(h, scenario, stack_name):
+    """Create the stack of `scenario` (the update scenario), then make
+    each of its steps' updates, one after the other, then delete it;
+    return a row per traversal (step): its wall and (embedded) CPU
+    seconds and their ratio to the create's, its units and what they
+    did, and the script runs the agents made in it. The create's row
+    also tells whether each deployment ran exactly once, and the delete
+    (its status is the create's and the delete's). After a step that did
+    not end COMPLETE the rest are not started."""
+    from converge.bench import software
+    from converge.engine import stacks
+    engine = h.engine
+    bundle = scenario.bundle()
+    disks = engine.clients.compute.disks_dir
+    about = _about(h, scenario)
+    rows, seen = [], software.runs(disks)
+
+    def step(name, start_fn):
+        nonlocal seen
+        timed = _timed(h, start_fn)
+        now = software.runs(disks)
+        row = dict(about, step=name, wall_s=timed.wall,
+                   cpu_s=timed.cpu if h.mode == 'embedded' else None,
+                   script_runs=sum((now - seen).values()))
+        seen = now
+        row.update(_counts(timed, timed.trav))
+        row.update(_rss(timed.after), units=row['check_resources'])
+        rows.append(row)
+        return timed
+
+    created = step('create', lambda: stacks.create(engine, stack_name,
+                                                   bundle, {}))
+    rows[0].update(_created(h, scenario, created))
+    rows[0].update(software.ran(seen, scenario.deployments, created.wall))
+    reached = created.result
+    for name, params, observe in scenario.steps:
+        if reached not in (CREATED, UPDATED):
+            rows.append(dict(about, step=name, status='UPDATE_NOT_STARTED'))
+            continue
+        reached = step(name, lambda: stacks.update(
+            engine, created.stack_id, bundle, params,
+            converge=observe)).result
+        rows[-1]['status'] = _status([UPDATED], [reached])
+    for row in rows:
+        row['wall_over_create'] = measure.ratio(row.get('wall_s'),
+                                                created.wall)
+    delete, rows[0]['delete_s'] = _delete(h, created.stack_id)
+    rows[0]['status'] = _status([CREATED], [created.result], delete)
+    return rows
+
+
+def _about(h, scenario):
+    """What every row of a scenario says of it and of the engine."""
+    return dict(scenario=scenario.name, shape=scenario.shape,
+                label=label(scenario), engine=engine_label(h), mode=h.mode,
+                workers=h.processes(), n=scenario.n, nodes=scenario.nodes)
+
+
+def _created(h, scenario, created):
+    """The figures of a timed create."""
+    return dict(create_s=created.wall,
+                # embedded: the engine's CPU seconds (this process)
+                create_cpu_s=created.cpu if h.mode == 'embedded' else None,
+                resources_per_s=measure.ratio(scenario.n, created.wall))
+
+
+def _counts(timed, trav):
+    """What the units of a timed traversal did (of every traversal when
+    `trav` is None), and the engine's threads meanwhile."""
+    out = measure.figures(measure.window(timed.before, timed.after, trav))
+    out.update(measure.threads(timed.after))
+    return out
+
+
+def _delete(h, stack_id):
+    """Delete the stack: its (action, status) and the seconds it took."""
+    from converge.engine import stacks
+    start = time.perf_counter()
+    stack_id, trav = stacks.delete(h.engine, stack_id)
+    return h.wait(stack_id, trav), time.perf_counter() - start
+
+
+def _rss(snapshot):
+    """The peak RSS of each engine process so far, and the highest."""
+    rss = snapshot['rss_each']
+    return dict(peak_rss_mb_each=rss, peak_rss_mb=max(rss) if rss else None,
+                rss_mb='/'.join('%.0f' % r for r in rss) if rss else None)
+
+
+def _status(goal, reached, delete=None):
+    """'ok' when each traversal reached its goal (and the delete, when
+    given, DELETE_COMPLETE); else what each reached."""
+    deleted = [] if delete is None else [delete]
+    if reached == goal and deleted in ([], [DELETED]):
+        return 'ok'
+    return '/'.join('%s_%s' % r for r in reached + deleted)
 
 
 def run(args, on_row=None):
@@ -320,11 +445,12 @@ def run(args, on_row=None):
                 scenarios.default_latency(name)
             scenario = scenarios.write(name, size, rowdir, latency,
                                        args.shape, args.batch)
-            row = measure_one(args, scenario, rowdir,
+            new = measure_one(args, scenario, rowdir,
                               'bench-%s-%d-%d' % (name, size, count))
-            rows.append(row)
-            if on_row:
-                on_row(row)
+            rows.extend(new)
+            for row in new:
+                if on_row:
+                    on_row(row)
             if args.heat and name in heat.SHAPES:
                 hrow = heat.run(args.heat_bench, args.heat_venv, name,
                                 scenario.n, os.path.join(rowdir, 'heat'))
@@ -340,20 +466,22 @@ def run(args, on_row=None):
 
 
 def measure_one(args, scenario, workdir, stack_name):
-    """One row on fresh engine processes, so that each row's peak RSS is
-    its own: embedded, a child process is the engine (and, like the CLI,
-    loads the template); distributed, new workers (this process is the
-    API)."""
+    """One scenario's rows (one, or one a step) on fresh engine
+    processes, so that each scenario's peak RSS is its own: embedded, a
+    child process is the engine (and, like the CLI, loads the template);
+    distributed, new workers (this process is the API)."""
     if args.mode == 'distributed':
-        return _row(args, scenario, workdir, stack_name)
+        return _rows(args, scenario, workdir, stack_name)
     spawn = multiprocessing.get_context('spawn')
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) as pool:
-        return pool.submit(_row, args, scenario, workdir, stack_name).result()
+        return pool.submit(_rows, args, scenario, workdir, stack_name).result()
 
 
-def _row(args, scenario, workdir, stack_name):
+def _rows(args, scenario, workdir, stack_name):
     with make_harness(args, workdir, agents=bool(scenario.deployments)) as h:
-        return run_one(h, scenario, stack_name)
+        if scenario.steps:
+            return run_steps(h, scenario, stack_name)
+        return [run_one(h, scenario, stack_name)]
 
 
 def format_cell(value, fmt):
@@ -368,10 +496,22 @@ def cell_value(row, key):
     return row.get(key)
 
 
+def columns_of(row):
+    return STEP_COLUMNS if row.get('step') else COLUMNS
+
+
 def table(rows, header=True):
-    cells = [[format_cell(cell_value(r, k), f) for k, _, f in COLUMNS]
+    """The rows as a table; rows of steps (the update scenario's) and
+    the others in tables of their own columns, one after the other."""
+    return '\n\n'.join(
+        _table(list(group), columns, header)
+        for columns, group in itertools.groupby(rows, columns_of))
+
+
+def _table(rows, columns, header):
+    cells = [[format_cell(cell_value(r, k), f) for k, _, f in columns]
              for r in rows]
-    heads = [h for _, h, _ in COLUMNS]
+    heads = [h for _, h, _ in columns]
     widths = [max([len(h)] + [len(c[i]) for c in cells])
               for i, h in enumerate(heads)]
     lines = []

@@ -18,7 +18,7 @@ HOT_VERSION = '2021-04-16'
 LAYERS = 20
 HUBS = 3
 DEFAULT_N = {'wide': 1000, 'deep': 1000, 'fanin': 1000, 'latency': 40,
-             'tripleo': 100, 'rolling': 1000}
+             'tripleo': 100, 'rolling': 1000, 'update': 1000}
 DEFAULT_LATENCY = 0.5
 #: the rolling scenario's default per-member update (rebuild) time: a
 #: rebuild is minutes on a real cloud; 30 s keeps the run at ~6 minutes
@@ -92,6 +92,12 @@ class Written:
     def update_params(self):
         """The parameters of the timed update (rolling), else None."""
         return {'image': ROLLING_IMAGES[1]} if self.batch else None
+
+    @property
+    def steps(self):
+        """The updates after the create, in order (the update
+        scenario's UPDATE_STEPS; none for the other scenarios)."""
+        return UPDATE_STEPS if self.name == 'update' else ()
 
     def bundle(self):
         return template.load_bundle(self.path)
@@ -236,6 +242,11 @@ STEPS = 5
 PER_NODE_DEPLOYMENTS = ('Network', 'Hieradata', 'Hosts', 'AllNodes',
                         'Update', 'SshKnownHosts', 'PreNetwork', 'NodeTLS',
                         'PostDeploy')
+#: the deployments whose config is not their role's <Role>Config: the
+#: node's own, or the one all nodes share
+OTHER_CONFIGS = {'Network': '{node}NetworkConfig',
+                 'Hieradata': '{node}HieradataConfig',
+                 'Hosts': 'AllNodesConfig', 'AllNodes': 'AllNodesConfig'}
 #: on each server's disk: one line per script run, "<deployment> <action>"
 RUNS_LOG = 'runs.log'
 #: the script of every deployment: its inputs to a file of its own, and one
@@ -247,7 +258,7 @@ printf 'deploy_action=%%s\\ndeploy_server_id=%%s\\nnode_name=%%s\\nrole_name=%%s
   > "inputs-$deploy_resource_name"
 echo "$deploy_resource_name $deploy_action" >> %s
 echo "$deploy_resource_name done" > "$heat_outputs_path.result"
-""" % RUNS_LOG
+""" % RUNS_LOG  # noqa: E501 (the script as it runs)
 
 
 def role_sizes(nodes):
@@ -284,7 +295,10 @@ def _config(body):
             'outputs': [{'name': 'result'}]}
 
 
-def tripleo_doc(nodes):
+def tripleo_doc(nodes, knobs=False):
+    """The tripleo scenario's document; with `knobs`, the update
+    scenario's: the parameters NODE_PARAM and ROLE_PARAM too, whose
+    defaults leave every resource's value as it is without them."""
     res = {}
 
     def add(name, rtype, props=None, depends_on=None):
@@ -299,8 +313,11 @@ def tripleo_doc(nodes):
     for role, count in role_sizes(nodes):
         if not count:
             continue
+        data = 'role: %s' % role
+        if knobs and role == UPDATE_ROLE:
+            data = {'list_join': ['', [data, {'get_param': ROLE_PARAM}]]}
         add(role + 'Config', 'OS::Heat::SoftwareConfig',
-            _config(_script('role: %s' % role)))
+            _config(_script(data)))
         for i in range(count):
             node = '%s%d' % (role, i)
             names.append(node)
@@ -326,11 +343,14 @@ def tripleo_doc(nodes):
                                                     'value']}}})
             add(node + 'NetworkConfig', 'OS::Heat::SoftwareConfig',
                 _config(_script({'get_attr': [node + 'Port', 'value']})))
+            hieradata = {'template': 'role: %s\npassword: $p\n' % role,
+                         'params': {'$p': {'get_attr': [node + 'Password',
+                                                        'value']}}}
+            if knobs and node == UPDATE_NODE:
+                hieradata['template'] += '$extra'
+                hieradata['params']['$extra'] = {'get_param': NODE_PARAM}
             add(node + 'HieradataValues', 'OS::Heat::Value',
-                {'value': {'str_replace': {
-                    'template': 'role: %s\npassword: $p\n' % role,
-                    'params': {'$p': {'get_attr': [node + 'Password',
-                                                   'value']}}}}})
+                {'value': {'str_replace': hieradata}})
             add(node + 'HieradataConfig', 'OS::Heat::SoftwareConfig',
                 _config(_script({'get_attr': [node + 'HieradataValues',
                                               'value']})))
@@ -343,11 +363,8 @@ def tripleo_doc(nodes):
     for node in names:
         server = {'get_resource': node}
         for d in PER_NODE_DEPLOYMENTS:
-            config = {'Network': node + 'NetworkConfig',
-                      'Hieradata': node + 'HieradataConfig',
-                      'Hosts': 'AllNodesConfig',
-                      'AllNodes': 'AllNodesConfig'}.get(
-                          d, node.rstrip('0123456789') + 'Config')
+            config = OTHER_CONFIGS.get(
+                d, node.rstrip('0123456789') + 'Config').format(node=node)
             add(node + d + 'Deployment', 'OS::Heat::SoftwareDeployment',
                 {'server': server, 'config': {'get_resource': config},
                  'input_values': {
@@ -364,9 +381,51 @@ def tripleo_doc(nodes):
                 depends_on=before)
         add('Step%dComplete' % k, 'OS::Heat::None',
             depends_on=['%sDeployment_Step%d' % (n, k) for n in names])
-    return {'heat_template_version': HOT_VERSION,
-            'description': 'TripleO-like overcloud of %d nodes' % nodes,
-            'resources': res}
+    doc = {'heat_template_version': HOT_VERSION,
+           'description': 'TripleO-like overcloud of %d nodes' % nodes,
+           'resources': res}
+    if knobs:
+        doc['parameters'] = {
+            NODE_PARAM: {'type': 'string', 'default': '',
+                         'description': 'more hieradata of %s only'
+                                        % UPDATE_NODE},
+            ROLE_PARAM: {'type': 'string', 'default': '',
+                         'description': 'more of the %s role\'s script '
+                                        'data' % UPDATE_ROLE}}
+    return doc
+
+
+# -- update ----------------------------------------------------------------
+#
+# The tripleo stack (tripleo_doc with its knobs), created, then updated
+# four times, one after the other, each a traversal of its own: with the
+# same template and parameters (noop); with NODE_PARAM changed, which
+# only UPDATE_NODE's HieradataValues reads (the change reaches its
+# HieradataConfig by get_attr, then its HieradataDeployment, one script
+# run); with ROLE_PARAM changed too, which UPDATE_ROLE's Config reads
+# (every deployment of every node of that role using it runs again:
+# ROLE_DEPLOYMENTS of each); with the same parameters and converge=True
+# (Heat's --converge: nothing changes, every resource is observed).
+
+UPDATE_ROLE = 'Compute'
+UPDATE_NODE = UPDATE_ROLE + '0'
+NODE_PARAM = UPDATE_NODE + 'ExtraHieradata'
+ROLE_PARAM = UPDATE_ROLE + 'ExtraConfig'
+#: the update scenario's smallest size: UPDATE_NODE must exist
+#: (role_sizes: the first 3 nodes are controllers)
+UPDATE_MIN_NODES = 4
+#: the deployments of each node that use its role's Config
+ROLE_DEPLOYMENTS = tuple(d for d in PER_NODE_DEPLOYMENTS
+                         if d not in OTHER_CONFIGS)
+_ONE_NODE = {NODE_PARAM: 'extra: 1\n'}
+_ONE_ROLE = dict(_ONE_NODE, **{ROLE_PARAM: ' (extra: 1)'})
+#: the update scenario's updates: (step, parameters, converge)
+UPDATE_STEPS = (
+    ('noop', {}, False),
+    ('one_node', _ONE_NODE, False),
+    ('one_role', _ONE_ROLE, False),
+    ('converge', _ONE_ROLE, True),
+)
 
 
 def deps_of(doc):
@@ -395,8 +454,8 @@ def make(name, n, latency=DEFAULT_LATENCY, shape=DEFAULT_SHAPE, batch=None):
         doc = hot(deps, 'OS::Nova::Server',
                   {'image': 'cirros', 'flavor': 'm1.tiny'})
         return Scenario(name, n, doc, deps, latency=latency, shape=shape)
-    if name == 'tripleo':
-        doc = tripleo_doc(n)
+    if name in ('tripleo', 'update'):
+        doc = tripleo_doc(n, knobs=name == 'update')
         return Scenario(name, len(doc['resources']), doc, deps_of(doc),
                         nodes=n)
     if name == 'rolling':
@@ -406,4 +465,5 @@ def make(name, n, latency=DEFAULT_LATENCY, shape=DEFAULT_SHAPE, batch=None):
     raise ValueError('unknown scenario %r' % name)
 
 
-NAMES = ('wide', 'deep', 'fanin', 'latency', 'tripleo', 'rolling')
+NAMES = ('wide', 'deep', 'fanin', 'latency', 'tripleo', 'rolling',
+         'update')

@@ -56,16 +56,9 @@ def figures(engine, expected, create_s):
     compute = engine.clients.compute
     disks = compute.disks_dir
     compute.shutdown_agents()
-    seen = runs(disks)
-    total = sum(seen.values())
-    twice = sum(1 for c in seen.values() if c > 1)
     stats = agent_stats(disks) or {}
     requests = sum((stats.get('requests') or {}).values()) or None
-    once = 'yes' if twice == 0 and len(seen) == expected else \
-        'NO: %d of %d ran, %d more than once' % (len(seen), expected, twice)
-    return {
-        'script_runs': total,
-        'runs_per_s': total / create_s if create_s else None,
+    return dict(ran(runs(disks), expected, create_s), **{
         'agent_requests': stats.get('requests'),
         'agent_requests_per_deployment':
             requests / expected if requests and expected else None,
@@ -73,5 +66,17 @@ def figures(engine, expected, create_s):
         # CPU seconds of the agent host, and of the hooks it ran
         'agent_cpu_s': stats.get('cpu_s'),
         'hooks_cpu_s': stats.get('hooks_cpu_s'),
-        'exactly_once': once,
-    }
+    })
+
+
+def ran(seen, expected, seconds):
+    """The figures of the script runs `seen` (runs()): how many, per
+    second of `seconds`, and whether each of the `expected` deployments
+    ran exactly once."""
+    total = sum(seen.values())
+    twice = sum(1 for c in seen.values() if c > 1)
+    once = 'yes' if twice == 0 and len(seen) == expected else \
+        'NO: %d of %d ran, %d more than once' % (len(seen), expected, twice)
+    return {'script_runs': total,
+            'runs_per_s': total / seconds if seconds else None,
+            'exactly_once': once}

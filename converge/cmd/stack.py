@@ -156,6 +156,15 @@ class UpdateStack(_StackShowOne):
             self.app.context(), args.stack, bundle, params,
             existing=args.existing, clear_parameters=args.clear_parameter)
         cols = sorted(changes)
+        items = [i for c in cols for i in changes[c]]
+        visited = sum(1 for i in items if i.get('visit'))
+        if args.converge:
+            sys.stderr.write('--converge: all %d resources are visited\n'
+                             % len(items))
+        else:
+            sys.stderr.write('change set: %d of %d resources to visit '
+                             '(--converge visits every one)\n' % (
+                                 visited, len(items)))
         return cols, [columns.json_column(args.formatter, changes[c])
                       for c in cols]
 

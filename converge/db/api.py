@@ -170,7 +170,8 @@ def resources_live(session, stack_id):
 _LAYOUT = sa.select(
     RESOURCES.c.id, RESOURCES.c.name, RESOURCES.c.requires,
     RESOURCES.c.replaces, RESOURCES.c.replaced_by, RESOURCES.c.template_id,
-    RESOURCES.c.status, RESOURCES.c.action).where(
+    RESOURCES.c.status, RESOURCES.c.action,
+    RESOURCES.c.applied_digest).where(
     RESOURCES.c.stack_id == bp('b_stack')).order_by(RESOURCES.c.id)
 
 
@@ -624,11 +625,18 @@ def sync_wake_event(conn, stack_id, event, wake_at, limit=None):
     return found
 
 
+#: the `remaining` of a node laid out done, only for what the nodes that
+#: are walked read of it (an update's change set leaves it out)
+NOT_WALKED = -1
+
+
 def sync_nodes_done(session, traversal_id):
-    """(node key, done) of every node of a traversal but the stack node."""
+    """(node key, done) of every node a traversal walks but the stack
+    node."""
     return [tuple(r) for r in session.execute(
         sa.select(SYNC.c.node, SYNC.c.done)
-        .where(SYNC.c.traversal_id == traversal_id, SYNC.c.node != 'stack'))]
+        .where(SYNC.c.traversal_id == traversal_id, SYNC.c.node != 'stack',
+               SYNC.c.remaining != NOT_WALKED))]
 
 
 def resource_status_counts(session, stack_id, traversal_id):

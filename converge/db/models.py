@@ -108,6 +108,10 @@ class Resource(Base):
     # differed from what was applied then (None: it did not)
     observed_at: Mapped[float | None] = mapped_column(Double, nullable=True)
     drift: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # the digest of the definition (template version's) it last converged
+    # to: an update whose definition of it is the same need not visit it
+    applied_digest: Mapped[str | None] = mapped_column(String(64),
+                                                       nullable=True)
     # names of the resources this row depended on when last converged
     requires: Mapped[list] = mapped_column(JSON, default=list)
     replaces: Mapped[int | None] = mapped_column(Integer, nullable=True)

@@ -11,6 +11,8 @@ not observed here.
 """
 
 from converge import exception
+from converge.db import api
+from converge.engine import changes
 from converge.engine import stacks
 from converge.engine import views
 
@@ -31,7 +33,10 @@ def update(engine, ident, bundle=None, params=None, existing=False,
     against what is really there (observed now, and recorded): a
     resource the template keeps but whose real thing drifted is updated
     (created, if gone). Each item says the `action` (create, update,
-    replace, delete or none) and why (`reason`)."""
+    replace, delete or none) and why (`reason`), and whether the update
+    visits it (`visit`: its change set, engine/changes.py) and why
+    (`visit_reason`). A drifted resource the change set leaves out is
+    repaired by `--converge`, not by a plain update."""
     from converge.observers import drift as drift_mod
     stack, bundle, params, defn = stacks.planned(
         engine, ident, bundle, params, existing, clear_parameters,
@@ -40,13 +45,18 @@ def update(engine, ident, bundle=None, params=None, existing=False,
     data = views.RowData(rows)
     drifted = {d.name: d for d in drift_mod.scan(engine, stack)
                if d.stack_name == stack.name}
+    with engine.db.connect() as conn:
+        layout = api.resources_layout(conn, stack.id)
+    # which resources the update visits (its change set), and why
+    visit = changes.decide(defn, layout, rows).visit
     out = {k: [] for k in KINDS}
     for name, rdef in sorted(defn.resources.items()):
         row = rows.get(name)
         if row is None or (row.action == 'INIT' and not row.physical_id):
             out['added'].append(dict(_item(name, rdef.type),
                                      action='create',
-                                     reason='in the template, not applied'))
+                                     reason='in the template, not applied',
+                                     visit=True, visit_reason='added'))
             continue
         kind, reason = _kind(engine, stack, defn, data, name, rdef, row)
         d = drifted.get(name)
@@ -57,12 +67,14 @@ def update(engine, ident, bundle=None, params=None, existing=False,
         if d is not None and d.kind == 'gone' and kind == 'updated':
             action = 'create'
         out[kind].append(dict(_item(name, rdef.type, row), action=action,
-                              reason=reason))
+                              reason=reason, visit=name in visit,
+                              visit_reason=visit.get(name, '')))
     for name, row in sorted(rows.items()):
         if name not in defn.resources:
             out['deleted'].append(dict(
                 _item(name, row.type, row), action='delete',
-                reason='applied, not in the template'))
+                reason='applied, not in the template', visit=True,
+                visit_reason='removed'))
     return out
 
 

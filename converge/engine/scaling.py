@@ -112,7 +112,8 @@ def _signal(engine, stack_ident, resource_name, details, project_id,
                                    'UPDATE',
                                    engine.definition(stack.template_id,
                                                      stack),
-                                   rollback=False)
+                                   rollback=False,
+                                   visit={grp.name: 'signalled: %s' % reason})
         record = store.ScalingStore.add(
             conn, stack.id, resource_name, signal_id, status, reason,
             group_key=grp.uuid if grp is not None else None,

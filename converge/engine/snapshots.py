@@ -97,5 +97,6 @@ def restore(engine, ident, snapshot_id, project_id=None):
     params = dict(env.pop('parameters', None) or {})
     bundle = template.Bundle(doc.get('template') or {}, doc.get('files'),
                              env, 'snapshot %s' % snapshot_id)
+    # every resource, against reality: what was restored must be there
     return stacks.update(engine, stack_id, bundle, params,
-                         project_id=project_id)
+                         project_id=project_id, converge=True)

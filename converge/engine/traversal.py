@@ -28,6 +28,7 @@ from converge import exception
 from converge.db import api
 from converge.db import models
 from converge.db.models import utcnow
+from converge.engine import changes
 from converge.engine import rows as rows_mod
 from converge.graph import plan as plan_mod
 
@@ -44,17 +45,33 @@ COMPLETE_REASON = 'Stack %s completed successfully'
 
 def start(engine, session, stack, template_id, action, defn, rollback=False,
           prev_template_id=None, parent=None, keep_template=False,
-          converge=False, only=None):
+          converge=False, only=None, visit=None):
     """Lay out a traversal in the caller's transaction; return it (with
     ``leaves``, the nodes to send once the transaction commits).
 
     :param only: walk only the resources of these names (they must not
         depend on the others: a group's members in a rollout's batch);
         the rest are left as they are, their rows as they were
+    :param visit: {name: why} an update visits though their definitions
+        did not change (a group a scaling signal resizes), with what
+        reads them
     """
     trav_id = api.new_id()
     requires = defn.dependencies() if defn is not None else {}
     rows = api.resources_layout(session, stack.id)
+    frontier, change_set = {}, None
+    if only is None and action == 'UPDATE' and not converge and \
+            defn is not None:
+        # an update visits what changed and what that reaches; the rest
+        # starts done (engine/changes.py)
+        current = rows_mod.current(rows, template_id, names=requires)
+        change_set = changes.decide(defn, rows, current, visit)
+        only = set(change_set.visit)
+        # what a visited resource reads of one that is not: its row, as
+        # a node already done (DependencyData reads nodes)
+        frontier = {dep: current[dep].id for name in only
+                    for dep in requires[name] - only}
+        only |= change_set.removed
     if only is not None:
         only = set(only)
         requires = {name: deps & only for name, deps in requires.items()
@@ -102,6 +119,12 @@ def start(engine, session, stack, template_id, action, defn, rollback=False,
         raise exception.Conflict('Stack %s changed while this operation '
                                  'started; try again' % stack.name)
     options = {'rollback': bool(rollback)}
+    if change_set is not None:
+        # said by its start event (views.stack_events)
+        options['change_set'] = change_set.summary(names=20)
+    elif converge and action == 'UPDATE' and defn is not None:
+        options['change_set'] = 'all %d resources to visit (--converge)' \
+            % len(defn.resources)
     if converge:
         # `stack converge`: nested stacks are converged too (their owners
         # read it, resources.nested)
@@ -135,6 +158,13 @@ def start(engine, session, stack, template_id, action, defn, rollback=False,
                           stack_id=stack.id, resource_id=None,
                           remaining=len(roots), dependents=[], done=False,
                           updated_at=now))
+    # (remaining -1: not walked by this traversal, not counted as its
+    # progress)
+    sync_rows += [dict(traversal_id=trav_id, node=plan_mod.update_key(name),
+                       stack_id=stack.id, resource_id=row_id,
+                       remaining=api.NOT_WALKED, dependents=[], done=True,
+                       updated_at=now)
+                  for name, row_id in frontier.items()]
     session.execute(sa.insert(models.SyncPoint), sync_rows)
     trav.leaves = plan.leaves
     if not plan.nodes:

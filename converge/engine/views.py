@@ -56,7 +56,10 @@ def stack_events(traversals, stack_id, stack_name, events):
                            % t.action),
                 'cancelled': ('FAILED', t.failure or 'Stack %s cancelled'
                               % t.action)}
-        marks = [(begun, -1, 'IN_PROGRESS', 'Stack %s started' % t.action)]
+        started = 'Stack %s started' % t.action
+        if (t.options or {}).get('change_set'):
+            started += ': ' + t.options['change_set']
+        marks = [(begun, -1, 'IN_PROGRESS', started)]
         if t.state in ends and t.finished_at is not None:
             end = max(_epoch(t.finished_at), last.get(t.id, 0))
             marks.append((end, 1 << 62) + ends[t.state])

@@ -249,6 +249,14 @@ class Resource:
     #: (a classmethod); observers then make one call per pass and driver
     observe_many = None
 
+    #: True for a type whose state is not fully described by its
+    #: definition (facts written by servers): every update visits it, and
+    #: so what reads it (engine/changes.py)
+    always_visit = False
+    #: True for a type built from the stack's files and environment (a
+    #: nested stack's template): a change of any of them visits it
+    built_from_files = False
+
     def changed(self):
         """Whether what the resource is built from changed though its
         properties did not (a nested stack's provider file, say): it is

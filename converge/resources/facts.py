@@ -17,6 +17,9 @@ from converge.resources import none
 
 class FactStore(none.Named):
     properties_schema = {}
+    #: its facts change with no template change: an update reads them
+    #: again (and so visits what reads them)
+    always_visit = True
     attributes_schema = {
         'all': 'Every fact the stack\'s servers published, as a map of '
                'key to value ({} before the first).',

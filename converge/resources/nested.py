@@ -42,6 +42,7 @@ class Nested(base.Resource):
     #: policy (``resource_facade`` in the child reads them)
     wants_facade = True
     deletion_policy = 'Delete'
+    built_from_files = True
 
     def child(self):
         """{'template': dict or text, 'params': {...}, 'timeout': mins or

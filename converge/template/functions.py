@@ -63,6 +63,25 @@ def resolve(v, ctx):
     return v
 
 
+def shape(v, ctx):
+    """The parsed tree as far as it is known in `ctx` (a validation
+    context: no resource data), for comparing two definitions: a function
+    whose value is known stands as its value (parameters, conditions,
+    files); one whose value waits on another resource stands as its name
+    and the shape of its arguments, so a parameter read next to a get_attr
+    still counts."""
+    if isinstance(v, Function):
+        value = v.resolve(ctx)
+        if not has_unknown(value):
+            return {'<value>': '<omitted>' if value is OMIT else value}
+        return {'<%s>' % v.name: shape(getattr(v, 'args', None), ctx)}
+    if isinstance(v, dict):
+        return {k: shape(x, ctx) for k, x in v.items()}
+    if isinstance(v, list):
+        return [shape(x, ctx) for x in v]
+    return v
+
+
 class Context:
     """What resolution needs: the definition and (at run time) data."""
 

@@ -369,7 +369,9 @@ class Unit:
             observed=observe_mod.jsonable(observed),
             template_id=self.trav.template_id, replaced_by=None,
             requires=self.deps.row_ids(), traversal_id=self.trav.id,
-            engine_id=None, type=self.rdef.type)
+            engine_id=None, type=self.rdef.type,
+            # what it now matches: an update to the same need not visit it
+            applied_digest=self.defn.digest(self.name))
         if action == 'CHECK' or (action and observed is not None):
             # checked, or just acted on and seen: as applied
             values.update(drift=None, observed_at=time.time())
