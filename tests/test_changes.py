@@ -245,3 +245,21 @@ def test_a_change_reaching_three_members_visits_those_three(engine,
         rows.update({name: et.resources(engine, st)['use'].attributes[
             'value']})
     assert sorted(rows.values()) == ['x', 'y', 'z']
+
+
+def test_another_type_is_another_resource(engine, tmp_path):
+    """A resource whose type changes is replaced, as Heat does: the old
+    one (a server) is deleted by its own type, not kept under the new."""
+    def doc(rtype, props):
+        return et.hot({'web': {'type': rtype, 'properties': props}})
+    stack = et.run(engine, stacks.create, 't', et.bundle(tmp_path, doc(
+        'OS::Nova::Server', {'image': 'cirros', 'flavor': 'm1.tiny'})), {})
+    server = et.resources(engine, stack)['web'].physical_id
+    stack = et.run(engine, stacks.update, stack.id, et.bundle(
+        tmp_path, doc('OS::Heat::Value', {'value': 'v'}), 'v.yaml'), {})
+    assert et.status(stack) == 'UPDATE_COMPLETE'
+    web = et.resources(engine, stack)['web']
+    assert (web.type, web.attributes['value']) == ('OS::Heat::Value', 'v')
+    assert web.physical_id != server
+    assert server not in {s['id'] for s in
+                          engine.clients.compute.list_servers()}

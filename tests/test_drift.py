@@ -224,9 +224,23 @@ resources:
                     'b': ('update',
                           'observed: changed: image fedora, not cirros'),
                     'v': ('update', 'template: value changed')}}
+    # the update's change set: what changed, and what was seen drifted
+    # (recorded by the dry run's look), not c
+    visits = {i['resource_name']: i['visit_reason']
+              for items in plan.values() for i in items if i['visit']}
+    assert visits == {'a': 'drifted: gone',
+                      'b': 'drifted: changed: image fedora, not cirros',
+                      'v': 'changed: its definition'}
     # nothing was changed by looking
     assert sorted(s['Name'] for s in cli.json('sim', 'server', 'list')) == \
         ['fb', 'fc']
+    # the update does what the dry run said
+    cli.run('stack', 'update', 'f', '--existing', '--parameter', 'word=two',
+            '--wait')
+    after = {s['Name']: s for s in cli.json('sim', 'server', 'list',
+                                            '--long')}
+    assert sorted(after) == ['fa', 'fb', 'fc']
+    assert {s['Image'] for s in after.values()} == {'cirros'}
 
 
 CHECKED = '''heat_template_version: 2018-08-31

@@ -171,7 +171,7 @@ _LAYOUT = sa.select(
     RESOURCES.c.id, RESOURCES.c.name, RESOURCES.c.requires,
     RESOURCES.c.replaces, RESOURCES.c.replaced_by, RESOURCES.c.template_id,
     RESOURCES.c.status, RESOURCES.c.action,
-    RESOURCES.c.applied_digest).where(
+    RESOURCES.c.applied_digest, RESOURCES.c.drift).where(
     RESOURCES.c.stack_id == bp('b_stack')).order_by(RESOURCES.c.id)
 
 

@@ -9,10 +9,12 @@ visited (gets a unit of work) when
 - its definition's digest (template/definition.py: its snippet, the
   parameter values and files it reads, its type) is not the one its row
   last converged to (stored with the row by the unit of work);
+- it was observed drifted (the drift recorded on its row by an
+  observer's pass, `stack drift` or a dry run): the update repairs it;
 - its type is always visited (`always_visit`: state its definition does
   not describe, as a fact store's);
-- it reads a resource that is visited, or is ordered between two
-  (graph/changes.py).
+- it reads a resource that is visited, is ordered between two, or right
+  after one (graph/changes.py).
 
 Every other resource keeps what it has: its node starts done. Removed
 resources are cleaned up as always. `stack update --converge`, `stack
@@ -64,7 +66,8 @@ class ChangeSet:
 
 #: how the summary names each kind of reason (its first word)
 _KINDS = {'reads': 'reading what is visited',
-          'comes': 'ordered between visited ones'}
+          'comes': 'ordered between visited ones',
+          'depends': 'ordered after visited ones'}
 
 
 def _kind(why):
@@ -95,6 +98,10 @@ def decide(defn, rows, current, visit=None):
         elif row.status != 'COMPLETE' or row.action not in SETTLED:
             seeds[name] = 'unfinished: its last action ended %s_%s' % (
                 row.action, row.status)
+        elif row.drift:
+            # observed (an observer's pass, stack drift, a dry run) and
+            # recorded: the update repairs it
+            seeds[name] = 'drifted: %s' % row.drift
         elif rdef.plugin.always_visit:
             seeds[name] = 'always: its type is visited by every update'
         elif row.applied_digest != defn.digest(name):

@@ -13,6 +13,7 @@ not observed here.
 from converge import exception
 from converge.db import api
 from converge.engine import changes
+from converge.engine import rows as rows_mod
 from converge.engine import stacks
 from converge.engine import views
 
@@ -48,7 +49,8 @@ def update(engine, ident, bundle=None, params=None, existing=False,
     with engine.db.connect() as conn:
         layout = api.resources_layout(conn, stack.id)
     # which resources the update visits (its change set), and why
-    visit = changes.decide(defn, layout, rows).visit
+    visit = changes.decide(defn, layout, rows_mod.current(
+        layout, stack.template_id)).visit
     out = {k: [] for k in KINDS}
     for name, rdef in sorted(defn.resources.items()):
         row = rows.get(name)

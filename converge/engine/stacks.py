@@ -9,6 +9,7 @@ from oslo_log import log as logging
 
 from converge import conf
 from converge import exception
+from converge import memory
 from converge import template
 from converge.db import api
 from converge.db import models
@@ -171,10 +172,23 @@ def update(engine, ident, bundle=None, params=None, existing=False,
     `converge` (Heat's --converge), against reality: nested stacks are
     walked too, and every resource observed."""
     check_timeout(timeout)
+    with memory.gc_paused():
+        return _update(engine, ident, bundle, params, existing, rollback,
+                       clear_parameters, timeout, tags, project_id, only,
+                       converge, converge_policy)
+
+
+def _update(engine, ident, bundle, params, existing, rollback,
+            clear_parameters, timeout, tags, project_id, only, converge,
+            converge_policy):
+    old_env = {}
     stack, bundle, params, defn = planned(
         engine, ident, bundle, params, existing, clear_parameters,
-        project_id)
+        project_id, old_env=old_env)
     policy = converge_policy_of(bundle, converge_policy)
+    if policy is None and old_env.get('converge'):
+        # the environment that set the policy is gone: so is it
+        policy = ('off', None)
     if rollback is None:
         rollback = not stack.disable_rollback
     with engine.db.write() as s:
@@ -186,9 +200,6 @@ def update(engine, ident, bundle=None, params=None, existing=False,
             stack.timeout_mins = timeout
         if tags is not None:
             stack.tags = list(tags)
-        if policy is None and _environment_policy(s, stack.template_id):
-            # the environment that set the policy is gone: so is it
-            policy = ('off', None)
         if policy is not None:
             policies.set_policy(s, stack.id, *policy)
         engine.remember(template_id, stack, defn)
@@ -230,23 +241,18 @@ def converge_policy_of(bundle, text=None):
             path=['converge']) from None
 
 
-def _environment_policy(session, template_id):
-    """Whether the environment of that template version set a converge
-    policy."""
-    old = api.template_get(session, template_id)
-    env = template.Bundle.from_dict(old.bundle).environment
-    return bool(env.get('converge'))
-
-
 def planned(engine, ident, bundle=None, params=None, existing=False,
-            clear_parameters=(), project_id=None):
+            clear_parameters=(), project_id=None, old_env=None):
     """What an update would use: (the stack, its new bundle, parameters
     and definition, validated). --existing keeps the old template (when
-    none is given), environment and parameters under the new ones."""
+    none is given), environment and parameters under the new ones.
+    `old_env`, a dict, gets the old environment."""
     with engine.db.read() as s:
         stack = api.stack_get(s, ident, project_id=project_id)
         old = api.template_get(s, stack.template_id)
         old_bundle, old_params = old.bundle, dict(old.parameters)
+    if old_env is not None:
+        old_env.update(old_bundle.get('environment') or {})
     if existing:
         merged = dict(old_params)
         for key in clear_parameters:

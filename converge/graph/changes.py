@@ -11,7 +11,10 @@ name the update must visit, each with why:
 - a name that is only ordered between two visited ones (a depends_on
   chain through it): visited so that the order of the two still holds
   (it decides "nothing" quickly), since a name that is not visited starts
-  done and its dependents do not wait for it.
+  done and its dependents do not wait for it;
+- a name ordered right after a visited one (depends_on): should that one
+  be replaced, what it requires is recorded anew, so a later delete
+  still goes dependents first. One step only: its own row stays.
 
 Everything else keeps what it last converged to: its node starts done.
 """
@@ -42,6 +45,15 @@ def expand(requires, reads, seeds):
         for name in _between(requires, set(why)):
             why[name] = 'comes between resources that are visited ' \
                         '(depends_on), so their order holds'
+    # what is ordered right after a visited one: a replacement there
+    # leaves it requiring the old row, which is deleted before it is
+    # then; its visit records the new one (one step: its own row does
+    # not change)
+    for name, deps in requires.items():
+        if name not in why:
+            after = sorted(d for d in deps if d in why)
+            if after:
+                why[name] = 'depends on %s, which is visited' % after[0]
     return why
 
 

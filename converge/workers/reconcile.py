@@ -161,6 +161,11 @@ class Unit:
             # never claimed, so never acted on: nothing of it can exist
             # yet (a create is claimed before it reaches the cloud)
             return self._act(decide_mod.CREATE, None)
+        if row.type != self.rdef.type and self.trav.action not in (
+                'CHECK', 'SUSPEND', 'RESUME'):
+            # another type is another resource (Heat): the new one is
+            # made, the old one cleaned up by its own type
+            return Outcome(REPLACE)
         seen = observe_mod.observe(self.plugin, self._waiting)
         decision = decide_mod.for_update(self.trav.action, row, self.plugin,
                                          seen.state)
