@@ -263,3 +263,21 @@ def test_another_type_is_another_resource(engine, tmp_path):
     assert web.physical_id != server
     assert server not in {s['id'] for s in
                           engine.clients.compute.list_servers()}
+
+
+def test_one_step_after_what_is_visited(engine, tmp_path):
+    """What is ordered right after a visited resource is visited (it
+    records what it now requires); what comes after that is not."""
+    def doc(value):
+        return et.hot({
+            'a': {'type': 'OS::Heat::Value', 'properties': {'value': value}},
+            'b': {'type': 'OS::Heat::None', 'depends_on': ['a']},
+            'c': {'type': 'OS::Heat::None', 'depends_on': ['b']},
+            'd': {'type': 'OS::Heat::None', 'depends_on': ['c']}})
+    stack = et.run(engine, stacks.create, 's', et.bundle(tmp_path,
+                                                         doc('1')), {})
+    stack = et.run(engine, stacks.update, stack.id,
+                   et.bundle(tmp_path, doc('2'), 'u.yaml'), {})
+    assert _visited(engine, stack.id) == (
+        {'a', 'b'}, '2 of 4 resources to visit (1 changed, 1 ordered after '
+        'visited ones); changed: a; ordered after visited ones: b')

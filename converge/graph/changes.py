@@ -49,9 +49,10 @@ def expand(requires, reads, seeds):
     # leaves it requiring the old row, which is deleted before it is
     # then; its visit records the new one (one step: its own row does
     # not change)
+    visited = set(why)
     for name, deps in requires.items():
-        if name not in why:
-            after = sorted(d for d in deps if d in why)
+        if name not in visited:
+            after = sorted(deps & visited)
             if after:
                 why[name] = 'depends on %s, which is visited' % after[0]
     return why
