@@ -550,7 +550,7 @@ def _wait_remote(engine, stack_id, traversal_id, ctx):
 # shrinks the same property
 @pytest.mark.distributed
 @pytest.mark.xdist_group('services')
-@settings(max_examples=6, deadline=None, database=None, print_blob=True,
+@settings(max_examples=4, deadline=None, database=None, print_blob=True,
           phases=(Phase.generate,),
           suppress_health_check=[HealthCheck.function_scoped_fixture,
                                  HealthCheck.too_slow])
