@@ -281,3 +281,15 @@ def test_one_step_after_what_is_visited(engine, tmp_path):
     assert _visited(engine, stack.id) == (
         {'a', 'b'}, '2 of 4 resources to visit (1 changed, 1 ordered after '
         'visited ones); changed: a; ordered after visited ones: b')
+
+
+def test_a_policy_read_from_a_parameter_is_part_of_the_definition(
+        engine, tmp_path):
+    doc = et.hot({'kept': {
+        'type': 'OS::Heat::Value', 'properties': {'value': 'v'},
+        'deletion_policy': {'get_param': 'policy'}}},
+        parameters={'policy': {'type': 'string', 'default': 'Delete'}})
+    b = et.bundle(tmp_path, doc)
+    stack = et.run(engine, stacks.create, 'p', b, {})
+    stack = et.run(engine, stacks.update, stack.id, b, {'policy': 'Retain'})
+    assert _visited(engine, stack.id)[0] == {'kept'}

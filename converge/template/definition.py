@@ -620,7 +620,9 @@ class StackDefinition:
                     if k not in ('properties', 'metadata')}
             payload = [self.version, rd.type, rd.template_type, rest,
                        fn.shape(rd._properties, vctx),
-                       fn.shape(rd._metadata, vctx)]
+                       fn.shape(rd._metadata, vctx),
+                       # as resolved (they may read parameters)
+                       rd.deletion_policy, rd.update_policy, rd.external_id]
             if rd.plugin.built_from_files:
                 payload.append(self._files_digest())
             rd._digest = _sha(payload)
