@@ -293,3 +293,31 @@ def test_a_policy_read_from_a_parameter_is_part_of_the_definition(
     stack = et.run(engine, stacks.create, 'p', b, {})
     stack = et.run(engine, stacks.update, stack.id, b, {'policy': 'Retain'})
     assert _visited(engine, stack.id)[0] == {'kept'}
+
+
+def test_a_policy_holds_for_a_resource_removed_versions_later(engine,
+                                                              tmp_path):
+    """A resource an update left alone keeps the template version it was
+    converged with; when a later update removes it, its DeletionPolicy of
+    then holds (Retain: the server stays in the cloud), read from its row
+    rather than from that old version."""
+    def doc(value, keep=True):
+        res = {'v': {'type': 'OS::Heat::Value',
+                     'properties': {'value': value}}}
+        if keep:
+            res['kept'] = {'type': 'OS::Nova::Server',
+                           'deletion_policy': 'Retain',
+                           'properties': {'image': 'cirros',
+                                          'flavor': 'm1.tiny'}}
+        return et.hot(res)
+    stack = et.run(engine, stacks.create, 'r', et.bundle(tmp_path,
+                                                         doc('1')), {})
+    server = et.resources(engine, stack)['kept'].physical_id
+    stack = et.run(engine, stacks.update, stack.id,
+                   et.bundle(tmp_path, doc('2'), 'u.yaml'), {})
+    assert _visited(engine, stack.id)[0] == {'v'}
+    stack = et.run(engine, stacks.update, stack.id,
+                   et.bundle(tmp_path, doc('3', keep=False), 'w.yaml'), {})
+    assert et.status(stack) == 'UPDATE_COMPLETE'
+    assert 'kept' not in et.resources(engine, stack)
+    assert server in {s['id'] for s in engine.clients.compute.list_servers()}

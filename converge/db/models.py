@@ -112,6 +112,11 @@ class Resource(Base):
     # to: an update whose definition of it is the same need not visit it
     applied_digest: Mapped[str | None] = mapped_column(String(64),
                                                        nullable=True)
+    # what cleaning it up does, as of its last convergence: Delete, Retain
+    # or Snapshot (its DeletionPolicy; Retain for an external_id), so a
+    # cleanup needs no parse of the template version it came from
+    deletion_policy: Mapped[str | None] = mapped_column(String(16),
+                                                        nullable=True)
     # names of the resources this row depended on when last converged
     requires: Mapped[list] = mapped_column(JSON, default=list)
     replaces: Mapped[int | None] = mapped_column(Integer, nullable=True)
