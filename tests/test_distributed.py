@@ -258,6 +258,17 @@ def test_mariadb_backend(tmp_path):
             'CREATE_COMPLETE'
         d.cli('stack', 'delete', 'my', '--yes', '--wait')
         assert d.json('sim', 'server', 'list') == []
+        # more inputs than graph/plan.py's FAN_IN: `after` (and, on the
+        # delete, the stack) count them in shards, read back without
+        # RETURNING on MariaDB
+        wide = _servers_template(tmp_path / 'wide.yaml', 40)
+        d.cli('stack', 'create', 'wide', '-t', wide, '--wait')
+        after = [e for e in d.json('stack', 'event', 'list', 'wide')
+                 if e['resource_name'] == 'after']
+        assert [e['resource_status'] for e in after] == [
+            'CREATE_IN_PROGRESS', 'CREATE_COMPLETE']
+        d.cli('stack', 'delete', 'wide', '--yes', '--wait')
+        assert d.json('sim', 'server', 'list') == []
     finally:
         d.close()
 

@@ -693,3 +693,36 @@ def test_definition_is_parsed_once_when_threads_miss_together(engine):
         t.join()
     assert calls == ['t']
     assert len(got) == threads and all(d is got[0] for d in got)
+
+
+def test_a_node_with_many_inputs_starts_after_all_of_them_once(
+        engine, tmp_path):
+    """More inputs than graph/plan.py's FAN_IN are counted in shards: the
+    node still starts once, after the last of them; the stack (whose own
+    node gathers as many) still ends when everything has, on create and
+    on delete."""
+    from converge.graph import plan
+    n = plan.FAN_IN + 8
+    res = {'i%d' % i: {'type': 'OS::Heat::TestResource',
+                       'properties': _test_resource(
+                           'v%d' % i, wait=0.3 if i == 5 else 0.0)}
+           for i in range(n)}
+    res.update({'l%d' % i: {'type': 'OS::Heat::None'} for i in range(n)})
+    res['join'] = {'type': 'OS::Heat::Value', 'properties': {
+        'value': {'list_join': [',', [{'get_attr': ['i%d' % i, 'output']}
+                                      for i in range(n)]]}}}
+    stack = et.run(engine, stacks.create, 'fan', et.bundle(
+        tmp_path, et.hot(res)), {})
+    assert et.status(stack) == 'CREATE_COMPLETE'
+    evs = et.events(engine, stack.id)
+    start, end = _intervals(evs)
+    assert start['join'] >= max(end['i%d' % i] for i in range(n))
+    assert [e.status for e in evs if e.resource_name == 'join'] == [
+        'IN_PROGRESS', 'COMPLETE']
+    assert et.resources(engine, stack)['join'].attributes['value'] == \
+        ','.join('v%d' % i for i in range(n))
+    stack = et.run(engine, stacks.delete, stack.id)
+    assert et.status(stack) == 'DELETE_COMPLETE'
+    with engine.db.read() as s:
+        assert s.execute(sa.select(sa.func.count()).select_from(
+            models.SyncShard)).scalar() == 0

@@ -104,3 +104,21 @@ def test_dot_output_lists_nodes_and_edges():
     assert text.startswith('digraph "demo" {')
     assert '"b" -> "a";' in text
     assert 'OS::Heat::None' in text and 'palegreen' in text
+
+
+def test_the_inputs_of_a_wide_node_count_down_its_shards():
+    """A node with more inputs than FAN_IN waits for SHARDS shards, each
+    counting its share of the inputs; narrow nodes are left as they are."""
+    wide = ['i%d' % i for i in range(plan.FAN_IN + 9)]
+    dependents = {key: ['join'] for key in wide}
+    dependents.update(join=['end'], few=['end'], end=[])
+    counts = plan.shard_fan_in(dependents)
+    assert list(counts) == ['join']
+    assert sorted(counts['join']) == list(range(plan.SHARDS))
+    assert sum(counts['join'].values()) == len(wide)
+    told = [plan.split_shard(dependents[key][0]) for key in wide]
+    assert {node for node, _ in told} == {'join'}
+    assert sorted(told) == sorted(('join', shard) for shard, n in
+                                  counts['join'].items() for _ in range(n))
+    assert dependents['join'] == ['end'] and dependents['few'] == ['end']
+    assert plan.split_shard('u:a') is None

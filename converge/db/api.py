@@ -16,6 +16,7 @@ from converge import exception
 from converge.db import models
 from converge.db import prepared
 from converge.db.models import utcnow
+from converge.graph import plan as plan_mod
 
 # The unit-of-work path runs its statements thousands of times a second:
 # those are built once here, with bind parameters, so SQLAlchemy neither
@@ -511,6 +512,38 @@ def _release_few(count):
         SYNC.c.node, SYNC.c.remaining), typed=True)
 
 
+SHARDS = models.SyncShard.__table__
+_SHARD_WHERE = (SHARDS.c.traversal_id == bp('b_trav'),
+                SHARDS.c.node == bp('b_node'), SHARDS.c.shard == bp('b_shard'))
+_SHARD_RELEASE = sa.update(SHARDS).where(*_SHARD_WHERE).values(
+    remaining=SHARDS.c.remaining - 1)
+_SHARD_RELEASE_RETURNING = prepared.Statement(
+    _SHARD_RELEASE.returning(SHARDS.c.remaining), typed=True)
+_SHARD_LEFT = sa.select(SHARDS.c.remaining).where(*_SHARD_WHERE)
+
+
+def _release_shards(conn, traversal_id, dependents):
+    """Count down the shards named among `dependents` (graph/plan.py
+    shard_fan_in); returns the other dependents, with the node of each
+    shard that reached zero."""
+    plain = []
+    for key in dependents:
+        split = plan_mod.split_shard(key)
+        if split is None:
+            plain.append(key)
+            continue
+        params = {'b_trav': traversal_id, 'b_node': split[0],
+                  'b_shard': split[1]}
+        if conn.dialect.update_returning:
+            left = _SHARD_RELEASE_RETURNING.run(conn, params).scalar_one()
+        else:  # MariaDB: read it back under the row lock the update took
+            conn.execute(_SHARD_RELEASE, params)
+            left = conn.execute(_SHARD_LEFT, params).scalar_one()
+        if left == 0:
+            plain.append(split[0])
+    return plain
+
+
 def sync_release(conn, traversal_id, dependents):
     """Count one more finished input for each dependent.
 
@@ -519,6 +552,8 @@ def sync_release(conn, traversal_id, dependents):
     in the RETURNING of its own update where the database has one, else
     in a read after it.
     """
+    if any(plan_mod.is_shard(key) for key in dependents):
+        dependents = _release_shards(conn, traversal_id, dependents)
     if not dependents:
         return []
     if conn.dialect.update_returning and len(dependents) <= _RELEASE_FEW:
@@ -575,13 +610,16 @@ def sync_any_due(conn, now):
     return conn.execute(_ANY_DUE, {'b_now': now}).first() is not None
 
 
-def sync_take_due(conn, now, lease, limit=1000):
-    """Waiting nodes whose time has come, taken by this engine: each one's
-    wake_at moves `lease` seconds on (compare-and-swap, so of several
-    engines' timers one sends it; if its message is lost, the timer sends
-    it again after the lease). Returns (stack_id, traversal_id, node)."""
+def sync_take_due(conn, now, lease, limit=1000, due_by=None):
+    """Waiting nodes whose time has come (by `due_by`, default `now`),
+    taken by this engine: each one's wake_at moves `lease` seconds on
+    (compare-and-swap, so of several engines' timers one sends it; if its
+    message is lost, the timer sends it again after the lease). Returns
+    (stack_id, traversal_id, node)."""
     taken = []
-    for row in conn.execute(_DUE, {'b_now': now, 'b_limit': limit}).all():
+    due_by = now if due_by is None else due_by
+    for row in conn.execute(_DUE, {'b_now': due_by,
+                                   'b_limit': limit}).all():
         res = _TAKE_DUE.run(conn, {
             'b_trav': row.traversal_id, 'b_node': row.node,
             'b_old': row.wake_at, 'b_new': now + lease})
@@ -648,7 +686,11 @@ def resource_status_counts(session, stack_id, traversal_id):
         .group_by(RESOURCES.c.status)).all())
 
 
-def sync_purge(session, traversal_id):
+def sync_purge(session, traversal_id, shards):
+    """A traversal's nodes, once it ended; and its shards, if it had."""
+    if shards:
+        session.execute(sa.delete(SHARDS).where(
+            SHARDS.c.traversal_id == traversal_id))
     session.execute(sa.delete(SYNC).where(SYNC.c.traversal_id == traversal_id))
 
 

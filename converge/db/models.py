@@ -190,6 +190,21 @@ class SyncPoint(Base):
                             'wait_event', 'stack_id'),)
 
 
+class SyncShard(Base):
+    """A share of the inputs of a node with many (graph/plan.py
+    shard_fan_in): they count down here, and the node counts its shards,
+    so no one row is counted down by every input."""
+
+    __tablename__ = 'sync_shards'
+
+    traversal_id: Mapped[str] = mapped_column(
+        ForeignKey('traversals.id', ondelete='CASCADE'), primary_key=True)
+    node: Mapped[str] = mapped_column(String(300), primary_key=True)
+    shard: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                       autoincrement=False)
+    remaining: Mapped[int] = mapped_column(Integer)
+
+
 class LeaseKey(Base):
     """One row per limited thing (a stack's in-progress cap, a cloud
     driver's rate): bumping ``gen`` serialises the takers of its leases on

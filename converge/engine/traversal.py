@@ -100,6 +100,17 @@ def start(engine, session, stack, template_id, action, defn, rollback=False,
          for r in cleanup_rows],
         selected, reverse=action == 'SUSPEND')
 
+    # each node's inputs left, and whom it tells when done
+    roots = plan.roots
+    dependents = {key: node.dependents + (
+        [plan_mod.STACK_NODE] if key in roots else [])
+        for key, node in plan.nodes.items()}
+    remaining = {key: node.predecessors for key, node in plan.nodes.items()}
+    remaining[plan_mod.STACK_NODE] = len(roots)
+    shards = plan_mod.shard_fan_in(dependents)
+    for key, counts in shards.items():
+        remaining[key] = len(counts)
+
     supersede(session, stack, trav_id)
     values = dict(current_traversal=trav_id, action=action,
                   status='IN_PROGRESS',
@@ -125,6 +136,8 @@ def start(engine, session, stack, template_id, action, defn, rollback=False,
     elif converge and action == 'UPDATE' and defn is not None:
         options['change_set'] = 'all %d resources to visit (--converge)' \
             % len(defn.resources)
+    if shards:  # its purge has them to delete too
+        options['shards'] = True
     if converge:
         # `stack converge`: nested stacks are converged too (their owners
         # read it, resources.nested)
@@ -145,19 +158,16 @@ def start(engine, session, stack, template_id, action, defn, rollback=False,
                                        for k in plan.nodes}))
     session.add(trav)
     session.flush()
-    roots = plan.roots
     now = time.time()
     sync_rows = [dict(traversal_id=trav_id, node=key, stack_id=stack.id,
-                      resource_id=node.resource_id,
-                      remaining=node.predecessors,
-                      dependents=node.dependents + (
-                          [plan_mod.STACK_NODE] if key in roots else []),
-                      done=False, updated_at=now)
+                      resource_id=node.resource_id, remaining=remaining[key],
+                      dependents=dependents[key], done=False,
+                      updated_at=now)
                  for key, node in plan.nodes.items()]
     sync_rows.append(dict(traversal_id=trav_id, node=plan_mod.STACK_NODE,
                           stack_id=stack.id, resource_id=None,
-                          remaining=len(roots), dependents=[], done=False,
-                          updated_at=now))
+                          remaining=remaining[plan_mod.STACK_NODE],
+                          dependents=[], done=False, updated_at=now))
     # (remaining -1: not walked by this traversal, not counted as its
     # progress)
     sync_rows += [dict(traversal_id=trav_id, node=plan_mod.update_key(name),
@@ -166,6 +176,11 @@ def start(engine, session, stack, template_id, action, defn, rollback=False,
                        updated_at=now)
                   for name, row_id in frontier.items()]
     session.execute(sa.insert(models.SyncPoint), sync_rows)
+    if shards:
+        session.execute(sa.insert(models.SyncShard), [
+            dict(traversal_id=trav_id, node=key, shard=shard, remaining=n)
+            for key, counts in shards.items()
+            for shard, n in counts.items()])
     trav.leaves = plan.leaves
     if not plan.nodes:
         complete(session, trav, stack.id)
@@ -185,7 +200,8 @@ def supersede(session, stack, new_traversal_id):
         api.traversal_set_state(session, old, 'superseded',
                                 ['running', 'failing'],
                                 finished_at=utcnow())
-        api.sync_purge(session, old)
+        # its options are not read here: any shards go too
+        api.sync_purge(session, old, shards=True)
 
 
 def cancel(session, stack):
@@ -228,6 +244,10 @@ def ended(session, stack_id, parent_id):
                             time.time())
 
 
+def _sharded(trav):
+    return bool((trav.options or {}).get('shards'))
+
+
 def _parent(trav):
     return (trav.options or {}).get('parent_stack')
 
@@ -251,7 +271,7 @@ def complete(session, traversal, stack_id):
                                 'complete' if status == 'COMPLETE'
                                 else 'failed', ['running'],
                                 finished_at=utcnow())
-        api.sync_purge(session, traversal.id)
+        api.sync_purge(session, traversal.id, _sharded(traversal))
         ended(session, stack_id, _parent(traversal))
 
 
@@ -282,7 +302,7 @@ def settle(engine, trav, stack):
             api.stack_set_status(s, stack.id, trav.id, trav.action,
                                  'FAILED', reason)
             ended(s, stack.id, _parent(current))
-        api.sync_purge(s, trav.id)
+        api.sync_purge(s, trav.id, _sharded(current))
         if rollback:
             new = start_rollback(engine, s, stack.id, current)
     if new is not None:

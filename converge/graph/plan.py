@@ -21,6 +21,16 @@ import dataclasses
 
 STACK_NODE = 'stack'
 
+#: a node with more inputs than this counts them in shards ...
+FAN_IN = 32
+#: ... this many: each input counts down one shard, and each shard that
+#: reaches zero counts down the node. An input's count and its own result
+#: commit together, holding the counted row's lock until the commit's WAL
+#: flush (~2.6 ms here): on one row, the 2,000 leaves of a wide stack
+#: ended at most ~350 a second, whatever the number of workers
+SHARDS = 16
+_SHARD = '#'
+
 
 def update_key(name):
     return 'u:' + name
@@ -47,6 +57,49 @@ def resource_name(key):
     if key.startswith('u:'):
         return key[2:]
     return key.split(':', 2)[2]
+
+
+def shard_key(shard, node):
+    """How an input names the shard of `node` it counts down."""
+    return '%s%d:%s' % (_SHARD, shard, node)
+
+
+def is_shard(key):
+    return key.startswith(_SHARD)
+
+
+def split_shard(key):
+    """(node, shard) of a shard key, else None."""
+    if not is_shard(key):
+        return None
+    shard, node = key[1:].split(':', 1)
+    return node, int(shard)
+
+
+def shard_fan_in(dependents, fan_in=FAN_IN, shards=SHARDS):
+    """Spread the inputs of every node with more than `fan_in` of them
+    over `shards` shards, in turn.
+
+    :param dependents: node -> the nodes that wait for it (changed in
+        place: an input of a wide node names its shard instead)
+    :returns: {wide node: {shard: inputs}}; such a node waits for its
+        shards, one count each
+    """
+    inputs = collections.defaultdict(list)
+    for key, after in dependents.items():
+        for node in after:
+            inputs[node].append(key)
+    counts = {}
+    for node, keys in inputs.items():
+        if len(keys) <= fan_in:
+            continue
+        counts[node] = collections.Counter()
+        for i, key in enumerate(keys):
+            shard = i % shards
+            counts[node][shard] += 1
+            after = dependents[key]
+            after[after.index(node)] = shard_key(shard, node)
+    return counts
 
 
 @dataclasses.dataclass
