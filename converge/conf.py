@@ -5,28 +5,43 @@ import os
 from oslo_config import cfg
 from oslo_log import log as logging
 
-import oslo_messaging
-from oslo_messaging import transport as _om_transport
-
 from converge import opts
 
 CONF = cfg.CONF
 opts.register(CONF)
 logging.register_options(CONF)
-# transport_url is oslo.messaging's option; register it so config files
-# can set it before any transport is built.
-CONF.register_opts(_om_transport._transport_opts)
-oslo_messaging.set_transport_defaults('converge')
-opts.set_defaults()
 
-_DONE = {'setup': False}
+_DONE = {'setup': False, 'messaging': False}
 
 
-def setup(argv=(), home=None, default_config_files=None, log=True):
+def messaging_options():
+    """Register oslo.messaging's transport options (transport_url,
+    control_exchange) on CONF with converge's defaults, once: setup()
+    does, before anything builds a transport, and so does the first
+    transport_url(). Importing oslo.messaging for them is a fifth of a
+    second; a process that never sends a message (the CLI against a
+    converge-api) does without. Options registered after the files were
+    read take their values from them all the same."""
+    if _DONE['messaging']:
+        return
+    import oslo_messaging
+    from oslo_messaging import transport as _om_transport
+    CONF.register_opts(_om_transport._transport_opts)
+    oslo_messaging.set_transport_defaults('converge')
+    opts.set_defaults()
+    _DONE['messaging'] = True
+
+
+def setup(argv=(), home=None, default_config_files=None, log=True,
+          messaging=True):
     """Parse config files/args into the global CONF (oslo.messaging needs it).
 
     :param home: overrides [DEFAULT] home (the CLI's --home)
+    :param messaging: register oslo.messaging's options now (False: when
+        transport_url() is first asked, if ever)
     """
+    if messaging:
+        messaging_options()
     if _DONE['setup']:
         CONF.reset()
         CONF.clear()
@@ -35,9 +50,10 @@ def setup(argv=(), home=None, default_config_files=None, log=True):
     if home:
         CONF.set_override('home', home)
     if log:
-        logging.set_defaults(default_log_levels=logging.get_default_log_levels()
-                             + ['stevedore=WARN', 'alembic=WARN',
-                                'oslo_messaging=WARN', 'tooz=WARN'])
+        logging.set_defaults(
+            default_log_levels=logging.get_default_log_levels()
+            + ['stevedore=WARN', 'alembic=WARN', 'oslo_messaging=WARN',
+               'tooz=WARN'])
         logging.setup(CONF, 'converge')
     _DONE['setup'] = True
     os.makedirs(home_dir(), exist_ok=True)
@@ -88,6 +104,7 @@ def api_endpoint():
 
 def transport_url():
     """oslo.messaging's [DEFAULT] transport_url, or the in-process one."""
+    messaging_options()
     return CONF.transport_url or 'inproc://'
 
 

@@ -14,6 +14,7 @@ import sys
 import converge  # noqa: F401  (selects oslo.service's threading backend)
 
 from cliff import app
+from cliff import command as cliff_command
 from cliff import commandmanager
 
 from converge import conf as conf_mod
@@ -95,9 +96,12 @@ class ConvergeApp(app.App):
         root.setLevel(level)
 
     def initialize_app(self, argv):
+        # against a converge-api this process sends no message: without
+        # oslo.messaging (embedded or distributed, the engine and the
+        # workers' client load it anyway)
         conf_mod.setup([], home=self.options.home,
                        default_config_files=self.options.config_files,
-                       log=False)
+                       log=False, messaging=not self.remote())
         signal.signal(signal.SIGINT, self._interrupted)
 
     def _interrupted(self, signum, frame):
@@ -211,6 +215,43 @@ class ConvergeApp(app.App):
             self.exit_code = getattr(err, 'exit_code', 1)
 
 
+class _Distributions(dict):
+    """cliff's table of which distribution installed which package, for
+    a command's help epilog ("This command is provided by the X plugin",
+    when X is not the application's): cliff builds it from the metadata
+    of every installed distribution, about a tenth of a second of every
+    command's start (the parser, epilog included, is built for each
+    command run). converge's own commands and the application are both
+    the converge distribution's, which is all the epilog asks of them.
+    Run as `python -m converge.cmd.cli`, the application's module is
+    __main__, which no distribution installs (cliff then finds none and
+    names converge as a plugin, as it did before). A package of another
+    distribution gets the full table."""
+
+    def __init__(self):
+        super().__init__()
+        self._full = None
+
+    def get(self, package, default=None):
+        if package == 'converge':
+            return 'converge'
+        if package == '__main__':
+            return default
+        if self._full is None:
+            from importlib import metadata
+            try:
+                self._full = {k: v[0] for k, v in
+                              metadata.packages_distributions().items()}
+            except FileNotFoundError:  # as cliff does
+                self._full = {}
+        return self._full.get(package, default)
+
+
+def _no_distribution_scan():
+    if getattr(cliff_command, '_dists_by_mods', False) is None:
+        cliff_command._dists_by_mods = _Distributions()
+
+
 def _idle_threads_exit_soon():
     """futurist's idle pool threads (tooz's executor, oslo.messaging's
     server) look for work once a second, and futurist joins them at exit:
@@ -263,6 +304,7 @@ def _globals_first(parser):
 
 def main(argv=None):
     _idle_threads_exit_soon()
+    _no_distribution_scan()
     application = ConvergeApp()
     rc = application.run(sys.argv[1:] if argv is None else argv)
     return getattr(application, 'exit_code', None) or rc

@@ -73,6 +73,7 @@ class Relay:
 
     def __init__(self, engine):
         import oslo_messaging
+        conf_mod.messaging_options()   # converge's transport defaults
         self.engine = engine
         self._messaging = oslo_messaging
         self.transport = oslo_messaging.get_notification_transport(

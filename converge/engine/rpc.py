@@ -14,6 +14,10 @@ from converge import conf as conf_mod
 from converge.engine import inproc
 from converge.engine import listeners as listeners_mod
 
+# transport_url and control_exchange with converge's defaults, whatever
+# asks for them first (conf.setup registers them too)
+conf_mod.messaging_options()
+
 # 2.0: check_resource carries the stack id (locks are taken before reading)
 VERSION = '2.0'
 
