@@ -21,10 +21,10 @@ LOG = logging.getLogger(__name__)
 
 
 class App:
-    def __init__(self, engine):
+    def __init__(self, engine, stopping=None):
         self.engine = engine
         #: set when the service stops (held long polls then answer)
-        self.stopping = threading.Event()
+        self.stopping = stopping or threading.Event()
         mapper = routes.Mapper()
         agent.add_routes(mapper, agent.Controller(engine, self.stopping))
         v1.add_routes(mapper, engine)

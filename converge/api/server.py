@@ -17,18 +17,44 @@ import cheroot.wsgi
 from oslo_log import log as logging
 
 from converge import conf as conf_mod
-from converge.api import app as app_mod
 from converge.api import auth
 from converge.drivers import software as drivers_software
 
 LOG = logging.getLogger(__name__)
 
 
-class Served:
-    """The application served on host:port in a background thread."""
+class _Deferred:
+    """The application, built at its first request: a command that runs
+    the engine serves its servers' agents, and most stacks have none
+    (importing the API, its routes and policies, was about a quarter of
+    a second of every such command)."""
 
-    def __init__(self, engine, host, port, threads=None, quick_stop=False):
-        self.app = app_mod.App(engine)
+    def __init__(self, engine):
+        self.engine = engine
+        self.stopping = threading.Event()
+        self._app = None
+        self._lock = threading.Lock()
+
+    def __call__(self, environ, start_response):
+        if self._app is None:
+            with self._lock:
+                if self._app is None:
+                    from converge.api import app as app_mod
+                    self._app = app_mod.App(self.engine, self.stopping)
+        return self._app(environ, start_response)
+
+
+class Served:
+    """The application served on host:port in a background thread
+    (`lazy`: built at the first request)."""
+
+    def __init__(self, engine, host, port, threads=None, quick_stop=False,
+                 lazy=False):
+        if lazy:
+            self.app = _Deferred(engine)
+        else:
+            from converge.api import app as app_mod
+            self.app = app_mod.App(engine)
         self.server = cheroot.wsgi.Server(
             (host, port), auth.wrap(self.app),
             numthreads=threads or conf_mod.CONF.api.threads,
@@ -72,7 +98,7 @@ def serve_embedded(engine):
         # would keep the next command from binding the same port
         port = _free_port(host)
     try:
-        served = Served(engine, host, port, quick_stop=True)
+        served = Served(engine, host, port, quick_stop=True, lazy=True)
     except OSError as e:
         if e.errno != errno.EADDRINUSE and 'in use' not in str(e):
             raise

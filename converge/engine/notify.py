@@ -58,12 +58,15 @@ _OBSERVE = {'DRIFTED': 'orchestration.resource.drift',
 
 def enabled():
     """Whether notifications are configured (oslo.messaging registers its
-    notification options when it first notifies: here, before)."""
-    from oslo_messaging import opts
+    notification options when it first notifies: here, before). Its
+    notifier module's own options, as its Notifier registers them:
+    oslo_messaging.opts lists every driver's, and loading the rabbit and
+    kafka drivers for that was 0.08 s of every command that runs the
+    engine."""
+    from oslo_messaging.notify import notifier
     conf = conf_mod.CONF
-    for group, options in opts.list_opts():
-        if group == 'oslo_messaging_notifications':
-            conf.register_opts(options, group=group)
+    conf.register_opts(notifier._notifier_opts,
+                       group='oslo_messaging_notifications')
     return bool(conf.oslo_messaging_notifications.driver)
 
 
