@@ -96,12 +96,13 @@ class ConvergeApp(app.App):
         root.setLevel(level)
 
     def initialize_app(self, argv):
-        # against a converge-api this process sends no message: without
-        # oslo.messaging (embedded or distributed, the engine and the
-        # workers' client load it anyway)
+        # oslo.messaging's options are registered when first asked for
+        # (conf.transport_url(), engine/rpc.py): a command that sends no
+        # message (against a converge-api, or one that only reads the
+        # database) does without oslo.messaging
         conf_mod.setup([], home=self.options.home,
                        default_config_files=self.options.config_files,
-                       log=False, messaging=not self.remote())
+                       log=False, messaging=False)
         signal.signal(signal.SIGINT, self._interrupted)
 
     def _interrupted(self, signum, frame):

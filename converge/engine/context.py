@@ -20,7 +20,6 @@ from converge.engine import gate
 from converge.engine import listeners as listeners_mod
 from converge.engine import locks as locks_mod
 from converge.engine import nested
-from converge.engine import rpc
 from converge.resources import base
 from converge.resources import nested as nested_resource
 from converge.resources import registry
@@ -65,6 +64,8 @@ class Engine:
     @property
     def client(self):
         if self._client is None:
+            # oslo.messaging, loaded here: a read-only command sends nothing
+            from converge.engine import rpc
             self._client = rpc.WorkerClient(self.listeners)
         return self._client
 
