@@ -137,6 +137,14 @@ WORKER_OPTS = [
     cfg.IntOpt('max_inflight_per_stack', default=0, min=0,
                help='Most resource actions of one stack a worker process '
                     'runs at once; 0: no limit beyond worker_threads.'),
+    cfg.IntOpt('fanout_messages', default=64, min=1,
+               help='Nodes made ready together (a stack\'s leaves, '
+                    'waits that came due at once) are sent in at most '
+                    'this many messages, spread over them in order: each '
+                    'message costs the broker and the worker that takes '
+                    'it about what a unit of work costs, and up to this '
+                    'many worker threads still share the work. Keep it '
+                    'at least the worker threads of the deployment.'),
     cfg.FloatOpt('timer_interval', default=0.2, min=0.05,
                  help='Seconds between looks for waiting resources whose '
                       'time has come (a server to poll again, a retry '

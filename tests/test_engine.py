@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from converge.db import api
 from converge.db import models
+from converge.engine import rpc
 from converge.engine import stacks
 from converge.workers import reconcile
 from tests import enginetools as et
@@ -445,7 +446,7 @@ def _statements_per_node(engine, tmp_path, n):
     import collections
     queue = collections.deque()
 
-    class Client:
+    class Client(rpc.Client):
         def check_resource(self, stack_id, t, node, attempt=0):
             queue.append((stack_id, t, node))
 
@@ -473,7 +474,7 @@ def test_statements_per_check_resource_stay_flat(engine, tmp_path):
     print("statements per check_resource: %.2f" % small)
 
 
-class _Dropping:
+class _Dropping(rpc.Client):
     """A message client that loses every message (a broker that failed)."""
 
     def check_resource(self, *args, **kwargs):
@@ -726,3 +727,36 @@ def test_a_node_with_many_inputs_starts_after_all_of_them_once(
     with engine.db.read() as s:
         assert s.execute(sa.select(sa.func.count()).select_from(
             models.SyncShard)).scalar() == 0
+
+
+def test_a_fan_out_is_sent_in_at_most_fanout_messages_in_order():
+    """Many nodes made ready together go in `[worker] fanout_messages`
+    messages, in order and each exactly once; a few go one a message."""
+    from converge import conf
+    from converge.engine import listeners
+
+    class Broker:
+        def __init__(self):
+            self.messages = []
+
+        def cast(self, ctxt, method, **kw):
+            self.messages.append((method, kw.get('nodes') or [kw['node']]))
+
+    client = rpc.WorkerClient.__new__(rpc.WorkerClient)
+    client.listeners, client._exchange = listeners.Listeners(), None
+    client._client = broker = Broker()
+    conf.CONF.set_override('fanout_messages', 4, group='worker')
+    try:
+        client.check_resources('s', 't', ['n%d' % i for i in range(10)])
+        assert broker.messages == [
+            ('check_resources', ['n0', 'n1', 'n2']),
+            ('check_resources', ['n3', 'n4', 'n5']),
+            ('check_resources', ['n6', 'n7']),
+            ('check_resources', ['n8', 'n9'])]
+        broker.messages.clear()
+        client.send([('s', 't', 'a'), ('s', 'u', 'b'), ('s', 't', 'c')])
+        assert broker.messages == [('check_resource', ['a']),
+                                   ('check_resource', ['c']),
+                                   ('check_resource', ['b'])]
+    finally:
+        conf.CONF.clear_override('fanout_messages', group='worker')

@@ -12,12 +12,13 @@ import sqlalchemy as sa
 
 from converge.db import api
 from converge.db import models
+from converge.engine import rpc
 from converge.engine import stacks
 from converge.workers import sweeper
 from tests import enginetools as et
 
 
-class _Dropping:
+class _Dropping(rpc.Client):
     """A message client that loses every message."""
 
     def check_resource(self, *args, **kwargs):

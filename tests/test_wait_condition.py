@@ -17,6 +17,7 @@ from converge import exception
 from converge.db import models
 from converge.drivers import tokens
 from converge.engine import request, service, stacks
+from converge.engine import rpc
 from converge.engine import waitconditions
 from converge.resources import wait_condition
 from converge.workers import pool
@@ -169,7 +170,7 @@ def _walker(engine):
     """Messages go to a queue; the test runs each unit (tests/test_waits)."""
     queue = collections.deque()
 
-    class Client:
+    class Client(rpc.Client):
         def check_resource(self, stack_id, t, node, attempt=0):
             queue.append((stack_id, t, node))
 

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from converge import conf
 from converge import exception
 from converge.db import models
+from converge.engine import rpc
 from converge.engine import stacks
 from converge.resources import test_resource
 from converge.workers import pool
@@ -24,7 +25,7 @@ def _walker(engine):
     """Take the engine's messages into a queue: the test runs each unit."""
     queue = collections.deque()
 
-    class Client:
+    class Client(rpc.Client):
         def check_resource(self, stack_id, t, node, attempt=0):
             queue.append((stack_id, t, node))
 

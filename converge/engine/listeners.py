@@ -5,7 +5,8 @@ three things as they happen:
 
 - ``on_unit(traversal_id, node, seconds)``: a check_resource unit of work
   ended (however it ended), after ``seconds`` of wall time;
-- ``on_cast(traversal_id, node)``: a check_resource message is being cast;
+- ``on_cast(traversal_id, node)``: a check_resource message is being cast
+  (for one carrying several nodes, its first);
 - ``on_lock(stack_id, resource_name)``: a resource lock was taken.
 
 A listener derives from ``Listener`` and overrides what it wants. It is

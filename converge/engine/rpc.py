@@ -19,7 +19,8 @@ from converge.engine import listeners as listeners_mod
 conf_mod.messaging_options()
 
 # 2.0: check_resource carries the stack id (locks are taken before reading)
-VERSION = '2.0'
+# 2.1: check_resources, several nodes of one traversal in one message
+VERSION = '2.1'
 
 
 def topic():
@@ -46,7 +47,29 @@ def transport():
     return t
 
 
-class WorkerClient:
+class Client:
+    """What sends nodes to the workers: ``check_resource`` one node; the
+    rest is in terms of it (WorkerClient sends many nodes in fewer
+    messages)."""
+
+    def check_resource(self, stack_id, traversal_id, node, attempt=0):
+        raise NotImplementedError
+
+    def check_resources(self, stack_id, traversal_id, nodes):
+        for node in nodes:
+            self.check_resource(stack_id, traversal_id, node)
+
+    def send(self, items):
+        """Send (stack id, traversal id, node) items, those of one
+        traversal together (check_resources)."""
+        by_trav = {}
+        for stack_id, traversal_id, node in items:
+            by_trav.setdefault((stack_id, traversal_id), []).append(node)
+        for (stack_id, traversal_id), nodes in by_trav.items():
+            self.check_resources(stack_id, traversal_id, nodes)
+
+
+class WorkerClient(Client):
     def __init__(self, listeners=None):
         self.listeners = listeners_mod.Listeners() if listeners is None \
             else listeners
@@ -73,6 +96,28 @@ class WorkerClient:
                 'version': VERSION})
             return
         self._client.cast({}, 'check_resource', **kwargs)
+
+    def check_resources(self, stack_id, traversal_id, nodes):
+        """Send many nodes of one traversal: in at most `[worker]
+        fanout_messages` messages (a fan-out of 2,000 servers cost the
+        workers' message consumption about what their units cost), each
+        worked through in turn by the worker that takes it."""
+        nodes = list(nodes)
+        if self._exchange is not None or len(nodes) <= 1:
+            # in-process, a message costs nothing
+            return super().check_resources(stack_id, traversal_id, nodes)
+        count = min(len(nodes), conf_mod.CONF.worker.fanout_messages)
+        size, extra = divmod(len(nodes), count)
+        start = 0
+        for i in range(count):
+            part = nodes[start:start + size + (i < extra)]
+            start += len(part)
+            if len(part) == 1:
+                self.check_resource(stack_id, traversal_id, part[0])
+                continue
+            self.listeners.on_cast(traversal_id, part[0])
+            self._client.cast({}, 'check_resources', stack_id=stack_id,
+                              traversal_id=traversal_id, nodes=part)
 
 
 def start_server(endpoint, server_name, threads):

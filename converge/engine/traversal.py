@@ -189,8 +189,7 @@ def start(engine, session, stack, template_id, action, defn, rollback=False,
 
 def kick(engine, trav):
     """Send a just-started traversal's leaves (after its transaction)."""
-    for node in trav.leaves:
-        engine.client.check_resource(trav.stack_id, trav.id, node)
+    engine.client.check_resources(trav.stack_id, trav.id, trav.leaves)
 
 
 def supersede(session, stack, new_traversal_id):
@@ -392,8 +391,7 @@ def resend(engine, stack_ids):
         if engine.locks.idle(row.stack_id, row.name):
             sent.add((row.stack_id, row.traversal_id,
                       plan_mod.node_of(row)))
-    for stack_id, trav_id, node in sorted(sent):
-        engine.client.check_resource(stack_id, trav_id, node)
+    engine.client.send(sorted(sent))
     return sorted(sent)
 
 

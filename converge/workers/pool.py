@@ -131,8 +131,7 @@ class Pool:
             taken = [(stack_id, trav_id, node)
                      for when, stack_id, trav_id, node in due
                      if api.sync_take(conn, trav_id, node, when, now + lease)]
-        for stack_id, trav_id, node in taken:
-            self.engine.client.check_resource(stack_id, trav_id, node)
+        self.engine.client.send(taken)
 
     def _every(self, interval, step):
         while not self._stopping.wait(interval):
@@ -146,15 +145,21 @@ class Pool:
         """Send every waiting node whose time has come. Returns them."""
         now = now or time.time()
         lease = conf_mod.CONF.worker.stall_timeout
+        due_by = now
+        if self.engine.inflight >= self.engine.threads:
+            # every worker thread is busy: as the soon-timer does, leave
+            # what is due to an idle engine for GATHER_MAX (taken here it
+            # would only queue behind this engine's work: in a ramp of
+            # thousands of creates, the first looks at servers just made)
+            due_by = now - GATHER_MAX
         # a cheap read first: most ticks find nothing, and on SQLite a
         # write transaction would queue for the one writer every tick
         with self.engine.db.read() as s:
-            if not api.sync_any_due(s, now):
+            if not api.sync_any_due(s, due_by):
                 return []
         with self.engine.db.write() as s:
-            due = api.sync_take_due(s, now, lease)
-        for stack_id, trav_id, node in due:
-            self.engine.client.check_resource(stack_id, trav_id, node)
+            due = api.sync_take_due(s, now, lease, due_by=due_by)
+        self.engine.client.send(due)
         return due
 
     def observe_due(self):
@@ -209,6 +214,12 @@ class Endpoint:
     def _semaphore(self):
         limit = conf_mod.CONF.worker.max_inflight_per_stack
         return threading.BoundedSemaphore(limit) if limit else _NoLimit()
+
+    def check_resources(self, ctxt, stack_id, traversal_id, nodes):
+        """Several nodes of one traversal (rpc.check_resources), each its
+        own unit of work, in turn."""
+        for node in nodes:
+            self.check_resource(ctxt, stack_id, traversal_id, node)
 
     def check_resource(self, ctxt, stack_id, traversal_id, node, attempt=0):
         self.engine.unit_started()

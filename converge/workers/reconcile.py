@@ -617,9 +617,9 @@ class Unit:
     def tell(self):
         """After commit: send the dependents now ready; end a failing
         traversal if this was the last unit in flight."""
-        for node in self.ready or ():
-            self.engine.client.check_resource(self.stack.id, self.trav.id,
-                                              node)
+        if self.ready:
+            self.engine.client.check_resources(self.stack.id, self.trav.id,
+                                               self.ready)
         for trav_id, node in self.woken:  # waited for the slot we freed
             self.engine.client.check_resource(self.stack.id, trav_id, node)
         if self.wake is not None and self.engine.workers is not None:

@@ -123,8 +123,7 @@ def sweep(engine, members, stall_timeout, now=None):
                           .where(models.SyncPoint.traversal_id == trav_id,
                                  models.SyncPoint.node == node)
                           .values(updated_at=now))
-        for stack_id, trav_id, node in sent:
-            engine.client.check_resource(stack_id, trav_id, node)
+        engine.client.send(sent)
     return sent
 
 
