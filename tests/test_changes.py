@@ -185,13 +185,15 @@ resources:
 '''
 
 
-def _group(count):
+def _group(count, policy=None):
     member = {'type': 'node.yaml',
               'properties': {'index': '%index%',
                              'overrides': {'get_param': 'overrides'}}}
     group = {'type': 'OS::Heat::ResourceGroup',
              'properties': {'count': {'get_param': 'count'},
                             'resource_def': member}}
+    if policy:
+        group['update_policy'] = {'rolling_update': policy}
     return et.hot({'nodes': group}, parameters={
         'count': {'type': 'number', 'default': count},
         'overrides': {'type': 'json', 'default': {}}})
@@ -245,6 +247,33 @@ def test_a_change_reaching_three_members_visits_those_three(engine,
         rows.update({name: et.resources(engine, st)['use'].attributes[
             'value']})
     assert sorted(rows.values()) == ['x', 'y', 'z']
+
+
+def test_a_rollout_batches_only_the_members_that_change(engine, tmp_path):
+    """Every member is given the whole map; a rollout batches only the
+    two whose own stacks read an entry that changed (the others would
+    visit nothing: they take the new map after the last batch)."""
+    (tmp_path / 'node.yaml').write_text(GROUP_NODE)
+    b = et.bundle(tmp_path, _group(6, {'max_batch_size': 1}))
+    stack = et.run(engine, stacks.create, 'r', b, {})
+    assert et.status(stack) == 'CREATE_COMPLETE'
+    stack = et.run(engine, stacks.update, stack.id, b,
+                   {'overrides': {'1': 'x', '4': 'y'}})
+    assert et.status(stack) == 'UPDATE_COMPLETE'
+    started = [e.reason.split(' started')[0]
+               for e in et.events(engine, stack.id)
+               if e.resource_name == 'nodes' and e.status == 'IN_PROGRESS'
+               and 'started' in e.reason]
+    assert started == ['rolling update: batch 1 of 2 (4)',
+                       'rolling update: batch 2 of 2 (1)']
+    group, nodes = _children(engine, stack.id)
+    assert len(nodes) == 6
+    values = {}
+    for name in nodes:
+        with engine.db.read() as s:
+            st = api.stack_get(s, name)
+        values[st.name] = et.resources(engine, st)['use'].attributes['value']
+    assert sorted(v for v in values.values() if v) == ['x', 'y']
 
 
 def test_another_type_is_another_resource(engine, tmp_path):

@@ -23,6 +23,9 @@ from converge import exception
 from converge import template
 from converge.db import api
 from converge.db import models
+from converge.engine import changes
+from converge.engine import definitions
+from converge.engine import rows as rows_mod
 from converge.engine import stacks
 from converge.engine import traversal
 from converge.engine import views
@@ -203,6 +206,55 @@ class NestedStacks:
         members last had)."""
         bundle, _ = self._bundle(parent, resource_name, child)
         return surroundings(bundle)
+
+    def quiet_members(self, parent, resource_name, child, stack_id, names):
+        """Of the members `names` of the child `child` (the stack
+        `stack_id`, a group's), those owning a nested stack that an update
+        to what the member now says would not visit at all (its change
+        set, engine/changes.py, is empty): a parameter map every member
+        is given whole, of which three members read an entry that
+        changed. A rollout leaves them out of its batches."""
+        with self.engine.db.read() as s:
+            st = api.stack_record(s, stack_id) if stack_id else None
+            rows = api.resources_live(s, stack_id) if st else []
+        if st is None:
+            return set()
+        bundle, params = self._bundle(parent, resource_name, child)
+        defn = template.StackDefinition(
+            bundle, params, stack_name=st.name, stack_id=st.id,
+            project_id=st.project_id, limits=definitions.limits())
+        current = rows_mod.current(rows, None, names=set(names))
+        quiet = set()
+        for name in names:
+            rdef, row = defn.resources.get(name), current.get(name)
+            if rdef is None or row is None or not row.physical_id or \
+                    not rdef.plugin.built_from_files:
+                continue
+            member = self.engine.plugin(
+                rdef.plugin, row, defn.known_properties(name), st,
+                rdef.update_policy, metadata=defn.resolve_metadata(name, None))
+            member.deletion_policy = rdef.deletion_policy
+            if not self._visits(defn.bundle, st, name, member._desired(),
+                                row.physical_id):
+                quiet.add(name)
+        return quiet
+
+    def _visits(self, bundle, parent, resource_name, child, stack_id):
+        """Whether updating the child stack `stack_id` to `child` would
+        visit anything (its change set is not empty)."""
+        with self.engine.db.read() as s:
+            st = api.stack_record(s, stack_id)
+            rows = api.resources_layout(s, stack_id) if st else []
+        if st is None or st.status != 'COMPLETE':
+            return True
+        cbundle = child_bundle(bundle, parent.name, resource_name, child)
+        defn = template.StackDefinition(
+            cbundle, dict(child.get('params') or {}), stack_name=st.name,
+            stack_id=st.id, project_id=st.project_id,
+            limits=definitions.limits())
+        current = rows_mod.current(rows, None, names=defn.resources)
+        found = changes.decide(defn, rows, current)
+        return bool(found.visit or found.removed)
 
     def create(self, parent, resource_name, key, child):
         """The child of `parent`'s resource, created and its traversal

@@ -260,7 +260,8 @@ class ResourceGroup(MemberAttributes, nested.Nested):
         counted against ``max_failures``; within it the rollout goes on
         (later batches try them again), beyond it the rollout halts. A
         change of count or removals, and members whose definition did not
-        change, are applied after the last batch, in one update."""
+        change or whose own stacks would visit nothing (quiet_members),
+        are applied after the last batch, in one update."""
         child = self._desired()
         plan = self.data.get(ROLLOUT)
         policy = self.rolling_policy()
@@ -274,6 +275,12 @@ class ResourceGroup(MemberAttributes, nested.Nested):
                 around != self._surroundings(child)
             changing = [n for n in new if n in old and
                         (moved or new[n] != old[n])]
+            if policy and changing:
+                # batches of members whose stacks would do nothing are
+                # only pauses: they go with the last update
+                quiet = self.clients.stacks.quiet_members(
+                    self.stack, self.name, child, self.physical_id, changing)
+                changing = [n for n in changing if n not in quiet]
             if not policy or not changing:
                 return self._apply_all(child, observed)
             budget = rolling.budget(policy.get('max_failures'),
