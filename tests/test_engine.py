@@ -101,6 +101,34 @@ def _blocking(monkeypatch, step, name, until):
     monkeypatch.setattr(test_resource.TestResource, step, blocked)
 
 
+def test_a_failure_ends_the_stack_when_the_last_unit_in_flight_waits(
+        engine, tmp_path, monkeypatch):
+    """The traversal fails while `slow` is in flight; `slow` then returns
+    a wait (30 s) rather than an end. The failure does not wait for the
+    sweeper's stall timeout: the wait, being the last unit in flight,
+    settles it (and `slow` stops waiting)."""
+    b = et.bundle(tmp_path, et.hot({
+        'slow': {'type': 'OS::Heat::TestResource', 'properties': {
+            'action_wait_secs': {'create': 30}}},
+        'bad': {'type': 'OS::Heat::TestResource',
+                'properties': {'fail': True}}}))
+    trav = []
+    _blocking(monkeypatch, 'create', 'slow', lambda: trav and
+              _traversal_state(engine, trav[0]) == 'failing')
+    _blocking(monkeypatch, 'create', 'bad', lambda: trav and any(
+        e.resource_name == 'slow' and e.status == 'IN_PROGRESS'
+        for e in et.events(engine, trav[1])))
+    started = time.time()
+    stack_id, t = stacks.create(engine, 'w', b, {})
+    trav.extend([t, stack_id])
+    stack = et.wait(engine, stack_id, t).stack
+    assert et.status(stack) == 'CREATE_FAILED'
+    assert stack.updated_at.timestamp() - started < 20   # not 30 s, 60 s
+    rows = et.resources(engine, stack)
+    assert rows['slow'].status == 'FAILED'
+    assert rows['slow'].status_reason.startswith('Stopped waiting')
+
+
 def _traversal_state(engine, trav):
     with engine.db.read() as s:
         return api.traversal_state(s, trav)

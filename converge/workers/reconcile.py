@@ -502,6 +502,13 @@ class Unit:
             if not api.sync_wait(conn, self.trav.id, self.sp.node, wake_at,
                                  event):
                 raise Lost()
+            if row.engine_id is not None:
+                # it was in flight, and a failure elsewhere may have been
+                # waiting for it to end: waiting, it no longer counts, so
+                # it settles a failing traversal as an end would (else the
+                # sweeper's stall timeout did, a minute later)
+                self.failing = api.traversal_state(
+                    conn, self.trav.id) == 'failing'
         self.wake = wake_at
 
     # -- writing --------------------------------------------------------------
