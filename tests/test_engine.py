@@ -112,16 +112,8 @@ def test_a_failure_ends_the_stack_when_the_last_unit_in_flight_waits(
             'action_wait_secs': {'create': 30}}},
         'bad': {'type': 'OS::Heat::TestResource',
                 'properties': {'fail': True}}}))
-    trav = []
-    _blocking(monkeypatch, 'create', 'slow', lambda: trav and
-              _traversal_state(engine, trav[0]) == 'failing')
-    _blocking(monkeypatch, 'create', 'bad', lambda: trav and any(
-        e.resource_name == 'slow' and e.status == 'IN_PROGRESS'
-        for e in et.events(engine, trav[1])))
     started = time.time()
-    stack_id, t = stacks.create(engine, 'w', b, {})
-    trav.extend([t, stack_id])
-    stack = et.wait(engine, stack_id, t).stack
+    stack = _create_failing_while_slow_in_flight(engine, monkeypatch, b)
     assert et.status(stack) == 'CREATE_FAILED'
     assert stack.updated_at.timestamp() - started < 20   # not 30 s, 60 s
     rows = et.resources(engine, stack)
@@ -134,16 +126,10 @@ def _traversal_state(engine, trav):
         return api.traversal_state(s, trav)
 
 
-def test_failure_ends_failed_after_in_flight_work(engine, tmp_path,
-                                                  monkeypatch):
-    b = et.bundle(tmp_path, et.hot({
-        'slow': {'type': 'OS::Heat::TestResource', 'properties': {}},
-        'bad': {'type': 'OS::Heat::TestResource',
-                'properties': {'fail': True}},
-        'after_bad': {'type': 'OS::Heat::None', 'depends_on': 'bad'}}))
+def _create_failing_while_slow_in_flight(engine, monkeypatch, b):
+    """Create `b`: slow's create is in flight until the traversal is
+    failing; bad fails once slow is in flight. The stack as it ends."""
     trav = []
-    # slow's create is in flight until the traversal is failing; bad fails
-    # once slow is in flight
     _blocking(monkeypatch, 'create', 'slow', lambda: trav and
               _traversal_state(engine, trav[0]) == 'failing')
     _blocking(monkeypatch, 'create', 'bad', lambda: trav and any(
@@ -151,7 +137,17 @@ def test_failure_ends_failed_after_in_flight_work(engine, tmp_path,
         for e in et.events(engine, trav[1])))
     stack_id, t = stacks.create(engine, 'f', b, {})
     trav.extend([t, stack_id])
-    stack = et.wait(engine, stack_id, t).stack
+    return et.wait(engine, stack_id, t).stack
+
+
+def test_failure_ends_failed_after_in_flight_work(engine, tmp_path,
+                                                  monkeypatch):
+    b = et.bundle(tmp_path, et.hot({
+        'slow': {'type': 'OS::Heat::TestResource', 'properties': {}},
+        'bad': {'type': 'OS::Heat::TestResource',
+                'properties': {'fail': True}},
+        'after_bad': {'type': 'OS::Heat::None', 'depends_on': 'bad'}}))
+    stack = _create_failing_while_slow_in_flight(engine, monkeypatch, b)
     assert et.status(stack) == 'CREATE_FAILED'
     assert 'bad' in stack.status_reason
     rows = et.resources(engine, stack)
