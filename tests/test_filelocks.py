@@ -1,5 +1,5 @@
 """Embedded resource locks (engine/filelocks.py): one holder across
-threads and processes, descriptors kept open without losing a lock."""
+threads and processes, every lock a byte of one file."""
 
 import os
 import subprocess
@@ -58,21 +58,33 @@ def test_another_process_cannot_take_a_held_lock(tmp_path):
     assert subprocess.check_output(run, text=True).strip() == 'True'
 
 
-def test_idle_descriptors_are_closed_but_held_locks_stay_held(
-        tmp_path, monkeypatch):
-    monkeypatch.setattr(filelocks, 'KEEP_OPEN', 3)
+def test_any_number_of_locks_live_in_one_file_and_leave_nothing_behind(
+        tmp_path):
     locks = filelocks.FileLocks(str(tmp_path))
     held = locks.get_lock('converge-res-held')
     assert held.acquire()
-    for i in range(20):
+    for i in range(200):
         lk = locks.get_lock('converge-res-%d' % i)
         assert lk.acquire(blocking=False)
         lk.release()
-    assert len(locks._entries) <= 3
+    # no file per lock, and no state kept for a lock nobody holds
+    assert os.listdir(str(tmp_path)) == [filelocks.FILE]
+    assert list(locks._entries) == ['converge-res-held']
     others = filelocks.FileLocks(str(tmp_path))
     assert not others.get_lock('converge-res-held').acquire(blocking=False)
     held.release()
-    assert others.get_lock('converge-res-held').acquire(blocking=False)
-    open_fds = len(os.listdir('/proc/self/fd'))
-    locks.close()
-    assert len(os.listdir('/proc/self/fd')) < open_fds
+    again = others.get_lock('converge-res-held')
+    assert again.acquire(blocking=False)
+    # closing drops what it holds, as the end of its process would
+    others.close()
+    assert locks.get_lock('converge-res-held').acquire(blocking=False)
+
+
+def test_a_wait_that_gives_up_leaves_the_lock_to_the_next(tmp_path):
+    one, two = (filelocks.FileLocks(str(tmp_path)) for _ in range(2))
+    lock = one.get_lock('converge-res-z')
+    assert lock.acquire()
+    assert not two.get_lock('converge-res-z').acquire(blocking=0.02)
+    assert not two._entries        # nothing left of the wait
+    lock.release()
+    assert two.get_lock('converge-res-z').acquire(blocking=False)

@@ -378,3 +378,43 @@ def test_a_create_that_died_before_its_record_is_not_made_twice(
             pool.Pool(engine).fire_timers(now=time.time() + 3600)
     assert compute.list_servers() == []
     assert et.status(_stack(engine, stack_id)) == 'DELETE_COMPLETE'
+
+
+def test_a_busy_engine_leaves_a_just_due_wait_to_an_idle_one(
+        engine, tmp_path):
+    """An engine still working through a message of several nodes (one
+    thread runs them in turn) is busy even while only that one thread
+    runs: its timer leaves a wait that just came due to an idle engine
+    for GATHER_MAX, then takes it itself."""
+    queue = _walker(engine)
+    b = et.bundle(tmp_path, et.hot({
+        'waits': {'type': 'OS::Heat::TestResource',
+                  'properties': {'wait_secs': 30}}}))
+    stack_id, trav = stacks.create(engine, 'busy', b, {})
+    sid, t, node = queue.popleft()
+    assert reconcile.check_resource(engine, sid, t, node).kind == 'wait'
+    due = _sync_point(engine, trav, 'u:waits').wake_at + 0.1
+    timer = pool.Pool(engine)
+    seen = []
+
+    class Busy:
+        def __init__(self, engine):
+            self.engine = engine
+
+        def check_resource(self, ctxt, stack_id, traversal_id, node):
+            # one thread, the rest of its message still to run
+            seen.append((engine.inflight, engine.queued, engine.saturated,
+                         timer.fire_timers(now=due)))
+
+    endpoint = pool.Endpoint.__new__(pool.Endpoint)
+    endpoint.engine = engine
+    endpoint.check_resource = Busy(engine).check_resource
+    nodes = ['u:a%d' % i for i in range(engine.threads + 1)]
+    pool.Endpoint.check_resources(endpoint, {}, stack_id, trav, nodes)
+    # saturated while the message's nodes outnumber the threads; nothing
+    # taken then
+    assert seen[0][1:3] == (engine.threads, True) and seen[0][3] == []
+    assert engine.queued == 0
+    # overdue by GATHER_MAX, a busy engine takes it all the same
+    assert timer.fire_timers(now=due + pool.GATHER_MAX) == [
+        (stack_id, trav, 'u:waits')]

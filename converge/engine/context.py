@@ -8,6 +8,7 @@ timer (workers/pool.py) — takes an Engine and uses these.
 
 import socket
 import threading
+import time
 import uuid
 
 from converge import conf as conf_mod
@@ -23,6 +24,10 @@ from converge.engine import nested
 from converge.resources import base
 from converge.resources import nested as nested_resource
 from converge.resources import registry
+
+
+#: seconds an engine whose threads were all busy still counts as saturated
+SATURATED_HOLD = 0.05
 
 
 class Engine:
@@ -49,6 +54,10 @@ class Engine:
         # units of work running in this process (a worker stops when idle)
         self.inflight = 0
         self._inflight_lock = threading.Lock()
+        self._saturated_at = float('-inf')
+        # units received and not started yet (the rest of a message of
+        # several nodes, which one thread runs in turn)
+        self.queued = 0
         self.idle = threading.Event()
         self.idle.set()
         self.listeners = listeners_mod.load(CONF.listeners, self)
@@ -101,6 +110,24 @@ class Engine:
         with self._inflight_lock:
             self.inflight += 1
             self.idle.clear()
+            if self.inflight + self.queued >= self.threads:
+                self._saturated_at = time.monotonic()
+
+    def units_queued(self, count):
+        with self._inflight_lock:
+            self.queued += count
+            if self.inflight + self.queued >= self.threads:
+                self._saturated_at = time.monotonic()
+
+    @property
+    def saturated(self):
+        """Every worker thread is busy, or was within the last
+        SATURATED_HOLD seconds: a thread between two units of a long queue
+        leaves `inflight` one short for a moment, and a timer that took
+        that moment for an idle engine took one due wait at a time (990
+        write transactions in a ramp of 2,000 creates)."""
+        return (self.inflight + self.queued >= self.threads or
+                time.monotonic() - self._saturated_at < SATURATED_HOLD)
 
     def unit_ended(self):
         with self._inflight_lock:

@@ -105,7 +105,7 @@ class Pool:
                     delay = self._soon[0][0] - now if self._soon else 1.0
                     self._soon_cv.wait(min(delay, 1.0))
                     continue
-                if (self.engine.inflight >= self.engine.threads
+                if (self.engine.saturated
                         and now - self._soon[0][0] < GATHER_MAX):
                     # every worker thread is busy: what is due now would
                     # only queue behind their work (during a ramp of
@@ -146,7 +146,7 @@ class Pool:
         now = now or time.time()
         lease = conf_mod.CONF.worker.stall_timeout
         due_by = now
-        if self.engine.inflight >= self.engine.threads:
+        if self.engine.saturated:
             # every worker thread is busy: as the soon-timer does, leave
             # what is due to an idle engine for GATHER_MAX (taken here it
             # would only queue behind this engine's work: in a ramp of
@@ -218,8 +218,16 @@ class Endpoint:
     def check_resources(self, ctxt, stack_id, traversal_id, nodes):
         """Several nodes of one traversal (rpc.check_resources), each its
         own unit of work, in turn."""
-        for node in nodes:
-            self.check_resource(ctxt, stack_id, traversal_id, node)
+        engine = self.engine
+        left = len(nodes)
+        engine.units_queued(left)
+        try:
+            for node in nodes:
+                engine.units_queued(-1)
+                left -= 1
+                self.check_resource(ctxt, stack_id, traversal_id, node)
+        finally:
+            engine.units_queued(-left)
 
     def check_resource(self, ctxt, stack_id, traversal_id, node, attempt=0):
         self.engine.unit_started()
