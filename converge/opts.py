@@ -137,7 +137,7 @@ WORKER_OPTS = [
     cfg.IntOpt('max_inflight_per_stack', default=0, min=0,
                help='Most resource actions of one stack a worker process '
                     'runs at once; 0: no limit beyond worker_threads.'),
-    cfg.IntOpt('fanout_messages', default=64, min=1,
+    cfg.IntOpt('fanout_messages', default=256, min=1,
                help='Nodes made ready together (a stack\'s leaves, '
                     'waits that came due at once) are sent in at most '
                     'this many messages, spread over them in order: each '
@@ -145,6 +145,14 @@ WORKER_OPTS = [
                     'it about what a unit of work costs, and up to this '
                     'many worker threads still share the work. Keep it '
                     'at least the worker threads of the deployment.'),
+    cfg.IntOpt('fanout_min_nodes', default=8, min=1,
+               help='Nodes sent together go at least this many to a '
+                    'message (fewer only when fewer are sent): the units '
+                    'of one message record their outcomes in one '
+                    'transaction, and a message costs about what a unit '
+                    'does; one thread works through a message\'s units '
+                    'in turn, so against a slow cloud API a lower value '
+                    'spreads its calls over more threads.'),
     cfg.FloatOpt('timer_interval', default=0.2, min=0.05,
                  help='Seconds between looks for waiting resources whose '
                       'time has come (a server to poll again, a retry '

@@ -475,9 +475,11 @@ def test_distributed_run_counts_every_worker(tmp_path):
     for row in rows:
         n = row['n']
         assert row['status'] == 'ok' and row['engine'] == 'converge/2w'
+        # no message lost and sent again by the sweeper: every node's unit
+        # ran once (nodes ready together share a message: casts count
+        # messages)
         assert row['check_resources'] == n
-        # no message lost and sent again by the sweeper
-        assert row['casts'] == n and row['locks_per_check_resource'] == 1
+        assert 0 < row['casts'] <= n and row['locks_per_check_resource'] == 1
         assert row['statements_per_check_resource'] > 0
         assert len(row['peak_rss_mb_each']) == 2
         assert all(r > 0 for r in row['peak_rss_mb_each'])

@@ -754,8 +754,9 @@ def test_a_node_with_many_inputs_starts_after_all_of_them_once(
 
 
 def test_a_fan_out_is_sent_in_at_most_fanout_messages_in_order():
-    """Many nodes made ready together go in `[worker] fanout_messages`
-    messages, in order and each exactly once; a few go one a message."""
+    """Many nodes made ready together go in at most `[worker]
+    fanout_messages` messages of at least `fanout_min_nodes`, in order
+    and each exactly once; a few go together, one alone."""
     from converge import conf
     from converge.engine import listeners
 
@@ -770,6 +771,7 @@ def test_a_fan_out_is_sent_in_at_most_fanout_messages_in_order():
     client.listeners, client._exchange = listeners.Listeners(), None
     client._client = broker = Broker()
     conf.CONF.set_override('fanout_messages', 4, group='worker')
+    conf.CONF.set_override('fanout_min_nodes', 1, group='worker')
     try:
         client.check_resources('s', 't', ['n%d' % i for i in range(10)])
         assert broker.messages == [
@@ -782,5 +784,18 @@ def test_a_fan_out_is_sent_in_at_most_fanout_messages_in_order():
         assert broker.messages == [('check_resource', ['a']),
                                    ('check_resource', ['c']),
                                    ('check_resource', ['b'])]
+        # at least 3 a message: 10 in 3, a few together, one alone
+        conf.CONF.set_override('fanout_min_nodes', 3, group='worker')
+        broker.messages.clear()
+        client.check_resources('s', 't', ['n%d' % i for i in range(10)])
+        assert broker.messages == [
+            ('check_resources', ['n0', 'n1', 'n2', 'n3']),
+            ('check_resources', ['n4', 'n5', 'n6']),
+            ('check_resources', ['n7', 'n8', 'n9'])]
+        broker.messages.clear()
+        client.send([('s', 't', 'a'), ('s', 'u', 'b'), ('s', 't', 'c')])
+        assert broker.messages == [('check_resources', ['a', 'c']),
+                                   ('check_resource', ['b'])]
     finally:
+        conf.CONF.clear_override('fanout_min_nodes', group='worker')
         conf.CONF.clear_override('fanout_messages', group='worker')

@@ -127,12 +127,17 @@ def test_a_thread_interrupted_at_the_gate_loses_no_place():
         _until(lambda: gate.queued == 1, 'the main thread queues')
         signal.pthread_kill(main, signal.SIGINT)
 
+    # Python's own Ctrl-C, whatever an earlier test of this process left
+    # (a command or an agent run in-process installs handlers of its own)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     threading.Thread(target=interrupt).start()
     try:
         with gate.held():
             raise AssertionError('let in while the holder was inside')
     except KeyboardInterrupt:
         pass
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert gate.queued == 0
     leave.set()
     holder.join(10)

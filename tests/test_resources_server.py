@@ -565,6 +565,31 @@ def test_a_30s_build_is_seen_active_promptly_with_few_looks(
     assert len(cloud.api_log(op='get')) <= 8
 
 
+@pytest.mark.parametrize('build', [0.5, 30, 300])
+def test_the_last_look_is_no_later_than_any_earlier_look_bounds_the_end(
+        sim_clients, cloud, clock, build):
+    """Each look with Nova's progress bounds the end (within a whole
+    percent of the time elapsed); the last look goes no later than the
+    tightest bound of all the looks. Looks that only learn more (no
+    estimate yet, or before half way) are probes; the last is not."""
+    cloud.set_fault('create', latency=build)
+    s = make(Server, 'web', dict(BASE), clients=sim_clients)
+    probes, waited, bounds = [], 0.0, []
+    for _ in range(20):
+        s = again(s)
+        wait = s.create()
+        if wait is None:
+            break
+        probes.append(wait.probe)
+        latest = s.data['waiting'].get('latest')
+        if latest is not None:
+            bounds.append(latest - s.data['waiting']['since'])
+        clock.advance(wait.after)
+        waited += wait.after
+    assert build <= waited <= min(bounds) + 1e-6 <= build * 1.02 + 0.2
+    assert probes[-1] is False and True in probes[:-1]
+
+
 @pytest.mark.parametrize('build', [2, 30, 300, 1200])
 def test_progress_estimate_looks_at_most_two_percent_late(build):
     s = Server.__new__(Server)

@@ -381,7 +381,7 @@ def test_a_create_that_died_before_its_record_is_not_made_twice(
 
 
 def test_a_busy_engine_leaves_a_just_due_wait_to_an_idle_one(
-        engine, tmp_path):
+        engine, tmp_path, monkeypatch):
     """An engine still working through a message of several nodes (one
     thread runs them in turn) is busy even while only that one thread
     runs: its timer leaves a wait that just came due to an idle engine
@@ -397,24 +397,49 @@ def test_a_busy_engine_leaves_a_just_due_wait_to_an_idle_one(
     timer = pool.Pool(engine)
     seen = []
 
-    class Busy:
-        def __init__(self, engine):
-            self.engine = engine
+    def busy(engine, stack_id, traversal_id, nodes, failed):
+        # one thread, the rest of its message still to run
+        seen.append((engine.inflight, engine.queued, engine.saturated,
+                     timer.fire_timers(now=due)))
+        return []
 
-        def check_resource(self, ctxt, stack_id, traversal_id, node):
-            # one thread, the rest of its message still to run
-            seen.append((engine.inflight, engine.queued, engine.saturated,
-                         timer.fire_timers(now=due)))
-
-    endpoint = pool.Endpoint.__new__(pool.Endpoint)
-    endpoint.engine = engine
-    endpoint.check_resource = Busy(engine).check_resource
+    monkeypatch.setattr(reconcile, 'check_resources', busy)
     nodes = ['u:a%d' % i for i in range(engine.threads + 1)]
-    pool.Endpoint.check_resources(endpoint, {}, stack_id, trav, nodes)
+    pool.Endpoint(engine).check_resources({}, stack_id, trav, nodes)
     # saturated while the message's nodes outnumber the threads; nothing
     # taken then
-    assert seen[0][1:3] == (engine.threads, True) and seen[0][3] == []
-    assert engine.queued == 0
+    assert seen == [(1, engine.threads, True, [])]
+    assert engine.queued == 0 and engine.inflight == 0
     # overdue by GATHER_MAX, a busy engine takes it all the same
+    engine.units_queued(engine.threads)
+    assert engine.saturated
     assert timer.fire_timers(now=due + pool.GATHER_MAX) == [
         (stack_id, trav, 'u:waits')]
+    engine.units_queued(-engine.threads)
+
+
+def test_the_soon_timer_sends_waits_due_together_and_holds_probes_while_busy(
+        engine):
+    timer = pool.Pool(engine)
+    now = time.time()
+    timer.wake_at(now - 0.1, 's', 't', 'look')           # expects the end
+    timer.wake_at(now - 0.1, 's', 't', 'probe', probe=True)
+    timer.wake_at(now + pool.SOON_WINDOW / 2, 's', 't', 'soon')
+    timer.wake_at(now + 0.5, 's', 't', 'later')
+    engine.units_queued(engine.threads)      # every thread busy
+    try:
+        send, delay = timer._soon_due(now)
+        # the end's look and what is due with it go; the probe waits
+        assert [item[3] for item in send] == ['look', 'soon']
+        assert delay == pool.GATHER
+        assert timer._soon_due(now + 0.01)[0] == []
+        # held no longer than PROBE_HOLD_MAX, however busy
+        send, _ = timer._soon_due(now + pool.PROBE_HOLD_MAX)
+        assert [item[3] for item in send] == ['probe', 'later']
+    finally:
+        engine.units_queued(-engine.threads)
+    engine._saturated_at = float('-inf')   # past SATURATED_HOLD
+    assert not engine.saturated
+    # not busy: a probe goes at its time
+    timer.wake_at(now + 1, 's', 't', 'probe2', probe=True)
+    assert [item[3] for item in timer._soon_due(now + 1)[0]] == ['probe2']

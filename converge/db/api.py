@@ -427,9 +427,15 @@ _UNIT_LOAD = (
         .outerjoin(RESOURCES, RESOURCES.c.id == SYNC.c.resource_id)
         .outerjoin(_CURRENT, sa.and_(
             _CURRENT.c.traversal_id == SYNC.c.traversal_id,
-            _CURRENT.c.node == sa.literal('u:') + RESOURCES.c.name)))
-    .where(SYNC.c.traversal_id == bp('b_trav'), SYNC.c.node == bp('b_node')))
-_UNIT_LOAD_RUN = prepared.Statement(_UNIT_LOAD, typed=True)
+            _CURRENT.c.node == sa.literal('u:') + RESOURCES.c.name))))
+_UNIT_LOAD_RUN = prepared.Statement(_UNIT_LOAD.where(
+    SYNC.c.traversal_id == bp('b_trav'), SYNC.c.node == bp('b_node')),
+    typed=True)
+# several nodes (a batch: reconcile.check_resources), each row with its node
+_UNIT_LOAD_MANY = _UNIT_LOAD.add_columns(
+    SYNC.c.node.label('key__node')).where(
+    SYNC.c.traversal_id == bp('b_trav'),
+    SYNC.c.node.in_(bp('b_nodes', expanding=True)))
 
 
 def unit_load(conn, traversal_id, node):
@@ -443,6 +449,21 @@ def unit_load(conn, traversal_id, node):
                                                'cur'))
     return (sp, trav, stack, row if row.id is not None else None,
             cur.resource_id)
+
+
+def unit_load_many(conn, traversal_id, nodes):
+    """unit_load of several nodes of one traversal, in one read: {node:
+    what unit_load returns} for the nodes found."""
+    if not nodes:
+        return {}
+    out = {}
+    for found in conn.execute(_UNIT_LOAD_MANY, {'b_trav': traversal_id,
+                                     'b_nodes': list(nodes)}):
+        sp, trav, stack, row, cur, key = _split(
+            found, ('sp', 'trav', 'stack', 'row', 'cur', 'key'))
+        out[key.node] = (sp, trav, stack, row if row.id is not None
+                         else None, cur.resource_id)
+    return out
 
 
 _SYNC_NODES = sa.select(SYNC).where(

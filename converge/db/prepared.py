@@ -39,6 +39,7 @@ class Statement:
     def __init__(self, stmt, typed=False):
         self.stmt = stmt
         self.typed = typed
+        self._insert = getattr(stmt, 'is_insert', False)
         # (paramstyle, parameter names) -> (SQL, positional parameter
         # order, the values of the statement's own literals); SQLite's
         # SQL is the same for every engine of this process
@@ -59,15 +60,25 @@ class Statement:
             # without parameters)
             return _Result(None, 0, None)
         dialect = conn.dialect
-        if dialect.name != 'sqlite':
+        if dialect.name != 'sqlite' and (
+                dialect.name != 'postgresql' or many or self._insert):
+            # PostgreSQL: a row's id comes back through RETURNING, and
+            # rows many at a time through SQLAlchemy's batching
             return conn.execute(self.stmt, params)
         first = (params[0] if many else params) or {}
         sql, order, fixed, binds, results = self._compile(dialect,
                                                           tuple(first))
+        if sql is None:   # rendered per call (an expanding IN)
+            return conn.execute(self.stmt, params)
+        names = None
+        if dialect.paramstyle == 'pyformat':   # psycopg2: by name
+            order, names = order
         if many:
             args = [self._args({**fixed, **p}, order, binds) for p in params]
         else:
             args = self._args({**fixed, **first}, order, binds)
+        if names is not None:
+            args = dict(zip(names, args))
         if not conn.in_transaction():
             conn.begin()    # as SQLAlchemy's autobegin would (BEGIN)
         raw = conn.connection.dbapi_connection
@@ -85,6 +96,9 @@ class Statement:
             rows = None
             if cursor.description is not None:
                 row = self._row([d[0] for d in cursor.description])
+                if isinstance(results, list):
+                    results = self._processors(dialect, results,
+                                               cursor.description)
                 if results:
                     rows = [row(*[v if f is None else f(v)
                                   for f, v in zip(results, r)])
@@ -117,16 +131,42 @@ class Statement:
                 binds = tuple(procs.get(k) for k in order)
                 if not any(binds):
                     binds = None
-                results = tuple(
-                    c.type._cached_result_processor(dialect, None)
-                    for c in compiled._result_columns) or None
-                if results is not None and not any(results):
-                    results = None
-            found = (compiled.string, order,
+                # made at the first run, from the driver's column types
+                # (PostgreSQL's numeric processors need them)
+                results = [c.type for c in compiled._result_columns] or None
+            sql = compiled.string
+            if dialect.paramstyle == 'pyformat':
+                # named, not positional: every bind the statement has,
+                # under the name it is rendered with
+                escaped = compiled.escaped_bind_names or {}
+                order = tuple(compiled.params)
+                names = tuple(escaped.get(k, k) for k in order)
+                binds = None
+                if self.typed:
+                    procs = compiled._bind_processors
+                    binds = tuple(procs.get(k) for k in order)
+                    if not any(binds):
+                        binds = None
+                order = (order, names)
+            if '__[POSTCOMPILE' in sql:
+                sql = None
+            found = (sql, order,
                      {k: v for k, v in compiled.params.items()
                       if k not in keys}, binds, results)
             self._compiled[key] = found
         return found
+
+    def _processors(self, dialect, types, description):
+        """The result processors of a statement's columns, made once
+        (replacing the list of their types in its compiled entry)."""
+        procs = tuple(t._cached_result_processor(dialect, d[1])
+                      for t, d in zip(types, description))
+        if not any(procs):
+            procs = None
+        for key, found in self._compiled.items():
+            if found[4] is types:
+                self._compiled[key] = found[:4] + (procs,)
+        return procs
 
     @staticmethod
     def _args(values, order, binds):

@@ -17,6 +17,7 @@ deferred transactions and never block writers.
 import contextlib
 import sqlite3
 import threading
+import time
 import weakref
 
 import sqlalchemy as sa
@@ -24,6 +25,9 @@ from sqlalchemy import event, exc as sa_exc, orm
 
 _LOCK = threading.Lock()
 _DATABASES = {}
+#: seconds a kept server connection (PostgreSQL, MariaDB) may lie unused
+#: before its next use pings it first, as the pool does at every checkout
+KEPT_PING_AFTER = 5.0
 
 
 class Counter:
@@ -53,6 +57,12 @@ class Database:
                       pool_pre_ping=True, pool_recycle=3600)
             self.writer_engine = sa.create_engine(url, **kw)
             self.reader_engine = self.writer_engine
+            # connect()'s reads: each statement its own transaction, so a
+            # read is one round trip, not BEGIN, the read and ROLLBACK.
+            # The same as the read committed isolation the engine runs
+            # PostgreSQL at (each statement sees what committed before it)
+            self._autocommit_engine = self.writer_engine.execution_options(
+                isolation_level='AUTOCOMMIT')
         for eng in {self.writer_engine, self.reader_engine}:
             event.listen(eng, 'before_cursor_execute', self.counter)
         self._writer = orm.sessionmaker(self.writer_engine,
@@ -110,29 +120,47 @@ class Database:
 
     @contextlib.contextmanager
     def connect(self):
-        """A Core connection for reading (rolled back when done)."""
-        with self._kept(self.reader_engine) as conn:
+        """A Core connection for reading (rolled back when done; on a
+        database server, in autocommit)."""
+        if self.is_sqlite:
+            engine = self.reader_engine
+        else:
+            engine = self._autocommit_engine
+        with self._kept(engine) as conn:
             try:
                 yield conn
             finally:
                 if conn.in_transaction():
                     conn.rollback()
 
+    def keep_connections(self):
+        """This thread keeps its own connections to a database server, as
+        every thread does on SQLite: the threads that run units of work
+        ask (workers/pool.py). A unit opens a couple of transactions, and
+        each checkout from the pool pinged the server first: a round
+        trip, as long as a statement's (16% of a worker thread's time in
+        a ramp of 2,000 creates). Other threads (the API's, the CLI's)
+        keep checking connections out, so that they cannot hold more of
+        the pool than it has."""
+        self._local.keep = True
+
     @contextlib.contextmanager
     def _kept(self, engine):
-        """On SQLite, the connection this thread keeps for `engine`: a
-        unit of work opens a few transactions, and checking a connection
-        out of the pool and back (a Connection, its events, the pool's
-        queue) cost more than a transaction's statements. Elsewhere, and
-        for a connection opened while this thread's is in use, one from
-        the pool."""
-        if not self.is_sqlite:
+        """On SQLite, and on a server for a thread that asked
+        (keep_connections), the connection this thread keeps for
+        `engine`: a unit of work opens a few transactions, and checking a
+        connection out of the pool and back (a Connection, its events,
+        the pool's queue, on a server a ping) cost more than a
+        transaction's statements. Otherwise, and for a connection opened
+        while this thread's is in use, one from the pool."""
+        local = self._local
+        if not self.is_sqlite and not getattr(local, 'keep', False):
             with engine.connect() as conn:
                 yield conn
             return
-        kept = getattr(self._local, 'kept', None)
+        kept = getattr(local, 'kept', None)
         if kept is None:
-            kept = self._local.kept = _Kept()
+            kept = local.kept = _Kept()
             self._holders.add(kept)
         key = id(engine)
         if key in kept.busy:
@@ -142,11 +170,15 @@ class Database:
         conn = kept.conns.get(key)
         if conn is None or conn.closed or conn.invalidated:
             conn = kept.conns[key] = engine.connect()
+        elif not self.is_sqlite and (time.monotonic() - kept.used.get(
+                key, 0.0) > KEPT_PING_AFTER):
+            conn = kept.conns[key] = _pinged(engine, conn)
         kept.busy.add(key)
         try:
             yield conn
         finally:
             kept.busy.discard(key)
+            kept.used[key] = time.monotonic()
 
     @contextlib.contextmanager
     def write(self):
@@ -176,7 +208,25 @@ class _Kept:
     def __init__(self):
         self.conns = {}    # id(engine) -> Connection
         self.busy = set()  # engines whose connection is in use
+        self.used = {}     # id(engine) -> when last given back
         weakref.finalize(self, _close_all, self.conns)
+
+
+def _pinged(engine, conn):
+    """`conn` if the server still answers it, else a new connection (a
+    kept connection idle for a while: the server may have restarted or
+    ended it, as a pooled one is pinged at checkout for)."""
+    try:
+        if engine.dialect.do_ping(conn.connection.dbapi_connection):
+            return conn
+    except Exception:   # its server went away: the next is checked out
+        pass
+    try:
+        conn.invalidate()
+        conn.close()
+    except Exception:   # pragma: no cover - gone already
+        pass
+    return engine.connect()
 
 
 def _close_all(conns, but=()):

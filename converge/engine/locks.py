@@ -89,6 +89,23 @@ class Locks:
             except coordination.ToozError:  # pragma: no cover - expired
                 pass
 
+    def try_resource(self, stack_id, resource_name):
+        """The resource's lock, taken if nobody holds it (else None); the
+        caller releases it (release_resource)."""
+        lock = self._resource_locks.get_lock(
+            self.name(stack_id, resource_name))
+        if not lock.acquire(blocking=False):
+            return None
+        self.listeners.on_lock(stack_id, resource_name)
+        return lock
+
+    @staticmethod
+    def release_resource(lock):
+        try:
+            lock.release()
+        except coordination.ToozError:  # pragma: no cover - expired
+            pass
+
     def idle(self, stack_id, resource_name):
         """True when nobody holds the resource's lock (a unit of work holds
         it from start to end), so nobody is working on the resource."""

@@ -100,13 +100,17 @@ class WorkerClient(Client):
     def check_resources(self, stack_id, traversal_id, nodes):
         """Send many nodes of one traversal: in at most `[worker]
         fanout_messages` messages (a fan-out of 2,000 servers cost the
-        workers' message consumption about what their units cost), each
-        worked through in turn by the worker that takes it."""
+        workers' message consumption about what their units cost) of at
+        least `fanout_min_nodes` each (a message's units share their
+        records: reconcile.check_resources), each worked through in turn
+        by the worker that takes it."""
         nodes = list(nodes)
         if self._exchange is not None or len(nodes) <= 1:
             # in-process, a message costs nothing
             return super().check_resources(stack_id, traversal_id, nodes)
-        count = min(len(nodes), conf_mod.CONF.worker.fanout_messages)
+        CONF = conf_mod.CONF.worker
+        count = min(len(nodes), CONF.fanout_messages,
+                    max(1, len(nodes) // CONF.fanout_min_nodes))
         size, extra = divmod(len(nodes), count)
         start = 0
         for i in range(count):

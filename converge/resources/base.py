@@ -35,15 +35,23 @@ class Wait:
     and locks, the rows the event's sender writes in the transaction that
     sends it, so that sender either commits first (and ``still`` sees
     it) or finds the wait recorded: no lock is needed around the step.
+
+    ``probe``: the step looks again only to learn more (a server with no
+    estimate of its end yet), so coming back a little late costs
+    nothing: an engine whose threads are all busy holds such looks back
+    (up to a second) for the work that is waiting, where one that
+    expects to find the thing done comes back at its time.
     """
 
-    def __init__(self, after=None, event=None, reason='', still=None):
+    def __init__(self, after=None, event=None, reason='', still=None,
+                 probe=False):
         if after is None and event is None:
             raise ValueError('a Wait needs a time (after) or an event')
         self.after = after
         self.event = event
         self.reason = reason
         self.still = still
+        self.probe = probe
 
     def __repr__(self):
         return 'Wait(after=%r, event=%r, reason=%r)' % (

@@ -32,10 +32,15 @@ from converge.workers import sweeper
 
 LOG = logging.getLogger(__name__)
 
-#: seconds between looks while the soon-timer gathers due waits (every
-#: worker thread busy), and the longest it holds one back
+#: seconds between the soon-timer's looks at the probes it holds (every
+#: worker thread busy), and the longest it holds one (base.Wait.probe)
 GATHER = 0.05
+PROBE_HOLD_MAX = 5.0
+#: seconds the database timer of an engine whose threads are all busy
+#: leaves a due wait to an idle engine
 GATHER_MAX = 1.0
+#: seconds early a wait may be sent with others due at once
+SOON_WINDOW = 0.02
 #: seconds between the notification relay's looks (engine/notify.py)
 NOTIFY_INTERVAL = 0.5
 
@@ -64,6 +69,7 @@ class Pool:
         # backstop): a heap of (wake_at, stack, traversal, node)
         self._soon = []
         self._soon_cv = threading.Condition()
+        self._held = []   # probes that came due while every thread was busy
         self._relay = None
 
     def start(self):
@@ -90,46 +96,65 @@ class Pool:
         thread.start()
         self._threads.append(thread)
 
-    def wake_at(self, when, stack_id, traversal_id, node):
+    def wake_at(self, when, stack_id, traversal_id, node, probe=False):
         """A unit of this process recorded a wait until `when`: send the
-        node then, to the moment, if no other engine's timer has."""
+        node then, to the moment, if no other engine's timer has. A
+        `probe` (base.Wait.probe) is held back while every worker thread
+        is busy, up to PROBE_HOLD_MAX."""
         with self._soon_cv:
-            heapq.heappush(self._soon, (when, stack_id, traversal_id, node))
+            heapq.heappush(self._soon, (when, stack_id, traversal_id, node,
+                                        probe))
             self._soon_cv.notify()
 
     def _soon_loop(self):
+        self.engine.db.keep_connections()
         while not self._stopping.is_set():
             with self._soon_cv:
-                now = time.time()
-                if not self._soon or self._soon[0][0] > now:
-                    delay = self._soon[0][0] - now if self._soon else 1.0
-                    self._soon_cv.wait(min(delay, 1.0))
+                send, delay = self._soon_due(time.time())
+                if not send:
+                    self._soon_cv.wait(delay)
                     continue
-                if (self.engine.saturated
-                        and now - self._soon[0][0] < GATHER_MAX):
-                    # every worker thread is busy: what is due now would
-                    # only queue behind their work (during a ramp of
-                    # thousands of creates, the first looks at servers
-                    # just created), and taking it costs the busy core.
-                    # Gather, and take them together once a thread is free
-                    # (or after GATHER_MAX: another engine may be idle)
-                    self._soon_cv.wait(GATHER)
-                    continue
-                due = []
-                while self._soon and self._soon[0][0] <= now:
-                    due.append(heapq.heappop(self._soon))
             try:
-                self._send_due(due)
+                self._send_due(send)
             except Exception:
                 LOG.exception('sending waits that came due failed; the '
                               'timer will')
+
+    def _soon_due(self, now):
+        """(the waits to send now, else the seconds until the next may
+        be due); under the soon-timer's lock.
+
+        With those due within SOON_WINDOW: at the end of a ramp of
+        thousands of builds, waits come due a few ms apart, and each sent
+        alone was a message of its own (the broker's and the consumer's
+        work was two thirds of a worker's); a wait alone goes at its time.
+        While every worker thread is busy a probe (base.Wait.probe) would
+        queue behind their work (during a ramp of thousands of creates,
+        the first looks at servers just made) and cost the busy core: it
+        is held until a thread is free, or PROBE_HOLD_MAX (an idle
+        engine's timer takes it from the database meanwhile). A look that
+        expects to find the end goes at its time."""
+        due = []
+        while self._soon and self._soon[0][0] <= now + SOON_WINDOW:
+            due.append(heapq.heappop(self._soon))
+        send = due
+        if self._held or due:
+            busy = self.engine.saturated
+            send, waiting, self._held = [], self._held + due, []
+            for item in waiting:
+                hold = busy and item[4] and now - item[0] < PROBE_HOLD_MAX
+                (self._held if hold else send).append(item)
+        delay = self._soon[0][0] - now if self._soon else 1.0
+        if self._held:
+            delay = min(delay, GATHER)
+        return send, max(0.0, min(delay, 1.0))
 
     def _send_due(self, due):
         lease = conf_mod.CONF.worker.stall_timeout
         now = time.time()
         with self.engine.db.begin() as conn:
             taken = [(stack_id, trav_id, node)
-                     for when, stack_id, trav_id, node in due
+                     for when, stack_id, trav_id, node, _ in due
                      if api.sync_take(conn, trav_id, node, when, now + lease)]
         self.engine.client.send(taken)
 
@@ -216,20 +241,39 @@ class Endpoint:
         return threading.BoundedSemaphore(limit) if limit else _NoLimit()
 
     def check_resources(self, ctxt, stack_id, traversal_id, nodes):
-        """Several nodes of one traversal (rpc.check_resources), each its
-        own unit of work, in turn."""
+        """Several nodes of one traversal (rpc.check_resources): each its
+        own unit of work, recorded together (reconcile.check_resources);
+        one at a time where a stack's units in flight are capped."""
         engine = self.engine
-        left = len(nodes)
-        engine.units_queued(left)
-        try:
+        if len(nodes) == 1 or \
+                conf_mod.CONF.worker.max_inflight_per_stack:
             for node in nodes:
-                engine.units_queued(-1)
-                left -= 1
                 self.check_resource(ctxt, stack_id, traversal_id, node)
+            return
+        engine.db.keep_connections()
+        engine.unit_started()
+        engine.units_queued(len(nodes) - 1)
+        try:
+            left_out = reconcile.check_resources(
+                engine, stack_id, traversal_id, nodes,
+                failed=lambda node: self._retry_later(
+                    stack_id, traversal_id, node, 0))
+        except Exception:
+            # the batch itself could not run (its lock service gone): each
+            # node again later, as a unit that failed is
+            LOG.exception('check_resources %s failed', traversal_id)
+            left_out = []
+            for node in nodes:
+                self._retry_later(stack_id, traversal_id, node, 0)
         finally:
-            engine.units_queued(-left)
+            engine.units_queued(1 - len(nodes))
+            engine.unit_ended()
+        for node in left_out:   # locked elsewhere: wait for it alone
+            self.check_resource(ctxt, stack_id, traversal_id, node)
 
     def check_resource(self, ctxt, stack_id, traversal_id, node, attempt=0):
+        # a thread of the bus's pool, bounded by [DEFAULT] worker_threads
+        self.engine.db.keep_connections()
         self.engine.unit_started()
         try:
             with self._per_stack[stack_id]:

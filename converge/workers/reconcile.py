@@ -94,6 +94,126 @@ def check_resource(engine, stack_id, traversal_id, node):
     return outcome
 
 
+def check_resources(engine, stack_id, traversal_id, nodes, failed):
+    """Several nodes of one traversal (a message of a fan-out, waits that
+    came due together), each its own unit of work as above, whose records
+    share one transaction: a unit's write transaction (its begin, commit
+    and WAL flush) cost about what its statements did, and in a ramp of
+    thousands of server creates every unit ends in a wait or done.
+
+    Each unit takes its lock (a node whose lock is held elsewhere is left
+    out and returned, to run alone); then all are loaded in one read, and
+    each acts as one alone does; those that wait or are done are then
+    recorded together, the others (failed, replaced) at once in their
+    own transactions. If one of the
+    shared records loses its compare-and-swap (or the transaction fails),
+    the whole transaction is rolled back and each is recorded alone.
+    `failed(node)` is told of a unit that hit an unexpected error (sent
+    again later by the caller). Returns the nodes left out."""
+    together, left_out, names = [], [], {}
+    with contextlib.ExitStack() as held, engine.gate.held():
+        start = time.perf_counter()
+        for node in nodes:
+            name = plan.resource_name(node)
+            lock = engine.locks.try_resource(stack_id, name)
+            if lock is None:
+                left_out.append(node)
+                continue
+            held.callback(engine.locks.release_resource, lock)
+            names[node] = name
+        try:
+            units = Unit.load_many(engine, traversal_id, names)
+        except Exception:
+            LOG.exception('check_resources %s failed', traversal_id)
+            units = {}
+            for node in names:
+                _heard(engine, traversal_id, node, start)
+                failed(node)
+        for node, unit in units.items():
+            if unit is None:   # DROP
+                _heard(engine, traversal_id, node, start)
+                continue
+            try:
+                outcome = unit.converge() if unit.is_update \
+                    else unit.clean_up()
+                if outcome.kind in (WAIT, DONE):
+                    together.append((unit, outcome, start))
+                    continue
+                unit.handle(outcome)
+                together.append((unit, None, start))
+            except Lost:
+                _heard(engine, traversal_id, node, start)
+            except Exception:
+                LOG.exception('check_resource %s %s failed', traversal_id,
+                              node)
+                _heard(engine, traversal_id, node, start)
+                failed(node)
+        _record_together(engine, together, failed)
+    for unit, outcome, start in together:
+        if outcome is not False:   # False: lost, or failed (told)
+            try:
+                unit.tell()
+            except Exception:
+                LOG.exception('check_resource %s %s failed', traversal_id,
+                              unit.sp.node)
+                failed(unit.sp.node)
+        _heard(engine, traversal_id, unit.sp.node, start)
+    return left_out
+
+
+def _record_together(engine, together, failed):
+    """Record the outcomes of `together` ((unit, outcome or None, start):
+    None is recorded already) in one transaction, or each alone if that
+    fails; an entry whose unit lost or failed gets outcome False."""
+    shared = [(i, unit, outcome) for i, (unit, outcome, _) in
+              enumerate(together) if outcome is not None]
+    if not shared:
+        return
+    # waits first, then the ends in the order of the counts they release:
+    # the shared rows they lock (a wide stack's count shards) are then
+    # locked in the same order by every batch, which cannot deadlock
+    shared.sort(key=lambda e: (e[2].kind == DONE, sorted(
+        e[1].sp.dependents or ())))
+    keys = [(unit, unit.row.atomic_key if unit.row is not None else None)
+            for _, unit, _ in shared]
+    try:
+        with engine.db.begin() as conn:
+            events = []
+            for _, unit, outcome in shared:
+                unit.shared, unit.shared_events = conn, events
+                unit.handle(outcome)
+            if events:
+                api.events_add(conn, *events)
+        return
+    except Exception:   # a lost write, a deadlock, a connection gone
+        LOG.debug('recording %d units together failed; each alone',
+                  len(shared), exc_info=True)
+    finally:
+        for _, unit, _ in shared:
+            unit.shared = unit.shared_events = None
+    for unit, key in keys:   # as before the rolled-back transaction
+        if unit.row is not None:
+            unit.row.atomic_key = key
+        unit.ready, unit.woken, unit.wake, unit.failing = [], [], None, False
+    for i, unit, outcome in shared:
+        try:
+            unit.handle(outcome)
+        except Lost:
+            together[i] = (unit, False, together[i][2])
+        except Exception:
+            LOG.exception('check_resource %s %s failed', unit.trav.id,
+                          unit.sp.node)
+            together[i] = (unit, False, together[i][2])
+            failed(unit.sp.node)
+
+
+def _heard(engine, traversal_id, node, start):
+    """What check_resource's `listeners.timed` tells of each unit."""
+    if engine.listeners:
+        engine.listeners.on_unit(traversal_id, node,
+                                 time.perf_counter() - start)
+
+
 class Unit:
     def __init__(self, engine, trav, stack, sp, name):
         self.engine, self.trav, self.stack = engine, trav, stack
@@ -106,40 +226,57 @@ class Unit:
         self.ready = []       # dependents to send after commit
         self.woken = []       # (traversal, node) woken by a freed slot
         self.wake = None      # when this unit's wait ends (WAIT)
+        self.probe = False    # and whether it only looks (Wait.probe)
         self.failing = False  # the traversal is failing: settle it
         self.resuming = False  # back from this traversal's own wait
         self.drift = None     # what a CHECK found drifted
+        self.shared = None    # the transaction of a batch (check_resources)
+        self.shared_events = None  # and the events it writes at its end
 
     @classmethod
     def load(cls, engine, traversal_id, node, name):
         """Everything the unit needs, read in one go under the lock; None
         when there is nothing to do."""
         with engine.db.connect() as conn:
-            found = api.unit_load(conn, traversal_id, node)
-            if found is None:
+            return cls._loaded(engine, conn, name,
+                               api.unit_load(conn, traversal_id, node))
+
+    @classmethod
+    def load_many(cls, engine, traversal_id, names):
+        """Unit.load of several nodes ({node: resource name}) of one
+        traversal, each locked: their rows in one read. {node: Unit or
+        None}."""
+        with engine.db.connect() as conn:
+            found = api.unit_load_many(conn, traversal_id, list(names))
+            return {node: cls._loaded(engine, conn, name, found.get(node))
+                    for node, name in names.items()}
+
+    @classmethod
+    def _loaded(cls, engine, conn, name, found):
+        if found is None:
+            return None
+        sp, trav, stack, row, current_id = found
+        if (trav.state != 'running' or stack.current_traversal != trav.id
+                or sp.done):
+            return None
+        unit = cls(engine, trav, stack, sp, name)
+        unit.row, unit.current_id = row, current_id
+        # sent again by the timer (or its event) after this traversal's
+        # own wait: go straight back to the step that waited
+        unit.resuming = (sp.wake_at is not None and row is not None
+                         and row.status == 'IN_PROGRESS'
+                         and row.engine_id is None
+                         and row.traversal_id == trav.id
+                         and row.action in _RESUMABLE)
+        if unit.is_update:
+            if row is None:  # its row vanished (a concurrent cleanup)
                 return None
-            sp, trav, stack, row, current_id = found
-            if (trav.state != 'running' or stack.current_traversal != trav.id
-                    or sp.done):
-                return None
-            unit = cls(engine, trav, stack, sp, name)
-            unit.row, unit.current_id = row, current_id
-            # sent again by the timer (or its event) after this traversal's
-            # own wait: go straight back to the step that waited
-            unit.resuming = (sp.wake_at is not None and row is not None
-                             and row.status == 'IN_PROGRESS'
-                             and row.engine_id is None
-                             and row.traversal_id == trav.id
-                             and row.action in _RESUMABLE)
-            if unit.is_update:
-                if row is None:  # its row vanished (a concurrent cleanup)
-                    return None
-                unit.row = rows_mod.settle(
-                    row, trav.template_id,
-                    lambda row_id: api.resource_get(conn, row_id))
-                unit.defn = engine.definition(trav.template_id, stack)
-                unit.rdef = unit.defn.resources[name]
-                unit.deps = DependencyData(conn, trav.id, unit.rdef.requires)
+            unit.row = rows_mod.settle(
+                row, trav.template_id,
+                lambda row_id: api.resource_get(conn, row_id))
+            unit.defn = engine.definition(trav.template_id, stack)
+            unit.rdef = unit.defn.resources[name]
+            unit.deps = DependencyData(conn, trav.id, unit.rdef.requires)
         return unit
 
     # -- update nodes: observe, decide, act ---------------------------------
@@ -410,17 +547,17 @@ class Unit:
                 # left so by a unit that died; nothing was left to do
                 values.update(status='COMPLETE')
             events += self._member_events()
-        with self.engine.db.begin() as conn:
+        with self._transaction() as conn:
             self._cas(conn, **values)
             if events:
-                api.events_add(conn, *events)
+                self._add_events(conn, *events)
             self._release_slot(conn)
             self._finish(conn, resource_id=row.id)
 
     def _drop(self, outcome):
         """A cleanup node's end: the row deleted (or kept, if current)."""
         row = self.row
-        with self.engine.db.begin() as conn:
+        with self._transaction() as conn:
             if outcome.action == 'DELETE':
                 if not api.resource_delete_row(conn, row.id, row.atomic_key):
                     raise Lost()
@@ -431,7 +568,7 @@ class Unit:
                         events.insert(0, self._event(
                             row.physical_id, 'DELETE', 'IN_PROGRESS',
                             timestamp=self.started))
-                    api.events_add(conn, *(self._member_events() + events))
+                    self._add_events(conn, *self._member_events(), *events)
                 self._release_slot(conn)
             self._finish(conn)
 
@@ -479,7 +616,7 @@ class Unit:
             row.status == 'IN_PROGRESS' and row.action == outcome.action
             and row.engine_id in (None, self.engine.engine_id))
         event = wait.event
-        with self.engine.db.begin() as conn:
+        with self._transaction() as conn:
             if event is not None and wait.still is not None and \
                     not wait.still(conn):
                 # it happened while the step looked: again, at once
@@ -494,9 +631,9 @@ class Unit:
                 # with the plug-in's data that notes them: exactly once
                 events = self._member_events()
                 if events:
-                    api.events_add(conn, *events)
+                    self._add_events(conn, *events)
             if self.started:  # an unclaimed step's first wait
-                api.events_add(conn, self._event(
+                self._add_events(conn, self._event(
                     self.row.physical_id, outcome.action, 'IN_PROGRESS',
                     timestamp=self.started))
             if not api.sync_wait(conn, self.trav.id, self.sp.node, wake_at,
@@ -510,8 +647,24 @@ class Unit:
                 self.failing = api.traversal_state(
                     conn, self.trav.id) == 'failing'
         self.wake = wake_at
+        self.probe = wait.probe and wake_at is not None
 
     # -- writing --------------------------------------------------------------
+    def _transaction(self):
+        """The transaction an outcome is recorded in: the unit's own, or
+        the one the units of a batch share (check_resources)."""
+        if self.shared is not None:
+            return contextlib.nullcontext(self.shared)
+        return self.engine.db.begin()
+
+    def _add_events(self, conn, *events):
+        """Write events in the unit's transaction; a batch's are written
+        together before it commits (one statement)."""
+        if self.shared_events is not None:
+            self.shared_events.extend(events)
+        else:
+            api.events_add(conn, *events)
+
     def _claim(self, action):
         """Before acting: claim the row (IN_PROGRESS under this engine, one
         transaction) so a crash mid-action is visible and resumable. A
@@ -633,7 +786,8 @@ class Unit:
             # this process sends it when its time comes, to the moment;
             # any engine's timer does, should this one die first
             self.engine.workers.wake_at(self.wake, self.stack.id,
-                                        self.trav.id, self.sp.node)
+                                        self.trav.id, self.sp.node,
+                                        probe=self.probe)
         if self.failing:
             traversal_mod.settle(self.engine, self.trav, self.stack)
 

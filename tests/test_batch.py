@@ -1,0 +1,167 @@
+"""The units of one message (a fan-out's leaves, waits that came due
+together) share their records: reconcile.check_resources. Each unit
+still ends with its own outcome, lost writes fall back to one
+transaction each, and a node locked elsewhere is left to run alone."""
+
+import collections
+import time
+
+import pytest
+
+from converge.engine import rpc
+from converge.engine import stacks
+from converge.workers import reconcile
+from tests import enginetools as et
+from tests import test_waits as tw
+
+
+@pytest.fixture(params=['sqlite', pytest.param(
+    'postgresql', marks=pytest.mark.distributed)])
+def engine(request, tmp_path):
+    """The in-process engine on its embedded SQLite, or on a fresh
+    PostgreSQL database with Redis locks (a distributed deployment's,
+    no worker started): batches are what distributed workers run."""
+    if request.param == 'sqlite':
+        yield request.getfixturevalue('engine')
+        return
+    from converge import conf
+    from converge.db import session
+    from converge.engine import context
+    deployment = request.getfixturevalue('dist')
+    conf.setup(['--config-file', deployment.conf], log=False)
+    eng = context.Engine(auto_migrate=False)
+    yield eng
+    eng.close()
+    session.forget()
+
+
+def _walker(engine):
+    """The engine's messages into a queue, for the test to run (no worker
+    pool runs here: nothing runs but what the test runs)."""
+    queue = collections.deque()
+
+    class Client(rpc.Client):
+        def check_resource(self, stack_id, t, node, attempt=0):
+            queue.append((stack_id, t, node))
+
+    if engine.workers is not None:
+        engine.workers.stop()
+        engine.workers = None
+    engine._client = Client()
+    return queue
+
+
+def _template(tmp_path, n, waits=True):
+    resources = {'w%d' % i: {'type': 'OS::Heat::TestResource',
+                             'properties': {'wait_secs': 30}}
+                 for i in range(n if waits else 0)}
+    resources.update({'d%d' % i: {'type': 'OS::Heat::None'}
+                      for i in range(n)})
+    return et.bundle(tmp_path, et.hot(resources))
+
+
+def _transactions(engine, monkeypatch):
+    """Count the write transactions the engine begins."""
+    count = []
+    begin = engine.db.begin
+
+    def counted():
+        count.append(1)
+        return begin()
+    monkeypatch.setattr(engine.db, 'begin', counted)
+    return count
+
+
+def test_a_message_of_waits_and_ends_is_recorded_in_one_transaction(
+        engine, tmp_path, monkeypatch):
+    queue = _walker(engine)
+    stack_id, trav = stacks.create(engine, 'batch', _template(tmp_path, 4),
+                                   {})
+    nodes = [node for _, _, node in queue]
+    queue.clear()
+    count = _transactions(engine, monkeypatch)
+    failed = []
+    assert reconcile.check_resources(engine, stack_id, trav, nodes,
+                                     failed.append) == []
+    # a claim each before the test resource acts (a server's create needs
+    # none), then one transaction for all eight records
+    assert failed == [] and len(count) == 4 + 1
+    for i in range(4):
+        # each as a unit alone would have left it
+        sp = tw._sync_point(engine, trav, 'u:w%d' % i)
+        assert sp.wake_at > time.time() + 20 and not sp.done
+        assert tw._row(engine, stack_id, 'w%d' % i).status == 'IN_PROGRESS'
+        assert tw._sync_point(engine, trav, 'u:d%d' % i).done
+        assert tw._row(engine, stack_id, 'd%d' % i).status == 'COMPLETE'
+    # the stack's own node waits for the waits: nothing sent
+    assert not queue
+    # a second delivery of the ends drops them, writing nothing
+    assert reconcile.check_resources(
+        engine, stack_id, trav, [n for n in nodes if n.startswith('u:d')],
+        failed.append) == []
+    assert len(count) == 4 + 1 and not queue
+
+
+def test_a_lost_write_records_the_others_each_alone(
+        engine, tmp_path, monkeypatch):
+    queue = _walker(engine)
+    stack_id, trav = stacks.create(engine, 'lost',
+                                   _template(tmp_path, 3, waits=False), {})
+    nodes = [node for _, _, node in queue if node.startswith('u:d')]
+    queue.clear()
+    # another unit writes d1 between this one's load and its record
+    record = reconcile.Unit._record
+
+    def raced(unit, outcome):
+        if unit.name == 'd1' and unit.shared is not None:
+            raise reconcile.Lost()
+        return record(unit, outcome)
+    monkeypatch.setattr(reconcile.Unit, '_record', raced)
+    count = _transactions(engine, monkeypatch)
+    failed = []
+    assert reconcile.check_resources(engine, stack_id, trav, nodes,
+                                     failed.append) == []
+    # one shared try, rolled back; then each alone
+    assert failed == [] and len(count) == 1 + 3
+    for name in ('d0', 'd1', 'd2'):
+        assert tw._row(engine, stack_id, name).status == 'COMPLETE'
+    # the last end completed the stack
+    assert tw._stack(engine, stack_id).status == 'COMPLETE'
+
+
+def test_a_node_locked_elsewhere_is_left_to_run_alone(engine, tmp_path):
+    queue = _walker(engine)
+    stack_id, trav = stacks.create(engine, 'locked', _template(tmp_path, 2),
+                                   {})
+    nodes = [node for _, _, node in queue if node.startswith('u:d')]
+    other = engine.locks.try_resource(stack_id, 'd0')
+    try:
+        assert reconcile.check_resources(engine, stack_id, trav, nodes,
+                                         [].append) == ['u:d0']
+    finally:
+        engine.locks.release_resource(other)
+    assert not tw._sync_point(engine, trav, 'u:d0').done
+    assert tw._sync_point(engine, trav, 'u:d1').done
+    assert reconcile.check_resource(engine, stack_id, trav,
+                                    'u:d0').kind == 'done'
+
+
+def test_a_unit_that_hits_an_error_is_told_and_the_rest_recorded(
+        engine, tmp_path, monkeypatch):
+    queue = _walker(engine)
+    stack_id, trav = stacks.create(engine, 'error', _template(tmp_path, 2),
+                                   {})
+    nodes = [node for _, _, node in queue if node.startswith('u:d')]
+    converge = reconcile.Unit.converge
+
+    def broken(unit):
+        if unit.name == 'd0':
+            raise ConnectionError('database gone')
+        return converge(unit)
+    monkeypatch.setattr(reconcile.Unit, 'converge', broken)
+    failed = []
+    assert reconcile.check_resources(engine, stack_id, trav, nodes,
+                                     failed.append) == []
+    assert failed == ['u:d0']
+    assert not tw._sync_point(engine, trav, 'u:d0').done
+    assert tw._sync_point(engine, trav, 'u:d1').done
