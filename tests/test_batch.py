@@ -165,3 +165,41 @@ def test_a_unit_that_hits_an_error_is_told_and_the_rest_recorded(
     assert failed == ['u:d0']
     assert not tw._sync_point(engine, trav, 'u:d0').done
     assert tw._sync_point(engine, trav, 'u:d1').done
+
+
+def test_waits_due_together_are_taken_in_one_go_and_only_once(
+        engine, tmp_path):
+    from converge.db import api
+    queue = _walker(engine)
+    stack_id, trav = stacks.create(engine, 'take', _template(tmp_path, 3),
+                                   {})
+    nodes = [node for _, _, node in queue if node.startswith('u:w')]
+    reconcile.check_resources(engine, stack_id, trav, nodes, [].append)
+    waits = [(node, tw._sync_point(engine, trav, node).wake_at)
+             for node in nodes]
+    stale = [(waits[0][0], waits[0][1] - 1)] + waits[1:]
+    new = time.time() + 60
+    with engine.db.begin() as conn:
+        # the first was recorded anew since (another wake): not this one's
+        assert sorted(api.sync_take_many(conn, trav, stale, new)) == \
+            sorted(n for n, _ in waits[1:])
+    with engine.db.begin() as conn:   # taken by another engine's timer
+        assert api.sync_take_many(conn, trav, waits[1:], new + 1) == []
+    assert tw._sync_point(engine, trav, nodes[1]).wake_at == new
+    assert tw._sync_point(engine, trav, nodes[0]).wake_at == waits[0][1]
+    if engine.db.is_sqlite:   # one writer: nothing else can hold a row
+        return
+    # a row another transaction holds (a unit recording the node's next
+    # wait) is left to it, not waited for
+    import sqlalchemy as sa
+    from converge.db import models
+    sync = models.SyncPoint.__table__
+    waits = [(node, tw._sync_point(engine, trav, node).wake_at)
+             for node in nodes]
+    with engine.db.writer_engine.connect() as other, other.begin():
+        other.execute(sa.select(sync.c.node).where(
+            sync.c.traversal_id == trav,
+            sync.c.node == nodes[1]).with_for_update())
+        with engine.db.begin() as conn:
+            assert sorted(api.sync_take_many(conn, trav, waits, new + 2)) \
+                == sorted([nodes[0], nodes[2]])

@@ -422,20 +422,26 @@ def test_the_soon_timer_sends_waits_due_together_and_holds_probes_while_busy(
         engine):
     timer = pool.Pool(engine)
     now = time.time()
-    timer.wake_at(now - 0.1, 's', 't', 'look')           # expects the end
-    timer.wake_at(now - 0.1, 's', 't', 'probe', probe=True)
-    timer.wake_at(now + pool.SOON_WINDOW / 2, 's', 't', 'soon')
-    timer.wake_at(now + 0.5, 's', 't', 'later')
+    window = pool.SOON_WINDOW
+    timer.wake_at(now - 1, 's', 't', 'late')              # alone: at once
+    timer.wake_at(now - 1, 's', 't', 'probe', probe=True)
+    timer.wake_at(now + 1, 's', 't', 'a')
+    timer.wake_at(now + 1 + window / 2, 's', 't', 'b')
+    timer.wake_at(now + 2, 's', 't', 'c')
     engine.units_queued(engine.threads)      # every thread busy
     try:
         send, delay = timer._soon_due(now)
-        # the end's look and what is due with it go; the probe waits
-        assert [item[3] for item in send] == ['look', 'soon']
-        assert delay == pool.GATHER
-        assert timer._soon_due(now + 0.01)[0] == []
+        # an overdue look goes; the probe waits while the engine is busy
+        assert [item[3] for item in send] == ['late']
+        assert timer._soon_due(now) == ([], pool.GATHER)
+        # a comes due with b due within the window: none before its time,
+        # both together at the window's end
+        assert timer._soon_due(now + 1)[0] == []
+        send, _ = timer._soon_due(now + 1 + window)
+        assert [item[3] for item in send] == ['a', 'b']
         # held no longer than PROBE_HOLD_MAX, however busy
-        send, _ = timer._soon_due(now + pool.PROBE_HOLD_MAX)
-        assert [item[3] for item in send] == ['probe', 'later']
+        send, _ = timer._soon_due(now - 1 + pool.PROBE_HOLD_MAX)
+        assert [item[3] for item in send] == ['probe', 'c']
     finally:
         engine.units_queued(-engine.threads)
     engine._saturated_at = float('-inf')   # past SATURATED_HOLD

@@ -649,6 +649,30 @@ def sync_take_due(conn, now, lease, limit=1000, due_by=None):
     return taken
 
 
+def sync_take_many(conn, traversal_id, waits, new_wake_at):
+    """sync_take of several waiting nodes of one traversal ((node,
+    wake_at) pairs), in one statement where the database returns what an
+    update changed: the nodes taken."""
+    if not conn.dialect.update_returning or len(waits) == 1:  # MariaDB
+        return [node for node, wake_at in waits
+                if sync_take(conn, traversal_id, node, wake_at,
+                             new_wake_at)]
+    # rows another transaction holds are left (SKIP LOCKED): a unit
+    # recording this node's next wait or its end, or another engine's
+    # timer taking it; either way not this take's. Waiting for them, the
+    # rows this take had locked in its own order met a batch's records
+    # locking theirs in another: a deadlock, found after a second
+    free = sa.select(SYNC.c.node).where(
+        SYNC.c.traversal_id == traversal_id,
+        sa.tuple_(SYNC.c.node, SYNC.c.wake_at).in_(list(waits))
+    ).with_for_update(skip_locked=True)
+    return list(conn.scalars(
+        sa.update(SYNC).where(
+            SYNC.c.traversal_id == traversal_id,
+            SYNC.c.node.in_(free.scalar_subquery()))
+        .values(wake_at=new_wake_at).returning(SYNC.c.node)))
+
+
 def sync_take(conn, traversal_id, node, wake_at, new_wake_at):
     """Take one waiting node whose wait was recorded until `wake_at`
     (compare-and-swap: False when another engine took it, or it was

@@ -39,7 +39,8 @@ PROBE_HOLD_MAX = 5.0
 #: seconds the database timer of an engine whose threads are all busy
 #: leaves a due wait to an idle engine
 GATHER_MAX = 1.0
-#: seconds early a wait may be sent with others due at once
+#: seconds the soon-timer waits for more waits to come due, to send
+#: them together
 SOON_WINDOW = 0.02
 #: seconds between the notification relay's looks (engine/notify.py)
 NOTIFY_INTERVAL = 0.5
@@ -124,10 +125,13 @@ class Pool:
         """(the waits to send now, else the seconds until the next may
         be due); under the soon-timer's lock.
 
-        With those due within SOON_WINDOW: at the end of a ramp of
-        thousands of builds, waits come due a few ms apart, and each sent
-        alone was a message of its own (the broker's and the consumer's
-        work was two thirds of a worker's); a wait alone goes at its time.
+        Waits that come due within SOON_WINDOW of the first go together,
+        the first at most that late: at the end of a ramp of thousands of
+        builds, waits come due a few ms apart, and each sent alone was a
+        message of its own (the broker's and the consumer's work was two
+        thirds of a worker's). None goes before its time (a look at a
+        server a little early finds it building and costs another); a
+        wait alone goes at its time.
         While every worker thread is busy a probe (base.Wait.probe) would
         queue behind their work (during a ramp of thousands of creates,
         the first looks at servers just made) and cost the busy core: it
@@ -135,8 +139,17 @@ class Pool:
         engine's timer takes it from the database meanwhile). A look that
         expects to find the end goes at its time."""
         due = []
-        while self._soon and self._soon[0][0] <= now + SOON_WINDOW:
-            due.append(heapq.heappop(self._soon))
+        soon = self._soon
+        if soon and soon[0][0] <= now:
+            gather_until = soon[0][0] + SOON_WINDOW
+            second = min((e[0] for e in soon[1:3]), default=None)
+            if now < gather_until and second is not None and \
+                    now < second <= gather_until:
+                # another comes due within the window: wait for it, and
+                # send them together (none before its time)
+                return self._held_or_nothing(now, gather_until - now)
+            while soon and soon[0][0] <= now:
+                due.append(heapq.heappop(soon))
         send = due
         if self._held or due:
             busy = self.engine.saturated
@@ -145,17 +158,25 @@ class Pool:
                 hold = busy and item[4] and now - item[0] < PROBE_HOLD_MAX
                 (self._held if hold else send).append(item)
         delay = self._soon[0][0] - now if self._soon else 1.0
+        return self._held_or_nothing(now, delay) if not send else (send, 0.0)
+
+    def _held_or_nothing(self, now, delay):
         if self._held:
             delay = min(delay, GATHER)
-        return send, max(0.0, min(delay, 1.0))
+        return [], max(0.0, min(delay, 1.0))
 
     def _send_due(self, due):
         lease = conf_mod.CONF.worker.stall_timeout
         now = time.time()
+        by_trav = {}
+        for when, stack_id, trav_id, node, _ in due:
+            by_trav.setdefault((stack_id, trav_id), []).append((node, when))
+        taken = []
         with self.engine.db.begin() as conn:
-            taken = [(stack_id, trav_id, node)
-                     for when, stack_id, trav_id, node, _ in due
-                     if api.sync_take(conn, trav_id, node, when, now + lease)]
+            for (stack_id, trav_id), waits in by_trav.items():
+                taken += [(stack_id, trav_id, node) for node in
+                          api.sync_take_many(conn, trav_id, waits,
+                                             now + lease)]
         self.engine.client.send(taken)
 
     def _every(self, interval, step):

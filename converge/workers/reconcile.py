@@ -105,11 +105,11 @@ def check_resources(engine, stack_id, traversal_id, nodes, failed):
     out and returned, to run alone); then all are loaded in one read, and
     each acts as one alone does; those that wait or are done are then
     recorded together, the others (failed, replaced) at once in their
-    own transactions. If one of the
-    shared records loses its compare-and-swap (or the transaction fails),
-    the whole transaction is rolled back and each is recorded alone.
-    `failed(node)` is told of a unit that hit an unexpected error (sent
-    again later by the caller). Returns the nodes left out."""
+    own transactions. If one of the shared records loses its
+    compare-and-swap (or the transaction fails), the whole transaction
+    is rolled back and each is recorded alone. `failed(node)` is told of
+    a unit that hit an unexpected error (sent again later by the
+    caller). Returns the nodes left out."""
     together, left_out, names = [], [], {}
     with contextlib.ExitStack() as held, engine.gate.held():
         start = time.perf_counter()
@@ -169,28 +169,22 @@ def _record_together(engine, together, failed):
               enumerate(together) if outcome is not None]
     if not shared:
         return
-    # waits first, then the ends in the order of the counts they release:
-    # the shared rows they lock (a wide stack's count shards) are then
-    # locked in the same order by every batch, which cannot deadlock
-    shared.sort(key=lambda e: (e[2].kind == DONE, sorted(
-        e[1].sp.dependents or ())))
     keys = [(unit, unit.row.atomic_key if unit.row is not None else None)
             for _, unit, _ in shared]
     try:
         with engine.db.begin() as conn:
-            events = []
+            batch = _Batch(conn)
             for _, unit, outcome in shared:
-                unit.shared, unit.shared_events = conn, events
+                unit.shared = batch
                 unit.handle(outcome)
-            if events:
-                api.events_add(conn, *events)
+            batch.close()
         return
     except Exception:   # a lost write, a deadlock, a connection gone
         LOG.debug('recording %d units together failed; each alone',
                   len(shared), exc_info=True)
     finally:
         for _, unit, _ in shared:
-            unit.shared = unit.shared_events = None
+            unit.shared = None
     for unit, key in keys:   # as before the rolled-back transaction
         if unit.row is not None:
             unit.row.atomic_key = key
@@ -205,6 +199,39 @@ def _record_together(engine, together, failed):
                           unit.sp.node)
             together[i] = (unit, False, together[i][2])
             failed(unit.sp.node)
+
+
+class _Batch:
+    """The transaction the records of a batch share, and what it does
+    once at its end: the counts its ended units release (the rows many
+    units count down, a wide stack's count shards, are locked only from
+    there to the commit, and in one order by every batch, which cannot
+    deadlock; counted as each unit went, a batch held a shard from its
+    first end to its commit, and the batches of 16 threads queued on
+    them), the events (one statement), and the traversal's state for the
+    units that ended or were in flight (read after all their writes, as
+    each alone reads it after its own)."""
+
+    def __init__(self, conn):
+        self.conn = conn
+        self.events = []
+        self.ended = []
+        self.ask_failing = []
+
+    def close(self):
+        for unit in sorted(self.ended,
+                           key=lambda u: sorted(u.sp.dependents or ())):
+            unit.ready = walker.release(self.conn, unit.trav, unit.stack.id,
+                                        unit.sp.dependents)
+            self.ask_failing.append(unit)
+        if self.events:
+            api.events_add(self.conn, *self.events)
+        if self.ask_failing:
+            traversal_id = self.ask_failing[0].trav.id
+            failing = api.traversal_state(self.conn,
+                                          traversal_id) == 'failing'
+            for unit in self.ask_failing:
+                unit.failing = failing
 
 
 def _heard(engine, traversal_id, node, start):
@@ -230,8 +257,7 @@ class Unit:
         self.failing = False  # the traversal is failing: settle it
         self.resuming = False  # back from this traversal's own wait
         self.drift = None     # what a CHECK found drifted
-        self.shared = None    # the transaction of a batch (check_resources)
-        self.shared_events = None  # and the events it writes at its end
+        self.shared = None    # the batch whose transaction this shares
 
     @classmethod
     def load(cls, engine, traversal_id, node, name):
@@ -644,8 +670,7 @@ class Unit:
                 # waiting for it to end: waiting, it no longer counts, so
                 # it settles a failing traversal as an end would (else the
                 # sweeper's stall timeout did, a minute later)
-                self.failing = api.traversal_state(
-                    conn, self.trav.id) == 'failing'
+                self._ask_failing(conn)
         self.wake = wake_at
         self.probe = wait.probe and wake_at is not None
 
@@ -654,14 +679,14 @@ class Unit:
         """The transaction an outcome is recorded in: the unit's own, or
         the one the units of a batch share (check_resources)."""
         if self.shared is not None:
-            return contextlib.nullcontext(self.shared)
+            return contextlib.nullcontext(self.shared.conn)
         return self.engine.db.begin()
 
     def _add_events(self, conn, *events):
         """Write events in the unit's transaction; a batch's are written
         together before it commits (one statement)."""
-        if self.shared_events is not None:
-            self.shared_events.extend(events)
+        if self.shared is not None:
+            self.shared.events.extend(events)
         else:
             api.events_add(conn, *events)
 
@@ -768,11 +793,27 @@ class Unit:
         transaction. Whether the traversal is failing is read in the same
         transaction, because a failure elsewhere may be waiting for this
         unit to end."""
+        if self.shared is not None:   # its counts at the batch's end
+            if api.sync_mark_done(conn, self.trav.id, self.sp.node,
+                                  resource_id):
+                self.shared.ended.append(self)
+            else:
+                self.ready = None
+            return
         self.ready = walker.finish(conn, self.trav, self.stack.id,
                                    self.sp.node, self.sp.dependents,
                                    resource_id=resource_id)
-        self.failing = (self.ready is not None and
-                        api.traversal_state(conn, self.trav.id) == 'failing')
+        if self.ready is not None:
+            self._ask_failing(conn)
+
+    def _ask_failing(self, conn):
+        """Whether the traversal is failing, read after this unit's
+        writes in its transaction (a batch's, once after all of them)."""
+        if self.shared is not None:
+            self.shared.ask_failing.append(self)
+        else:
+            self.failing = api.traversal_state(conn,
+                                               self.trav.id) == 'failing'
 
     def tell(self):
         """After commit: send the dependents now ready; end a failing

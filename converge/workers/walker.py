@@ -18,6 +18,12 @@ def finish(session, traversal, stack_id, node, dependents, resource_id=None):
     """
     if not api.sync_mark_done(session, traversal.id, node, resource_id):
         return None
+    return release(session, traversal, stack_id, dependents)
+
+
+def release(session, traversal, stack_id, dependents):
+    """Count a finished input for each of `dependents`: the nodes now
+    ready to run (the traversal completed if the stack's own is)."""
     ready = api.sync_release(session, traversal.id, dependents)
     if STACK_NODE in ready:
         ready.remove(STACK_NODE)
