@@ -549,20 +549,27 @@ def _release_shards(conn, traversal_id, dependents):
     shard that reached zero."""
     plain = []
     for key in dependents:
-        split = plan_mod.split_shard(key)
-        if split is None:
+        if not plan_mod.is_shard(key):
             plain.append(key)
             continue
-        params = {'b_trav': traversal_id, 'b_node': split[0],
-                  'b_shard': split[1]}
-        if conn.dialect.update_returning:
-            left = _SHARD_RELEASE_RETURNING.run(conn, params).scalar_one()
-        else:  # MariaDB: read it back under the row lock the update took
-            conn.execute(_SHARD_RELEASE, params)
-            left = conn.execute(_SHARD_LEFT, params).scalar_one()
-        if left == 0:
-            plain.append(split[0])
+        node = sync_release_shard(conn, traversal_id, key)
+        if node is not None:
+            plain.append(node)
     return plain
+
+
+def sync_release_shard(conn, traversal_id, key):
+    """Count down one shard (a shard key, graph/plan.py): its node if
+    that was the shard's last input (the node is then counted down
+    once, by the caller), else None."""
+    node, shard = plan_mod.split_shard(key)
+    params = {'b_trav': traversal_id, 'b_node': node, 'b_shard': shard}
+    if conn.dialect.update_returning:
+        left = _SHARD_RELEASE_RETURNING.run(conn, params).scalar_one()
+    else:  # MariaDB: read it back under the row lock the update took
+        conn.execute(_SHARD_RELEASE, params)
+        left = conn.execute(_SHARD_LEFT, params).scalar_one()
+    return node if left == 0 else None
 
 
 def sync_release(conn, traversal_id, dependents):

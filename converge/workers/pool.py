@@ -35,7 +35,7 @@ LOG = logging.getLogger(__name__)
 #: seconds between the soon-timer's looks at the probes it holds (every
 #: worker thread busy), and the longest it holds one (base.Wait.probe)
 GATHER = 0.05
-PROBE_HOLD_MAX = 5.0
+PROBE_HOLD_MAX = reconcile.PROBE_BACKSTOP
 #: seconds the database timer of an engine whose threads are all busy
 #: leaves a due wait to an idle engine
 GATHER_MAX = 1.0
@@ -97,14 +97,17 @@ class Pool:
         thread.start()
         self._threads.append(thread)
 
-    def wake_at(self, when, stack_id, traversal_id, node, probe=False):
-        """A unit of this process recorded a wait until `when`: send the
-        node then, to the moment, if no other engine's timer has. A
-        `probe` (base.Wait.probe) is held back while every worker thread
-        is busy, up to PROBE_HOLD_MAX."""
+    def wake_at(self, when, stack_id, traversal_id, node, probe=False,
+                recorded=None):
+        """A unit of this process recorded a wait until `when` (in the
+        database until `recorded`, by default the same): send the node
+        then, to the moment, if no other engine's timer has. A `probe`
+        (base.Wait.probe) is held back while every worker thread is busy,
+        up to PROBE_HOLD_MAX."""
         with self._soon_cv:
-            heapq.heappush(self._soon, (when, stack_id, traversal_id, node,
-                                        probe))
+            heapq.heappush(self._soon, (
+                when, stack_id, traversal_id, node, probe,
+                when if recorded is None else recorded))
             self._soon_cv.notify()
 
     def _soon_loop(self):
@@ -169,8 +172,9 @@ class Pool:
         lease = conf_mod.CONF.worker.stall_timeout
         now = time.time()
         by_trav = {}
-        for when, stack_id, trav_id, node, _ in due:
-            by_trav.setdefault((stack_id, trav_id), []).append((node, when))
+        for _, stack_id, trav_id, node, _, recorded in due:
+            by_trav.setdefault((stack_id, trav_id), []).append(
+                (node, recorded))
         taken = []
         with self.engine.db.begin() as conn:
             for (stack_id, trav_id), waits in by_trav.items():

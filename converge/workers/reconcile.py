@@ -54,6 +54,11 @@ LOG = logging.getLogger(__name__)
 DONE, FAILED, REPLACE, WAIT, LOST, DROP = (
     'done', 'failed', 'replace', 'wait', 'lost', 'drop')
 
+#: seconds after its time a probe (base.Wait.probe) is recorded to come
+#: due in the database, for any engine's timer: the engine that recorded
+#: it holds it back no longer while its threads are busy
+PROBE_BACKSTOP = 5.0
+
 
 @dataclasses.dataclass
 class Outcome:
@@ -206,11 +211,11 @@ class _Batch:
     once at its end: the counts its ended units release (the rows many
     units count down, a wide stack's count shards, are locked only from
     there to the commit, and in one order by every batch, which cannot
-    deadlock; counted as each unit went, a batch held a shard from its
-    first end to its commit, and the batches of 16 threads queued on
-    them), the events (one statement), and the traversal's state for the
-    units that ended or were in flight (read after all their writes, as
-    each alone reads it after its own)."""
+    deadlock: walker.release_together; counted as each unit went, a
+    batch held a shard from its first end to its commit, and the batches
+    of 16 threads queued on them), the events (one statement), and the
+    traversal's state for the units that ended or were in flight (read
+    after all their writes, as each alone reads it after its own)."""
 
     def __init__(self, conn):
         self.conn = conn
@@ -219,11 +224,14 @@ class _Batch:
         self.ask_failing = []
 
     def close(self):
-        for unit in sorted(self.ended,
-                           key=lambda u: sorted(u.sp.dependents or ())):
-            unit.ready = walker.release(self.conn, unit.trav, unit.stack.id,
-                                        unit.sp.dependents)
-            self.ask_failing.append(unit)
+        if self.ended:
+            unit = self.ended[0]
+            ready = walker.release_together(
+                self.conn, unit.trav, unit.stack.id,
+                {i: u.sp.dependents for i, u in enumerate(self.ended)})
+            for i, unit in enumerate(self.ended):
+                unit.ready = ready[i]
+                self.ask_failing.append(unit)
         if self.events:
             api.events_add(self.conn, *self.events)
         if self.ask_failing:
@@ -254,6 +262,7 @@ class Unit:
         self.woken = []       # (traversal, node) woken by a freed slot
         self.wake = None      # when this unit's wait ends (WAIT)
         self.probe = False    # and whether it only looks (Wait.probe)
+        self.recorded = None  # and its time in the database
         self.failing = False  # the traversal is failing: settle it
         self.resuming = False  # back from this traversal's own wait
         self.drift = None     # what a CHECK found drifted
@@ -642,6 +651,17 @@ class Unit:
             row.status == 'IN_PROGRESS' and row.action == outcome.action
             and row.engine_id in (None, self.engine.engine_id))
         event = wait.event
+        probe = wait.probe and wake_at is not None and event is None
+        # a probe's time in the database is its backstop's: this engine
+        # sends it (when its threads are free), any engine's timer only
+        # PROBE_BACKSTOP later, should this one die; taken at its time,
+        # the timer of an engine as busy as this one sent the first looks
+        # of a ramp of creates into it
+        recorded = wake_at
+        if probe:
+            recorded = wake_at + PROBE_BACKSTOP
+            if deadline:
+                recorded = min(recorded, deadline)
         with self._transaction() as conn:
             if event is not None and wait.still is not None and \
                     not wait.still(conn):
@@ -662,7 +682,7 @@ class Unit:
                 self._add_events(conn, self._event(
                     self.row.physical_id, outcome.action, 'IN_PROGRESS',
                     timestamp=self.started))
-            if not api.sync_wait(conn, self.trav.id, self.sp.node, wake_at,
+            if not api.sync_wait(conn, self.trav.id, self.sp.node, recorded,
                                  event):
                 raise Lost()
             if row.engine_id is not None:
@@ -671,8 +691,7 @@ class Unit:
                 # it settles a failing traversal as an end would (else the
                 # sweeper's stall timeout did, a minute later)
                 self._ask_failing(conn)
-        self.wake = wake_at
-        self.probe = wait.probe and wake_at is not None
+        self.wake, self.recorded, self.probe = wake_at, recorded, probe
 
     # -- writing --------------------------------------------------------------
     def _transaction(self):
@@ -828,7 +847,8 @@ class Unit:
             # any engine's timer does, should this one die first
             self.engine.workers.wake_at(self.wake, self.stack.id,
                                         self.trav.id, self.sp.node,
-                                        probe=self.probe)
+                                        probe=self.probe,
+                                        recorded=self.recorded)
         if self.failing:
             traversal_mod.settle(self.engine, self.trav, self.stack)
 

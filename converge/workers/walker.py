@@ -7,6 +7,7 @@ at all. (Starting, failing and ending a traversal: engine/traversal.py.)
 
 from converge.db import api
 from converge.engine import traversal as traversal_mod
+from converge.graph import plan
 from converge.graph.plan import STACK_NODE
 
 
@@ -28,4 +29,32 @@ def release(session, traversal, stack_id, dependents):
     if STACK_NODE in ready:
         ready.remove(STACK_NODE)
         traversal_mod.complete(session, traversal, stack_id)
+    return ready
+
+
+def release_together(session, traversal, stack_id, dependents_of):
+    """release() for several ended nodes ({key: their dependents}):
+    {key: the nodes now ready}. In the one order every caller shares:
+    first each count shard, in order, then each node, in order. (A
+    shard's last input counts its node down at once when alone: two
+    batches, each holding a shard and the node the other had just
+    counted, waited for each other until PostgreSQL broke the deadlock a
+    second later.)"""
+    plain = {key: [] for key in dependents_of}
+    shards = sorted((dep, key) for key, deps in dependents_of.items()
+                    for dep in deps or () if plan.is_shard(dep))
+    for dep, key in shards:
+        node = api.sync_release_shard(session, traversal.id, dep)
+        if node is not None:
+            plain[key].append(node)
+    for key, deps in dependents_of.items():
+        plain[key] += [dep for dep in deps or () if not plan.is_shard(dep)]
+    ready = {key: [] for key in dependents_of}
+    for node, key in sorted((node, key) for key, nodes in plain.items()
+                            for node in nodes):
+        ready[key] += api.sync_release(session, traversal.id, [node])
+    for key, nodes in ready.items():
+        if STACK_NODE in nodes:
+            nodes.remove(STACK_NODE)
+            traversal_mod.complete(session, traversal, stack_id)
     return ready
