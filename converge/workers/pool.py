@@ -67,7 +67,8 @@ class Pool:
         self._threads = []
         # waits this process recorded, to be sent at their exact time (the
         # database timer, ticking every timer_interval, is every engine's
-        # backstop): a heap of (wake_at, stack, traversal, node)
+        # backstop): a heap of (wake_at, stack, traversal, node, probe,
+        # the time recorded in the database)
         self._soon = []
         self._soon_cv = threading.Condition()
         self._held = []   # probes that came due while every thread was busy
@@ -138,9 +139,10 @@ class Pool:
         While every worker thread is busy a probe (base.Wait.probe) would
         queue behind their work (during a ramp of thousands of creates,
         the first looks at servers just made) and cost the busy core: it
-        is held until a thread is free, or PROBE_HOLD_MAX (an idle
-        engine's timer takes it from the database meanwhile). A look that
-        expects to find the end goes at its time."""
+        is held until a thread is free, or PROBE_HOLD_MAX (the time it is
+        recorded at in the database, for another engine's timer should
+        this one die). A look that expects to find the end goes at its
+        time."""
         due = []
         soon = self._soon
         if soon and soon[0][0] <= now:
@@ -150,7 +152,7 @@ class Pool:
                     now < second <= gather_until:
                 # another comes due within the window: wait for it, and
                 # send them together (none before its time)
-                return self._held_or_nothing(now, gather_until - now)
+                return self._nothing_yet(gather_until - now)
             while soon and soon[0][0] <= now:
                 due.append(heapq.heappop(soon))
         send = due
@@ -161,9 +163,11 @@ class Pool:
                 hold = busy and item[4] and now - item[0] < PROBE_HOLD_MAX
                 (self._held if hold else send).append(item)
         delay = self._soon[0][0] - now if self._soon else 1.0
-        return self._held_or_nothing(now, delay) if not send else (send, 0.0)
+        return (send, 0.0) if send else self._nothing_yet(delay)
 
-    def _held_or_nothing(self, now, delay):
+    def _nothing_yet(self, delay):
+        """Nothing to send: how long to wait (shorter while probes are
+        held, to see whether a thread is free)."""
         if self._held:
             delay = min(delay, GATHER)
         return [], max(0.0, min(delay, 1.0))
