@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from converge.db import api
 from converge.engine import rpc
 from converge.engine import stacks
 from converge.workers import reconcile
@@ -127,6 +128,40 @@ def test_a_lost_write_records_the_others_each_alone(
         assert tw._row(engine, stack_id, name).status == 'COMPLETE'
     # the last end completed the stack
     assert tw._stack(engine, stack_id).status == 'COMPLETE'
+
+
+def test_a_wide_stack_ends_through_batches_counting_each_end_once(
+        engine, tmp_path):
+    # 80 ends count the stack's own node down through its shards (more
+    # than plan.FAN_IN inputs): batches of several ends share a shard,
+    # one is delivered twice, and the stack completes exactly when the
+    # last end is recorded, with one COMPLETE event for each resource
+    queue = _walker(engine)
+    stack_id, trav = stacks.create(engine, 'wide',
+                                   _template(tmp_path, 80, waits=False), {})
+    nodes = sorted(node for _, _, node in queue)
+    queue.clear()
+    assert len(nodes) == 80
+    batches = [nodes[i:i + 20] for i in range(0, 80, 20)]
+    failed = []
+    for batch in batches[:-1]:
+        assert reconcile.check_resources(engine, stack_id, trav, batch,
+                                         failed.append) == []
+        assert tw._stack(engine, stack_id).status == 'IN_PROGRESS'
+    # delivered again: nothing counted twice
+    assert reconcile.check_resources(engine, stack_id, trav, batches[0],
+                                     failed.append) == []
+    assert tw._stack(engine, stack_id).status == 'IN_PROGRESS'
+    assert reconcile.check_resources(engine, stack_id, trav, batches[-1],
+                                     failed.append) == []
+    assert failed == [] and not queue
+    assert tw._stack(engine, stack_id).status == 'COMPLETE'
+    with engine.db.read() as session:
+        events = api.events_list(session, stack_id)
+    done = collections.Counter(e.resource_name for e in events
+                               if e.status == 'COMPLETE' and
+                               e.resource_name != 'wide')
+    assert len(done) == 80 and set(done.values()) == {1}
 
 
 def test_a_node_locked_elsewhere_is_left_to_run_alone(engine, tmp_path):

@@ -5,6 +5,7 @@ every write to a stack row that belongs to a traversal is a
 compare-and-swap on ``current_traversal``.
 """
 
+import collections
 import functools
 import time
 import types
@@ -500,6 +501,39 @@ def sync_mark_done(conn, traversal_id, node, resource_id=None):
     return res.rowcount == 1
 
 
+#: nodes marked done, or shards counted, by one statement prepared for
+#: their number (more: one statement each)
+_MANY_MAX = 32
+
+
+@functools.lru_cache(maxsize=_MANY_MAX)
+def _mark_done_few(count):
+    nodes = [bp('n%d' % i) for i in range(count)]
+    rid = sa.case(*[(SYNC.c.node == nodes[i], sa.func.coalesce(
+        bp('r%d' % i, type_=SYNC.c.resource_id.type), SYNC.c.resource_id))
+        for i in range(count)], else_=SYNC.c.resource_id)
+    return prepared.Statement(sa.update(SYNC).where(
+        SYNC.c.traversal_id == bp('b_trav'), SYNC.c.node.in_(nodes),
+        SYNC.c.done.is_(False)).values(
+        done=True, updated_at=bp('b_now'), resource_id=rid).returning(
+        SYNC.c.node), typed=True)
+
+
+def sync_mark_done_many(conn, traversal_id, items):
+    """sync_mark_done of several nodes ([(node, resource id or None)],
+    each node once): the nodes marked now, in one statement where the
+    database returns what it updated (a message's units that ended
+    together; one statement each was a fifth of their statements)."""
+    if conn.dialect.update_returning and 1 < len(items) <= _MANY_MAX:
+        params = {'b_trav': traversal_id, 'b_now': time.time()}
+        for i, (node, resource_id) in enumerate(items):
+            params['n%d' % i], params['r%d' % i] = node, resource_id
+        return {row[0] for row in
+                _mark_done_few(len(items)).run(conn, params)}
+    return {node for node, resource_id in items
+            if sync_mark_done(conn, traversal_id, node, resource_id)}
+
+
 _SYNC_SET_RESOURCE = sa.update(SYNC).where(
     SYNC.c.traversal_id == bp('b_trav'), SYNC.c.node == bp('b_node')).values(
     resource_id=bp('b_rid'))
@@ -570,6 +604,53 @@ def sync_release_shard(conn, traversal_id, key):
         conn.execute(_SHARD_RELEASE, params)
         left = conn.execute(_SHARD_LEFT, params).scalar_one()
     return node if left == 0 else None
+
+
+@functools.lru_cache(maxsize=_MANY_MAX)
+def _shards_release_few(count):
+    shards = [bp('s%d' % i) for i in range(count)]
+    by = sa.case(*[(SHARDS.c.shard == shards[i], bp('c%d' % i))
+                   for i in range(count)], else_=0)
+    # locked in their order first (the order every batch locks them in),
+    # whatever order the update itself visits them in
+    locked = sa.select(SHARDS.c.shard).where(
+        SHARDS.c.traversal_id == bp('b_trav'), SHARDS.c.node == bp('b_node'),
+        SHARDS.c.shard.in_(shards)).order_by(
+        SHARDS.c.shard).with_for_update()
+    return prepared.Statement(sa.update(SHARDS).where(
+        SHARDS.c.traversal_id == bp('b_trav'), SHARDS.c.node == bp('b_node'),
+        SHARDS.c.shard.in_(locked.scalar_subquery())).values(
+        remaining=SHARDS.c.remaining - by).returning(
+        SHARDS.c.shard, SHARDS.c.remaining), typed=True)
+
+
+def sync_release_shards(conn, traversal_id, keys):
+    """Count down the shards `keys` name (shard keys, graph/plan.py; a
+    key given k times counts its shard down k times): the keys whose
+    shard reached zero (its node is then counted down once, by the
+    caller). Where the database returns what it updated, one statement
+    per counted node, locking its shards in their order (as every batch
+    does: walker.release_together); else one per key."""
+    if not conn.dialect.update_returning:   # MariaDB
+        return {key for key in keys
+                if sync_release_shard(conn, traversal_id, key) is not None}
+    by_node = {}
+    for key in keys:
+        node, shard = plan_mod.split_shard(key)
+        counts = by_node.setdefault(node, collections.Counter())
+        counts[shard] += 1
+    zero = set()
+    for node in sorted(by_node):
+        counts = sorted(by_node[node].items())
+        for start in range(0, len(counts), _MANY_MAX):
+            part = counts[start:start + _MANY_MAX]
+            params = {'b_trav': traversal_id, 'b_node': node}
+            for i, (shard, count) in enumerate(part):
+                params['s%d' % i], params['c%d' % i] = shard, count
+            zero.update(plan_mod.shard_key(shard, node) for shard, left in
+                        _shards_release_few(len(part)).run(conn, params)
+                        if left == 0)
+    return zero
 
 
 def sync_release(conn, traversal_id, dependents):

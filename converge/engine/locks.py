@@ -28,6 +28,7 @@ from tooz import coordination
 from converge import exception
 from converge.engine import filelocks
 from converge.engine import listeners as listeners_mod
+from converge.engine import redislocks
 
 LOG = logging.getLogger(__name__)
 
@@ -105,6 +106,37 @@ class Locks:
             lock.release()
         except coordination.ToozError:  # pragma: no cover - expired
             pass
+
+    def try_resources(self, stack_id, names):
+        """try_resource for several resources of a stack: {name: lock}
+        of those taken (the others are held elsewhere). On Redis, all in
+        one round trip (redislocks.py); the caller lets them go with
+        release_resources."""
+        locks = {name: self._resource_locks.get_lock(
+            self.name(stack_id, name)) for name in names}
+        if locks and redislocks.usable(self._coord,
+                                       next(iter(locks.values()))):
+            got = set(redislocks.acquire_many(self._coord,
+                                              list(locks.values())))
+            taken = {n: lock for n, lock in locks.items() if lock in got}
+        else:
+            taken = {n: lock for n, lock in locks.items()
+                     if lock.acquire(blocking=False)}
+        for name in taken:
+            self.listeners.on_lock(stack_id, name)
+        return taken
+
+    def release_resources(self, locks):
+        """Let go of locks taken by try_resources."""
+        if locks and redislocks.usable(self._coord, locks[0]):
+            try:
+                redislocks.release_many(self._coord, locks)
+            except Exception:  # expire by themselves, as tooz's would
+                LOG.warning('releasing %d resource locks failed; they '
+                            'expire', len(locks), exc_info=True)
+            return
+        for lock in locks:
+            self.release_resource(lock)
 
     def idle(self, stack_id, resource_name):
         """True when nobody holds the resource's lock (a unit of work holds

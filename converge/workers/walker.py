@@ -35,20 +35,24 @@ def release(session, traversal, stack_id, dependents):
 def release_together(session, traversal, stack_id, dependents_of):
     """release() for several ended nodes ({key: their dependents}):
     {key: the nodes now ready}. In the one order every caller shares:
-    first each count shard, in order, then each node, in order. (A
-    shard's last input counts its node down at once when alone: two
-    batches, each holding a shard and the node the other had just
-    counted, waited for each other until PostgreSQL broke the deadlock a
-    second later.)"""
+    first the count shards, node by node, each node's in one statement
+    that locks them in order; then each node, in order. (A shard's last
+    input counts its node down at once when alone: two batches, each
+    holding a shard and the node the other had just counted, waited for
+    each other until PostgreSQL broke the deadlock a second later.)"""
     plain = {key: [] for key in dependents_of}
-    shards = sorted((dep, key) for key, deps in dependents_of.items()
-                    for dep in deps or () if plan.is_shard(dep))
-    for dep, key in shards:
-        node = api.sync_release_shard(session, traversal.id, dep)
-        if node is not None:
-            plain[key].append(node)
+    last = {}   # shard key -> the last ended node counting it
     for key, deps in dependents_of.items():
-        plain[key] += [dep for dep in deps or () if not plan.is_shard(dep)]
+        for dep in deps or ():
+            if plan.is_shard(dep):
+                last[dep] = key
+            else:
+                plain[key].append(dep)
+    if last:
+        keys = [dep for deps in dependents_of.values() for dep in deps or ()
+                if plan.is_shard(dep)]
+        for dep in api.sync_release_shards(session, traversal.id, keys):
+            plain[last[dep]].append(plan.split_shard(dep)[0])
     ready = {key: [] for key in dependents_of}
     for node, key in sorted((node, key) for key, nodes in plain.items()
                             for node in nodes):
