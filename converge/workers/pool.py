@@ -72,6 +72,10 @@ class Pool:
         self._soon = []
         self._soon_cv = threading.Condition()
         self._held = []   # probes that came due while every thread was busy
+        # whether another engine has units to run, looked at (at most
+        # every GATHER) while this one holds probes with threads free
+        self._elsewhere = False
+        self._looked = 0.0
         self._relay = None
 
     def start(self):
@@ -114,6 +118,7 @@ class Pool:
     def _soon_loop(self):
         self.engine.db.keep_connections()
         while not self._stopping.is_set():
+            self._look_elsewhere()
             with self._soon_cv:
                 send, delay = self._soon_due(time.time())
                 if not send:
@@ -157,13 +162,35 @@ class Pool:
                 due.append(heapq.heappop(soon))
         send = due
         if self._held or due:
-            busy = self.engine.saturated
+            busy = self.engine.saturated or self._elsewhere
             send, waiting, self._held = [], self._held + due, []
             for item in waiting:
                 hold = busy and item[4] and now - item[0] < PROBE_HOLD_MAX
                 (self._held if hold else send).append(item)
         delay = self._soon[0][0] - now if self._soon else 1.0
         return (send, 0.0) if send else self._nothing_yet(delay)
+
+    def _look_elsewhere(self):
+        """While this engine holds probes and has threads free: whether
+        units are waiting to run elsewhere (another engine's share of a
+        fan-out). Its probes wait for them too, up to PROBE_HOLD_MAX: a
+        probe is a look that may learn nothing yet, and an engine that
+        ran out of its share of 2,000 creates and sent its 1,400 held
+        probes slowed the other's last creates to half their rate (on
+        shared cores, and a shared database; half a second of the ramp)."""
+        if not self._held or self.engine.saturated:
+            self._elsewhere = False
+            return
+        now = time.monotonic()
+        if now - self._looked < GATHER:
+            return
+        self._looked = now
+        try:
+            with self.engine.db.connect() as conn:
+                self._elsewhere = api.sync_any_pending(conn)
+        except Exception:
+            LOG.debug('could not look for work elsewhere', exc_info=True)
+            self._elsewhere = False
 
     def _nothing_yet(self, delay):
         """Nothing to send: how long to wait (shorter while probes are
