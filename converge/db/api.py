@@ -690,6 +690,37 @@ _WAIT = prepared.Statement(sa.update(SYNC).where(
     typed=True)
 
 
+@functools.lru_cache(maxsize=_MANY_MAX)
+def _wait_few(count):
+    nodes = [bp('n%d' % i) for i in range(count)]
+
+    def each(column, prefix):
+        return sa.case(*[(SYNC.c.node == nodes[i], bp(
+            '%s%d' % (prefix, i), type_=column.type)) for i in range(count)],
+            else_=column)
+    return prepared.Statement(sa.update(SYNC).where(
+        SYNC.c.traversal_id == bp('b_trav'), SYNC.c.node.in_(nodes),
+        SYNC.c.done.is_(False)).values(
+        wake_at=each(SYNC.c.wake_at, 'w'),
+        wait_event=each(SYNC.c.wait_event, 'e'),
+        updated_at=bp('b_now')).returning(SYNC.c.node), typed=True)
+
+
+def sync_wait_many(conn, traversal_id, waits):
+    """sync_wait of several nodes ([(node, wake_at, event)], each node
+    once): the nodes recorded as waiting, in one statement where the
+    database returns what it updated (a message's units that wait: each
+    alone was half the statements of a ramp of creates)."""
+    if conn.dialect.update_returning and 1 < len(waits) <= _MANY_MAX:
+        params = {'b_trav': traversal_id, 'b_now': time.time()}
+        for i, (node, wake_at, event) in enumerate(waits):
+            params['n%d' % i] = node
+            params['w%d' % i], params['e%d' % i] = wake_at, event
+        return {row[0] for row in _wait_few(len(waits)).run(conn, params)}
+    return {node for node, wake_at, event in waits
+            if sync_wait(conn, traversal_id, node, wake_at, event)}
+
+
 def sync_wait(conn, traversal_id, node, wake_at, event):
     """Record that the node waits: until `wake_at` (epoch seconds), or for
     `event`. False when the node is gone or done."""

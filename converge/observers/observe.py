@@ -90,7 +90,22 @@ def drift(plugin, observation):
 
 
 def jsonable(value):
-    """An observed state as stored: JSON (a timestamp as its text)."""
-    if value is None:
-        return None
+    """An observed state as stored: JSON (a timestamp as its text). One
+    that is JSON already (the usual case: what a cloud's API returned)
+    is stored as it is: its round trip through the encoder was a fifth of
+    recording a server's end."""
+    if value is None or _plain(value):
+        return value
     return json.loads(json.dumps(value, default=str))
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _plain(value):
+    kind = type(value)
+    if kind is dict:
+        return all(type(k) is str and _plain(v) for k, v in value.items())
+    if kind is list:
+        return all(_plain(v) for v in value)
+    return kind in _SCALARS

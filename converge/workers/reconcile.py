@@ -185,7 +185,7 @@ def _record_together(engine, together, failed):
             for _, unit, _ in shared]
     try:
         with engine.db.begin() as conn:
-            batch = _Batch(conn)
+            batch = _Batch(conn, shared[0][1].trav.id)
             for _, unit, outcome in shared:
                 unit.shared = batch
                 unit.handle(outcome)
@@ -215,7 +215,9 @@ def _record_together(engine, together, failed):
 
 class _Batch:
     """The transaction the records of a batch share, and what it does
-    once at its end: the nodes of its ended units marked done (one
+    once at its end: the waits of its units that wait recorded (one
+    statement; one that finds its node gone or done fails the batch, as
+    a lost write does), the nodes of its ended units marked done (one
     statement), the events (one statement), the traversal's state for
     the units that ended or were in flight (read after their writes, as
     each alone reads it after its own), and, last, the counts its ended
@@ -226,13 +228,20 @@ class _Batch:
     those statements too, and at the end of a ramp of 2,000 builds the
     batches queued on them (40 ms a count, 23 s in all)."""
 
-    def __init__(self, conn):
+    def __init__(self, conn, traversal_id):
         self.conn = conn
+        self.traversal_id = traversal_id
         self.events = []
         self.ending = []   # (unit, its row's id) whose node is done
+        self.waits = []    # (node, wake_at, event) of the units that wait
         self.ask_failing = []
 
     def close(self):
+        if self.waits:
+            waits = api.sync_wait_many(self.conn, self.traversal_id,
+                                       self.waits)
+            if len(waits) < len(self.waits):   # one gone or done meanwhile
+                raise Lost()
         ended = []
         if self.ending:
             unit = self.ending[0][0]
@@ -701,8 +710,10 @@ class Unit:
                 self._add_events(conn, self._event(
                     self.row.physical_id, outcome.action, 'IN_PROGRESS',
                     timestamp=self.started))
-            if not api.sync_wait(conn, self.trav.id, self.sp.node, recorded,
-                                 event):
+            if self.shared is not None:   # with the batch's at its end
+                self.shared.waits.append((self.sp.node, recorded, event))
+            elif not api.sync_wait(conn, self.trav.id, self.sp.node,
+                                   recorded, event):
                 raise Lost()
             if row.engine_id is not None:
                 # it was in flight, and a failure elsewhere may have been

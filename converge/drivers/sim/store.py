@@ -26,6 +26,7 @@ import os
 import sqlite3
 import threading
 import time
+import uuid
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -354,6 +355,42 @@ def _writer_queue(engine):
         return contextlib.nullcontext()
     with _LOCK:
         return _QUEUES.setdefault(id(engine), threading.RLock())
+
+
+def _faults_file(engine):
+    if engine.dialect.name != 'sqlite':
+        return None
+    path = engine.url.database
+    if path.startswith('file:'):
+        path = path[5:].split('?', 1)[0]
+    return os.path.abspath(path) + '-faults'
+
+
+def faults_version(engine):
+    """What the faults were last changed to, on SQLite: a token in a
+    file beside the database, replaced after every change (set_faults,
+    clear_faults, reset) commits; '' before any. None on other
+    databases, where callers read the faults every time."""
+    path = _faults_file(engine)
+    if path is None:
+        return None
+    try:
+        with open(path) as f:
+            return f.read()
+    except FileNotFoundError:
+        return ''
+
+
+def faults_changed(engine):
+    """After a change to the faults commits: a new token (written aside
+    and renamed over the old, so a reader sees one or the other)."""
+    path = _faults_file(engine)
+    if path is None:
+        return
+    aside = '%s.%d.%d' % (path, os.getpid(), threading.get_ident())
+    with open(aside, 'w') as f:
+        f.write(uuid.uuid4().hex)
+    os.replace(aside, path)
 
 
 @contextlib.contextmanager
