@@ -176,8 +176,10 @@ class Server(base.Resource):
     #: ... one more look, about this many seconds later (not near the
     #: end, where the last looks of many servers come due), timed so
     #: that Nova's progress then tells which half of that span the end
-    #: lies in (see _split_look)
+    #: lies in (see _split_look) ...
     split_after = 1.0
+    #: ... at most this many times an action
+    split_max = 2
 
     properties_schema = {
         'name': p.Schema(p.STRING, 'Server name.', update_allowed=True),
@@ -562,8 +564,8 @@ class Server(base.Resource):
 
     def _split_look(self, waiting, now, earliest, latest, late=0.0):
         """Seconds until a look that halves the span the end lies in,
-        before the last look, once per action, while that span is wider
-        than `split_min`; else None. Nova's progress is a whole percent:
+        before the last look, up to `split_max` times an action, while
+        that span is wider than `split_min`; else None. Nova's progress is a whole percent:
         at the moment the action is k % through if it ends at the middle
         of the span, it shows k % or more if it ends in the earlier half,
         less if in the later. So the look goes at the first such moment
@@ -574,8 +576,8 @@ class Server(base.Resource):
         less evenly (0.1 s late, a 30 s build's look splits the span a
         third of a second wide at 0.13 s past its middle): it is asked for
         as much earlier as this server's last look came `late`."""
-        if waiting.get('split') or earliest is None or \
-                latest - earliest <= self.split_min:
+        if waiting.get('split', 0) >= self.split_max or earliest is None \
+                or latest - earliest <= self.split_min:
             return None
         since = waiting['since']
         span = (earliest + latest) / 2.0 - since
@@ -584,7 +586,7 @@ class Server(base.Resource):
         at = since + percent * span / 100.0
         if percent >= 100 or at > earliest - self.poll_min:
             return None   # too near the end: the last look goes next
-        waiting['split'] = True
+        waiting['split'] = waiting.get('split', 0) + 1
         return at - late - now
 
     def _next_poll(self, elapsed, polls, progress):
