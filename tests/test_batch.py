@@ -168,30 +168,45 @@ def test_a_wide_stack_ends_through_batches_counting_each_end_once(
 def test_probes_an_engine_holds_wait_for_units_still_to_run_elsewhere(
         engine, tmp_path):
     # an engine that has run its share of a fan-out keeps holding its
-    # probes while nodes sent to another engine are still to run; it sends
-    # them once nothing is left to run (or PROBE_HOLD_MAX, as before)
+    # probes while more nodes are still to run than it runs itself (nodes
+    # sent to another engine); it sends them once nothing is left to run
+    # elsewhere (or PROBE_HOLD_MAX, as before)
     queue = _walker(engine)
     stack_id, trav = stacks.create(engine, 'elsewhere',
                                    _template(tmp_path, 3, waits=False), {})
-    nodes = [node for _, _, node in queue]    # sent, not run: elsewhere
+    nodes = [node for _, _, node in queue]    # sent, not run yet
     queue.clear()
     timer = pool.Pool(engine)
     now = time.time()
-    timer.wake_at(now - 1, stack_id, trav, 'probe', probe=True)
-    engine.units_queued(engine.threads)       # this engine busy: held
+
+    def probe_due(name):
+        timer.wake_at(now - 1, stack_id, trav, name, probe=True)
+        engine.units_queued(engine.threads)   # this engine busy: held
+        try:
+            assert timer._soon_due(now)[0] == []
+        finally:
+            engine.units_queued(-engine.threads)
+        engine._saturated_at = float('-inf')
+        assert not engine.saturated
+
+    def sent_after_a_look():
+        timer._looked = 0.0                   # GATHER later
+        timer._look_elsewhere()
+        return [item[3] for item in timer._soon_due(now)[0]]
+
+    # the three nodes are this engine's own units: nothing elsewhere
+    probe_due('mine')
+    engine.units_queued(len(nodes))
     try:
-        assert timer._soon_due(now)[0] == []
+        assert sent_after_a_look() == ['mine']
     finally:
-        engine.units_queued(-engine.threads)
-    engine._saturated_at = float('-inf')
-    assert not engine.saturated
-    timer._look_elsewhere()
-    assert timer._soon_due(now)[0] == []      # still held: work elsewhere
+        engine.units_queued(-len(nodes))
+    # another engine's: held until they have run
+    probe_due('theirs')
+    assert sent_after_a_look() == []
     assert reconcile.check_resources(engine, stack_id, trav, nodes,
                                      lambda node: None) == []
-    timer._looked = 0.0                       # GATHER later
-    timer._look_elsewhere()
-    assert [item[3] for item in timer._soon_due(now)[0]] == ['probe']
+    assert sent_after_a_look() == ['theirs']
 
 
 def test_a_node_locked_elsewhere_is_left_to_run_alone(engine, tmp_path):

@@ -746,18 +746,18 @@ _ANY_DUE = sa.select(SYNC.c.node).where(
     SYNC.c.wake_at <= bp('b_now'), SYNC.c.done.is_(False)).limit(1)
 
 
-_ANY_PENDING = sa.select(SYNC.c.node).join(
+_PENDING = sa.select(SYNC.c.node).join(
     TRAVERSALS, TRAVERSALS.c.id == SYNC.c.traversal_id).where(
     TRAVERSALS.c.state == 'running', SYNC.c.done.is_(False),
     SYNC.c.remaining == 0, SYNC.c.wake_at.is_(None),
-    SYNC.c.wait_event.is_(None)).limit(1)
+    SYNC.c.wait_event.is_(None)).limit(bp('b_limit'))
 
 
-def sync_any_pending(conn):
-    """Whether a node of a running traversal is ready to run, or
-    running, anywhere: neither done, nor waiting, nor waiting for its
-    inputs."""
-    return conn.execute(_ANY_PENDING).first() is not None
+def sync_pending(conn, limit):
+    """How many nodes of running traversals are ready to run, or
+    running, anywhere (neither done, nor waiting, nor waiting for their
+    inputs), counted up to `limit`."""
+    return len(conn.execute(_PENDING, {'b_limit': limit}).all())
 
 
 def sync_any_due(conn, now):

@@ -185,9 +185,11 @@ class Pool:
         if now - self._looked < GATHER:
             return
         self._looked = now
+        # more ready or running nodes than this engine's own units
+        mine = self.engine.inflight + self.engine.queued
         try:
             with self.engine.db.connect() as conn:
-                self._elsewhere = api.sync_any_pending(conn)
+                self._elsewhere = api.sync_pending(conn, mine + 1) > mine
         except Exception:
             LOG.debug('could not look for work elsewhere', exc_info=True)
             self._elsewhere = False

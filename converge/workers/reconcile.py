@@ -244,9 +244,8 @@ class _Batch:
                 raise Lost()
         ended = []
         if self.ending:
-            unit = self.ending[0][0]
             marked = api.sync_mark_done_many(
-                self.conn, unit.trav.id,
+                self.conn, self.traversal_id,
                 [(u.sp.node, rid) for u, rid in self.ending])
             for unit, _ in self.ending:
                 if unit.sp.node in marked:
@@ -258,7 +257,7 @@ class _Batch:
         asking = ended + self.ask_failing
         if asking:
             failing = api.traversal_state(self.conn,
-                                          asking[0].trav.id) == 'failing'
+                                          self.traversal_id) == 'failing'
             for unit in asking:
                 unit.failing = failing
         if ended:

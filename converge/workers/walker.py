@@ -41,24 +41,19 @@ def release_together(session, traversal, stack_id, dependents_of):
     holding a shard and the node the other had just counted, waited for
     each other until PostgreSQL broke the deadlock a second later.)"""
     plain = {key: [] for key in dependents_of}
-    last = {}   # shard key -> the last ended node counting it
+    shards, last = [], {}   # shard keys; each one's last ended node
     for key, deps in dependents_of.items():
         for dep in deps or ():
             if plan.is_shard(dep):
+                shards.append(dep)
                 last[dep] = key
             else:
                 plain[key].append(dep)
-    if last:
-        keys = [dep for deps in dependents_of.values() for dep in deps or ()
-                if plan.is_shard(dep)]
-        for dep in api.sync_release_shards(session, traversal.id, keys):
+    if shards:
+        for dep in api.sync_release_shards(session, traversal.id, shards):
             plain[last[dep]].append(plan.split_shard(dep)[0])
     ready = {key: [] for key in dependents_of}
     for node, key in sorted((node, key) for key, nodes in plain.items()
                             for node in nodes):
-        ready[key] += api.sync_release(session, traversal.id, [node])
-    for key, nodes in ready.items():
-        if STACK_NODE in nodes:
-            nodes.remove(STACK_NODE)
-            traversal_mod.complete(session, traversal, stack_id)
+        ready[key] += release(session, traversal, stack_id, [node])
     return ready
