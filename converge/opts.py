@@ -152,7 +152,8 @@ WORKER_OPTS = [
                     'transaction, and a message costs about what a unit '
                     'does; one thread works through a message\'s units '
                     'in turn, so against a slow cloud API a lower value '
-                    'spreads its calls over more threads.'),
+                    'spreads its calls over more threads. Embedded, a '
+                    'message goes to each idle worker thread first.'),
     cfg.FloatOpt('timer_interval', default=0.2, min=0.05,
                  help='Seconds between looks for waiting resources whose '
                       'time has come (a server to poll again, a retry '

@@ -350,3 +350,43 @@ def test_the_corpus_asg_of_servers_converges_and_scales(cli):
     assert len(out['server_list']) == 3
     cli.run('stack', 'resource', 'signal', 'c', 'scale_up_policy')
     assert outputs(cli, 'c')['asg_size'] == 4
+
+
+def test_policies_made_ready_together_are_recorded_together_embedded(
+        tmp_path):
+    """Two policies made ready by their group go to the one busy thread
+    of an embedded engine as one message, and their records share one
+    transaction: a policy's alarm_url holds a token whose secret the
+    policy makes in the database as it is recorded. On SQLite's one
+    writer, made inside the shared transaction, it waited for that
+    transaction for ever."""
+    import threading
+    from converge import conf
+    from converge.db import session
+    from converge.engine import context
+    from converge.engine import stacks
+    from converge.workers import pool
+    from tests import enginetools as et
+    from tests.conftest import stop_agents
+    home = str(tmp_path / 'home')
+    conf.setup([], home=home, log=False)
+    conf.CONF.set_override('worker_threads', 1)
+    engine = context.Engine()
+    pool.start(engine)
+    ended = []
+    try:
+        runner = threading.Thread(target=lambda: ended.append(et.run(
+            engine, stacks.create, 'policies',
+            et.bundle(tmp_path, GROUP), {})), daemon=True)
+        runner.start()
+        runner.join(60)
+        assert ended, 'the stack did not end within 60 s'
+        assert et.status(ended[0]) == 'CREATE_COMPLETE'
+        rows = et.resources(engine, ended[0])
+        for name in ('up', 'down'):
+            assert '?token=' in rows[name].attributes['alarm_url'], name
+    finally:
+        conf.CONF.clear_override('worker_threads')
+        engine.close()
+        stop_agents(home)
+        session.forget()

@@ -756,7 +756,8 @@ def test_a_node_with_many_inputs_starts_after_all_of_them_once(
 def test_a_fan_out_is_sent_in_at_most_fanout_messages_in_order():
     """Many nodes made ready together go in at most `[worker]
     fanout_messages` messages of at least `fanout_min_nodes`, in order
-    and each exactly once; a few go together, one alone."""
+    and each exactly once; a few go together, one alone; in process, a
+    message to each idle worker thread first."""
     from converge import conf
     from converge.engine import listeners
 
@@ -769,16 +770,17 @@ def test_a_fan_out_is_sent_in_at_most_fanout_messages_in_order():
 
     client = rpc.WorkerClient.__new__(rpc.WorkerClient)
     client.listeners, client._exchange = listeners.Listeners(), None
+    client._idle = None
     client._client = broker = Broker()
     conf.CONF.set_override('fanout_messages', 4, group='worker')
     conf.CONF.set_override('fanout_min_nodes', 1, group='worker')
     try:
         client.check_resources('s', 't', ['n%d' % i for i in range(10)])
-        assert broker.messages == [
-            ('check_resources', ['n0', 'n1', 'n2']),
-            ('check_resources', ['n3', 'n4', 'n5']),
-            ('check_resources', ['n6', 'n7']),
-            ('check_resources', ['n8', 'n9'])]
+        in_four = [('check_resources', ['n0', 'n1', 'n2']),
+                   ('check_resources', ['n3', 'n4', 'n5']),
+                   ('check_resources', ['n6', 'n7']),
+                   ('check_resources', ['n8', 'n9'])]
+        assert broker.messages == in_four
         broker.messages.clear()
         client.send([('s', 't', 'a'), ('s', 'u', 'b'), ('s', 't', 'c')])
         assert broker.messages == [('check_resource', ['a']),
@@ -795,6 +797,16 @@ def test_a_fan_out_is_sent_in_at_most_fanout_messages_in_order():
         broker.messages.clear()
         client.send([('s', 't', 'a'), ('s', 'u', 'b'), ('s', 't', 'c')])
         assert broker.messages == [('check_resources', ['a', 'c']),
+                                   ('check_resource', ['b'])]
+        # in process, with 4 threads idle: 10 in 4 (not 3), and 2 one a
+        # message, each to a thread of its own
+        client._idle = lambda: 4
+        broker.messages.clear()
+        client.check_resources('s', 't', ['n%d' % i for i in range(10)])
+        assert broker.messages == in_four
+        broker.messages.clear()
+        client.check_resources('s', 't', ['a', 'b'])
+        assert broker.messages == [('check_resource', ['a']),
                                    ('check_resource', ['b'])]
     finally:
         conf.CONF.clear_override('fanout_min_nodes', group='worker')

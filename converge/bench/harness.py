@@ -12,6 +12,7 @@ traversal ends.
 import glob
 import json
 import os
+import shutil
 import time
 
 from converge.bench import fleet
@@ -55,7 +56,13 @@ class _Harness:
         return 1
 
     def __enter__(self):
-        self.start()
+        try:
+            self.start()
+        except BaseException:
+            # __exit__ is not called for a failed __enter__: the workers
+            # started so far would be left running, serving the next run
+            self.close()
+            raise
         return self
 
     def __exit__(self, *exc):
@@ -131,7 +138,10 @@ class Distributed(_Harness):
         if gone:
             raise BenchError('--mode distributed needs %s on 127.0.0.1 '
                              '(not reachable)' % ', '.join(gone))
-        os.makedirs(self.stats, exist_ok=True)
+        # a previous run's request left here would have the new workers
+        # answer its sequence number instead of 0: start from nothing
+        shutil.rmtree(self.stats, ignore_errors=True)
+        os.makedirs(self.stats)
         # each worker's engine loads the probe (probe.listener) as one of
         # its listeners: the workers import nothing of the bench themselves
         options = {'DEFAULT': dict(self.options, listeners=probe.LISTENER),

@@ -75,7 +75,8 @@ class Engine:
         if self._client is None:
             # oslo.messaging, loaded here: a read-only command sends nothing
             from converge.engine import rpc
-            self._client = rpc.WorkerClient(self.listeners)
+            self._client = rpc.WorkerClient(self.listeners,
+                                            idle=self.idle_threads)
         return self._client
 
     # -- desired state ------------------------------------------------------
@@ -128,6 +129,11 @@ class Engine:
         write transactions in a ramp of 2,000 creates)."""
         return (self.inflight + self.queued >= self.threads or
                 time.monotonic() - self._saturated_at < SATURATED_HOLD)
+
+    def idle_threads(self):
+        """Worker threads of this process running no unit now."""
+        return 0 if self.saturated else max(
+            0, self.threads - self.inflight - self.queued)
 
     def unit_ended(self):
         with self._inflight_lock:

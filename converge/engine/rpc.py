@@ -70,13 +70,16 @@ class Client:
 
 
 class WorkerClient(Client):
-    def __init__(self, listeners=None):
+    def __init__(self, listeners=None, idle=None):
+        """`idle`: how many of this process's worker threads are free,
+        used in process (the workers of a broker are elsewhere)."""
         self.listeners = listeners_mod.Listeners() if listeners is None \
             else listeners
-        self._exchange = self._client = None
+        self._exchange = self._client = self._idle = None
         if _direct():
             self._exchange = conf_mod.CONF.control_exchange
             self._topic = topic()
+            self._idle = idle
             return
         target = oslo_messaging.Target(topic=topic(), version=VERSION)
         # prepared once: RPCClient.cast prepares a call context on every
@@ -90,12 +93,7 @@ class WorkerClient(Client):
         if attempt:
             kwargs['attempt'] = attempt
         self.listeners.on_cast(traversal_id, node)
-        if self._exchange is not None:
-            inproc.cast(self._exchange, self._topic, {
-                'method': 'check_resource', 'args': kwargs,
-                'version': VERSION})
-            return
-        self._client.cast({}, 'check_resource', **kwargs)
+        self._cast('check_resource', **kwargs)
 
     def check_resources(self, stack_id, traversal_id, nodes):
         """Send many nodes of one traversal: in at most `[worker]
@@ -103,14 +101,21 @@ class WorkerClient(Client):
         workers' message consumption about what their units cost) of at
         least `fanout_min_nodes` each (a message's units share their
         records: reconcile.check_resources), each worked through in turn
-        by the worker that takes it."""
+        by the worker that takes it. The same in process, where a message
+        costs little but the units of one share their loads and records
+        (2,000 server creates: 1.9 ms of the embedded engine's core each,
+        sent one to a message; 1.1 ms sent eight to one); there the
+        process's idle threads are known, and each is given a message
+        first: a message's units run in turn, and two resources whose
+        actions hold their thread (a slow cloud call) would otherwise wait
+        for each other while threads stood idle."""
         nodes = list(nodes)
-        if self._exchange is not None or len(nodes) <= 1:
-            # in-process, a message costs nothing
+        if len(nodes) <= 1:
             return super().check_resources(stack_id, traversal_id, nodes)
         CONF = conf_mod.CONF.worker
+        idle = self._idle() if self._idle is not None else 0
         count = min(len(nodes), CONF.fanout_messages,
-                    max(1, len(nodes) // CONF.fanout_min_nodes))
+                    max(1, idle, len(nodes) // CONF.fanout_min_nodes))
         size, extra = divmod(len(nodes), count)
         start = 0
         for i in range(count):
@@ -120,8 +125,15 @@ class WorkerClient(Client):
                 self.check_resource(stack_id, traversal_id, part[0])
                 continue
             self.listeners.on_cast(traversal_id, part[0])
-            self._client.cast({}, 'check_resources', stack_id=stack_id,
-                              traversal_id=traversal_id, nodes=part)
+            self._cast('check_resources', stack_id=stack_id,
+                       traversal_id=traversal_id, nodes=part)
+
+    def _cast(self, method, **kwargs):
+        if self._exchange is not None:
+            inproc.cast(self._exchange, self._topic, {
+                'method': method, 'args': kwargs, 'version': VERSION})
+        else:
+            self._client.cast({}, method, **kwargs)
 
 
 def start_server(endpoint, server_name, threads):

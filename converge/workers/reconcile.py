@@ -177,8 +177,19 @@ def _record_together(engine, together, failed):
     """Record the outcomes of `together` ((unit, outcome or None, start):
     None is recorded already) in one transaction, or each alone if that
     fails; an entry whose unit lost or failed gets outcome False."""
-    shared = [(i, unit, outcome) for i, (unit, outcome, _) in
-              enumerate(together) if outcome is not None]
+    shared = []
+    for i, (unit, outcome, start) in enumerate(together):
+        if outcome is None:
+            continue
+        try:
+            unit.prepare(outcome)
+        except Exception:
+            LOG.exception('check_resource %s %s failed', unit.trav.id,
+                          unit.sp.node)
+            together[i] = (unit, False, start)
+            failed(unit.sp.node)
+            continue
+        shared.append((i, unit, outcome))
     if not shared:
         return
     keys = [(unit, unit.row.atomic_key if unit.row is not None else None)
@@ -294,6 +305,7 @@ class Unit:
         self.resuming = False  # back from this traversal's own wait
         self.drift = None     # what a CHECK found drifted
         self.shared = None    # the batch whose transaction this shares
+        self._prepared = None  # its DONE record, made before (prepare)
 
     @classmethod
     def load(cls, engine, traversal_id, node, name):
@@ -572,7 +584,27 @@ class Unit:
         elif outcome.kind == WAIT:
             self._wait(outcome)
 
+    def prepare(self, outcome):
+        """What a DONE update unit records, made before its transaction:
+        the plug-in's part of it (its attributes) may read or write the
+        database itself, which inside a batch's shared transaction would
+        wait for that transaction (SQLite has one writer), and it need
+        not lengthen the transaction anywhere."""
+        if outcome.kind == DONE and self.is_update:
+            self._prepared = self._done_record(outcome)
+
     def _record(self, outcome):
+        values, events = self._prepared or self._done_record(outcome)
+        self._prepared = None
+        with self._transaction() as conn:
+            self._cas(conn, **values)
+            if events:
+                self._add_events(conn, *events)
+            self._release_slot(conn)
+            self._finish(conn, resource_id=self.row.id)
+
+    def _done_record(self, outcome):
+        """(the row's values, the events) of a DONE update unit."""
         row, plugin, action = self.row, self.plugin, outcome.action
         observed = outcome.observed
         attrs = plugin.get_attributes(observed) if observed is not None \
@@ -609,12 +641,7 @@ class Unit:
                 # left so by a unit that died; nothing was left to do
                 values.update(status='COMPLETE')
             events += self._member_events()
-        with self._transaction() as conn:
-            self._cas(conn, **values)
-            if events:
-                self._add_events(conn, *events)
-            self._release_slot(conn)
-            self._finish(conn, resource_id=row.id)
+        return values, events
 
     def _drop(self, outcome):
         """A cleanup node's end: the row deleted (or kept, if current)."""
