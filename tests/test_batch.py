@@ -74,6 +74,17 @@ def _transactions(engine, monkeypatch):
     return count
 
 
+def _three_ends(engine, tmp_path, name):
+    """A stack of three resources that end at once (d0, d1, d2), created
+    with nothing run: (stack id, traversal id, their nodes)."""
+    queue = _walker(engine)
+    stack_id, trav = stacks.create(engine, name,
+                                   _template(tmp_path, 3, waits=False), {})
+    nodes = [node for _, _, node in queue if node.startswith('u:d')]
+    queue.clear()
+    return stack_id, trav, nodes
+
+
 def test_a_message_of_waits_and_ends_is_recorded_in_one_transaction(
         engine, tmp_path, monkeypatch):
     queue = _walker(engine)
@@ -106,11 +117,7 @@ def test_a_message_of_waits_and_ends_is_recorded_in_one_transaction(
 
 def test_a_lost_write_records_the_others_each_alone(
         engine, tmp_path, monkeypatch):
-    queue = _walker(engine)
-    stack_id, trav = stacks.create(engine, 'lost',
-                                   _template(tmp_path, 3, waits=False), {})
-    nodes = [node for _, _, node in queue if node.startswith('u:d')]
-    queue.clear()
+    stack_id, trav, nodes = _three_ends(engine, tmp_path, 'lost')
     # another unit writes d1 between this one's load and its record
     record = reconcile.Unit._record
 
@@ -129,6 +136,38 @@ def test_a_lost_write_records_the_others_each_alone(
         assert tw._row(engine, stack_id, name).status == 'COMPLETE'
     # the last end completed the stack
     assert tw._stack(engine, stack_id).status == 'COMPLETE'
+
+
+def test_a_row_written_elsewhere_first_loses_only_its_own_record(
+        engine, tmp_path, monkeypatch):
+    # the rows of a batch are written in one statement; another writer
+    # moves d1's row on after the batch loaded it: that statement finds
+    # one row fewer, the batch is rolled back, and each is recorded alone,
+    # d1 losing (its row left as the other writer left it)
+    stack_id, trav, nodes = _three_ends(engine, tmp_path, 'raced')
+    prepare = reconcile.Unit.prepare
+
+    def raced(unit, outcome):
+        if unit.name == 'd1':
+            with engine.db.begin() as conn:
+                assert api.resource_cas(conn, unit.row.id,
+                                        unit.row.atomic_key,
+                                        status_reason='elsewhere')
+        return prepare(unit, outcome)
+    monkeypatch.setattr(reconcile.Unit, 'prepare', raced)
+    failed = []
+    assert reconcile.check_resources(engine, stack_id, trav, nodes,
+                                     failed.append) == []
+    assert failed == []
+    for name in ('d0', 'd2'):
+        row = tw._row(engine, stack_id, name)
+        assert (row.action, row.status) == ('CREATE', 'COMPLETE')
+        assert tw._sync_point(engine, trav, 'u:%s' % name).done
+    raced_row = tw._row(engine, stack_id, 'd1')
+    assert raced_row.status_reason == 'elsewhere'
+    assert raced_row.action == 'INIT'   # not recorded as created
+    assert not tw._sync_point(engine, trav, 'u:d1').done
+    assert tw._stack(engine, stack_id).status == 'IN_PROGRESS'
 
 
 def test_a_wide_stack_ends_through_batches_counting_each_end_once(

@@ -229,6 +229,47 @@ def resource_cas(conn, row_id, atomic_key, traversal_running=None,
     return atomic_key + 1 if res.rowcount == 1 else None
 
 
+@functools.lru_cache(maxsize=64)
+def _cas_few(columns, count):
+    """resource_cas of `count` rows setting `columns` (each its own
+    values) in one UPDATE: WHERE each id with its key, SET each column by
+    a CASE on the id; RETURNING the ids written."""
+    ids = [bp('i%d' % i) for i in range(count)]
+
+    def each(name, prefix, column):
+        return sa.case(*[(RESOURCES.c.id == ids[i], bp(
+            '%s%d' % (prefix, i), type_=column.type))
+            for i in range(count)], else_=column)
+    values = {c: each(c, 'v%d_' % n, RESOURCES.c[c])
+              for n, c in enumerate(columns)}
+    values.update(atomic_key=RESOURCES.c.atomic_key + 1,
+                  updated_at=bp('b_now', type_=RESOURCES.c.updated_at.type))
+    return prepared.Statement(sa.update(RESOURCES).where(
+        RESOURCES.c.id.in_(ids),
+        RESOURCES.c.atomic_key == each('atomic_key', 'k',
+                                       RESOURCES.c.atomic_key)
+    ).values(values).returning(RESOURCES.c.id), typed=True)
+
+
+def resource_cas_many(conn, writes):
+    """resource_cas of several rows, each `(row id, atomic_key,
+    values)` (the same columns in each): the ids of the rows written, in
+    one statement where the database returns what it updated (a
+    message's units that wait or end: a statement each was most of a
+    batch's statements)."""
+    columns = tuple(sorted(writes[0][2])) if writes else ()
+    if conn.dialect.update_returning and 1 < len(writes) <= _MANY_MAX:
+        params = {'b_now': utcnow()}
+        for i, (row_id, key, values) in enumerate(writes):
+            params['i%d' % i], params['k%d' % i] = row_id, key
+            for n, c in enumerate(columns):
+                params['v%d_%d' % (n, i)] = values[c]
+        return {row[0] for row in
+                _cas_few(columns, len(writes)).run(conn, params)}
+    return {row_id for row_id, key, values in writes
+            if resource_cas(conn, row_id, key, **values) is not None}
+
+
 _OBSERVED = sa.update(RESOURCES).where(
     RESOURCES.c.id == bp('b_id'), RESOURCES.c.atomic_key == bp('b_key')
 ).values(observed=bp('b_observed', type_=RESOURCES.c.observed.type),

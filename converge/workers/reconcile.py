@@ -226,7 +226,10 @@ def _record_together(engine, together, failed):
 
 class _Batch:
     """The transaction the records of a batch share, and what it does
-    once at its end: the waits of its units that wait recorded (one
+    once at its end: its units' rows written (one statement for the rows
+    that set the same columns: those that wait, those that end; one that
+    finds its row written since fails the batch, as each alone would
+    lose), the waits of its units that wait recorded (one
     statement; one that finds its node gone or done fails the batch, as
     a lost write does), the nodes of its ended units marked done (one
     statement), the events (one statement), the traversal's state for
@@ -245,9 +248,24 @@ class _Batch:
         self.events = []
         self.ending = []   # (unit, its row's id) whose node is done
         self.waits = []    # (node, wake_at, event) of the units that wait
+        self.writes = []   # (unit, values) of their rows' writes
         self.ask_failing = []
 
     def close(self):
+        # the rows first, as each unit alone writes its row first; those
+        # setting the same columns (the waits, the ends) in one statement
+        by_columns = {}
+        for unit, values in self.writes:
+            by_columns.setdefault(tuple(sorted(values)), []).append(
+                (unit, values))
+        for group in by_columns.values():
+            written = api.resource_cas_many(self.conn, [
+                (unit.row.id, unit.row.atomic_key, values)
+                for unit, values in group])
+            if len(written) < len(group):   # another wrote one first
+                raise Lost()
+            for unit, _ in group:
+                unit.row.atomic_key += 1
         if self.waits:
             waits = api.sync_wait_many(self.conn, self.traversal_id,
                                        self.waits)
@@ -812,6 +830,9 @@ class Unit:
             self._cas(conn, **values)
 
     def _cas(self, conn, **values):
+        if self.shared is not None:   # with the batch's at its end
+            self.shared.writes.append((self, values))
+            return
         key = api.resource_cas(conn, self.row.id, self.row.atomic_key,
                                **values)
         if key is None:
