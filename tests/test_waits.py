@@ -418,6 +418,41 @@ def test_a_busy_engine_leaves_a_just_due_wait_to_an_idle_one(
     engine.units_queued(-engine.threads)
 
 
+def test_a_look_offered_sooner_is_taken_unless_the_engine_is_crowded_then(
+        engine, tmp_path, monkeypatch):
+    """A step may offer an earlier look (Wait.sooner: a server's look that
+    narrows down when its build ends). An engine takes it; one with
+    CROWD_MAX waits of its own coming due about then (thousands of
+    servers built together) looks at the step's own time instead, where
+    the extra look would have made each of theirs later."""
+    from converge.resources import base
+    queue = _walker(engine)
+    monkeypatch.setattr(test_resource.TestResource, 'create',
+                        lambda self: base.Wait(after=20, sooner=5))
+    timer = engine.workers = pool.Pool(engine)   # its soon-timer, unstarted
+    b = et.bundle(tmp_path, et.hot({
+        'a': {'type': 'OS::Heat::TestResource'},
+        'b': {'type': 'OS::Heat::TestResource'}}))
+    stack_id, trav = stacks.create(engine, 'offered', b, {})
+    units = {node: (sid, t) for sid, t, node in queue}
+    before = time.time()
+    assert reconcile.check_resource(engine, *units['u:a'], 'u:a').kind == \
+        'wait'
+    # idle: the earlier look
+    assert 4 < _sync_point(engine, trav, 'u:a').wake_at - before < 6
+    for i in range(pool.CROWD_MAX):   # crowded five seconds from now
+        timer.wake_at(time.time() + 5 + i * 0.001, 's', 't', 'n%d' % i)
+    assert timer.crowded(time.time() + 5)
+    assert not timer.crowded(time.time() + 20)
+    before = time.time()
+    assert reconcile.check_resource(engine, *units['u:b'], 'u:b').kind == \
+        'wait'
+    assert 19 < _sync_point(engine, trav, 'u:b').wake_at - before < 21
+    # sent, they no longer count
+    assert len(timer._soon_due(time.time() + 6)[0]) >= pool.CROWD_MAX
+    assert not timer.crowded(time.time() + 5)
+
+
 def test_the_soon_timer_sends_waits_due_together_and_holds_probes_while_busy(
         engine):
     timer = pool.Pool(engine)

@@ -41,10 +41,17 @@ class Wait:
     nothing: an engine whose threads are all busy holds such looks back
     (up to a second) for the work that is waiting, where one that
     expects to find the thing done comes back at its time.
+
+    ``sooner``: seconds to an earlier look that is worth its cost only if
+    it comes on time (it narrows down when the action ends, so that the
+    look at ``after`` can come earlier). An engine that has many looks of
+    its own due about then (thousands of servers built together) looks at
+    ``after`` only: there, the extra look would make every other one
+    later.
     """
 
     def __init__(self, after=None, event=None, reason='', still=None,
-                 probe=False):
+                 probe=False, sooner=None):
         if after is None and event is None:
             raise ValueError('a Wait needs a time (after) or an event')
         self.after = after
@@ -52,6 +59,7 @@ class Wait:
         self.reason = reason
         self.still = still
         self.probe = probe
+        self.sooner = sooner
 
     def __repr__(self):
         return 'Wait(after=%r, event=%r, reason=%r)' % (

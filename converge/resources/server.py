@@ -535,8 +535,13 @@ class Server(base.Resource):
                        'since': time.time(), 'polls': 0}
         now = time.time()
         # how late this look came (the engine's timer, its queue): the
-        # next is likely as late
-        late = min(max(0.0, now - waiting.get('due', now)), self.poll_max)
+        # next is likely as late. It was asked for at 'due', or at
+        # 'sooner' if the engine took the earlier look offered
+        due = waiting.get('due', now)
+        if waiting.get('sooner') is not None and \
+                now < due - self.poll_min:
+            due = waiting['sooner']
+        late = min(max(0.0, now - due), self.poll_max)
         progress = server.get('progress')
         after = self._next_poll(now - waiting['since'], waiting['polls'],
                                 progress)
@@ -546,18 +551,24 @@ class Server(base.Resource):
         # after the end of a 30 s build), or first splits the span
         earliest, latest = _end_bounds(waiting, now, progress)
         expects_end = bool(progress) and progress >= 50
+        sooner = None
         if latest is not None and expects_end:
             last = latest - now <= after + 0.001   # the next look is the last
             after = max(self.poll_min, min(after, latest - now))
-            split = self._split_look(waiting, now, earliest, latest,
-                                     late) if last else None
-            if split is not None:
-                after = split
+            if last:
+                # offered, not imposed: an engine with many looks due then
+                # takes the last one only (base.Wait.sooner)
+                sooner = self._split_look(waiting, now, earliest, latest,
+                                          late)
         waiting['polls'] += 1
         waiting['due'] = now + after
+        if sooner is None:
+            waiting.pop('sooner', None)
+        else:
+            waiting['sooner'] = now + sooner
         self.data['waiting'] = waiting
         task = _task_state(server)
-        return base.Wait(after=after, probe=not expects_end,
+        return base.Wait(after=after, sooner=sooner, probe=not expects_end,
                          reason='server %s is %s%s' % (
                              server['id'], server.get('status'),
                              ' (%s)' % task if task else ''))

@@ -710,8 +710,13 @@ class Unit:
         held while waiting. The stack's deadline bounds it: the unit comes
         back then at the latest, and fails as timed out."""
         wait, plugin = outcome.wait, self.plugin
-        wake_at = time.time() + wait.after if wait.after is not None \
-            else None
+        now = time.time()
+        after = wait.after
+        if wait.sooner is not None and after is not None and (
+                self.engine.workers is None
+                or not self.engine.workers.crowded(now + wait.sooner)):
+            after = wait.sooner   # an earlier look offered, and affordable
+        wake_at = now + after if after is not None else None
         deadline = self._deadline()
         if deadline and (wake_at is None or wake_at > deadline):
             wake_at = deadline

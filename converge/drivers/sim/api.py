@@ -152,8 +152,9 @@ bp = sa.bindparam
 _S = store.servers.c
 _VISIBLE = _visible(bp('now'))
 _P = prepared.Statement
-#: (sim URL, op) -> the faults' version at which none applied to op
-_NO_FAULTS = {}
+#: (sim URL, op) -> (the faults' version, the faults that applied to op
+#: then): kept while none of them counts its failures down
+_FAULT_ROWS = {}
 _FAULTS = _P(sa.select(store.faults).where(
     sa.or_(store.faults.c.op == bp('op'), store.faults.c.op == '*')))
 _BY_ID = _P(sa.select(store.servers).where(_S.id == bp('id'), _VISIBLE))
@@ -170,6 +171,7 @@ _IP_NEXT = _P(store.counters.update().where(
     value=store.counters.c.value + bp('b_count', type_=sa.Integer)))
 _IP_VALUE = _P(sa.select(store.counters.c.value).where(
     store.counters.c.name == 'ip'))
+_IP_TAKE = _P(_IP_NEXT.stmt.returning(store.counters.c.value))
 _IN_USE = _P(sa.select(store.addresses.c.seq).select_from(
     store.addresses.join(store.servers,
                          store.servers.c.seq == store.addresses.c.seq)).where(
@@ -375,20 +377,23 @@ class SimCompute:
 
     def _faults(self, conn, op):
         """The faults that apply to `op`: its own first, then the
-        wildcard (none for the operator). On SQLite, not read again while
-        none applied at the faults' last change (store.faults_version,
-        read before the faults are): almost always, and one statement
+        wildcard (none for the operator). On SQLite, not read again until
+        the faults change (store.faults_version, read before the faults
+        are), unless one counts its failures down (fail_count, written as
+        it is used up): none, or a latency, almost always; one statement
         less of every call under the one write lock."""
         if self._admin:
             return []
         version = store.faults_version(self._engine)
         key = (self.url, op)
-        if version is not None and _NO_FAULTS.get(key) == version:
-            return []
-        rows = _FAULTS.run(conn, {'op': op}).all()
-        if version is not None and not rows:
-            _NO_FAULTS[key] = version
-        return sorted(rows, key=lambda r: r.op == '*')
+        kept = _FAULT_ROWS.get(key)
+        if version is not None and kept is not None and kept[0] == version:
+            return kept[1]
+        rows = sorted(_FAULTS.run(conn, {'op': op}).all(),
+                      key=lambda r: r.op == '*')
+        if version is not None and not any(r.fail_count for r in rows):
+            _FAULT_ROWS[key] = (version, rows)
+        return rows
 
     def _fail_maybe(self, conn, op, rows, latency, server_id=None,
                     idempotency_key=None, resource=None):
@@ -539,6 +544,8 @@ class SimCompute:
     @staticmethod
     def _take_ips(conn, count):
         """Move the address counter on by `count`; the first number."""
+        if conn.dialect.update_returning:   # one statement (not MariaDB)
+            return _IP_TAKE.run(conn, {'b_count': count}).first()[0] - count
         _IP_NEXT.run(conn, {'b_count': count})
         return _IP_VALUE.run(conn).scalar_one() - count
 
@@ -589,7 +596,7 @@ class SimCompute:
             self._log(conn, 'create', True, server_id=row.id,
                       idempotency_key=key, resource=resource or row.resource,
                       adopted=True, latency=latency or None)
-            return _server(row, now)
+            return row, now
 
         def fn(conn, latency, now):
             if key is not None:
@@ -647,7 +654,9 @@ class SimCompute:
             self._log(conn, 'create', True, server_id=values['id'],
                       idempotency_key=key, resource=resource,
                       latency=latency or None, **detail)
-            return _server(_Row(seq=seq, **values), now)
+            # made into the server's view after the commit (not under
+            # the one write lock)
+            return _Row(seq=seq, **values), now
 
         def adopt_raced(conn, latency, now):
             row = self._live_by_key(conn, key, now)
@@ -658,10 +667,9 @@ class SimCompute:
         # without a key it would make a second server
         for attempt in range(_CREATE_ATTEMPTS):
             try:
-                server = self._call('create', fn, idempotency_key=key,
-                                    resource=resource,
-                                    repeatable=key is not None,
-                                    faults=attempt == 0)
+                server = _server(*self._call(
+                    'create', fn, idempotency_key=key, resource=resource,
+                    repeatable=key is not None, faults=attempt == 0))
                 if with_agent:
                     self.ensure_agents()
                 return server
@@ -670,12 +678,12 @@ class SimCompute:
                     raise
             # another process created a server with this key between our
             # check and our insert: adopt it (unless it is gone again)
-            server = self._call('create', adopt_raced, idempotency_key=key,
-                                resource=resource, faults=False)
-            if server is not None:
+            found = self._call('create', adopt_raced, idempotency_key=key,
+                               resource=resource, faults=False)
+            if found is not None:
                 if with_agent:
                     self.ensure_agents()
-                return server
+                return _server(*found)
         raise exception.CloudError(
             'Could not create server %s: idempotency key %s kept '
             'conflicting' % (name, key), 409)

@@ -166,7 +166,7 @@ def _sqlite_engine(url):
         cur.close()
         # the first switch to WAL takes the lock another process may hold
         _locked_retry(dbapi_conn, 'PRAGMA journal_mode=WAL')
-        dbapi_conn.execute('PRAGMA synchronous=NORMAL')
+        dbapi_conn.execute('PRAGMA synchronous=OFF')
 
     @event.listens_for(engine, 'begin')
     def _begin(conn):
@@ -367,18 +367,19 @@ def _faults_file(engine):
 
 
 def faults_version(engine):
-    """What the faults were last changed to, on SQLite: a token in a
+    """What the faults were last changed to, on SQLite: the identity of a
     file beside the database, replaced after every change (set_faults,
-    clear_faults, reset) commits; '' before any. None on other
-    databases, where callers read the faults every time."""
+    clear_faults, reset) commits (its inode and time: a stat, not an
+    open and read, on every call of the cloud); '' before any. None on
+    other databases, where callers read the faults every time."""
     path = _faults_file(engine)
     if path is None:
         return None
     try:
-        with open(path) as f:
-            return f.read()
+        found = os.stat(path)
     except FileNotFoundError:
         return ''
+    return (found.st_ino, found.st_mtime_ns, found.st_size)
 
 
 def faults_changed(engine):
@@ -390,6 +391,11 @@ def faults_changed(engine):
     aside = '%s.%d.%d' % (path, os.getpid(), threading.get_ident())
     with open(aside, 'w') as f:
         f.write(uuid.uuid4().hex)
+    # its time to the nanosecond, set rather than left to the file
+    # system's clock (a few ms coarse): two changes in a row (an inode
+    # freed and used again) must never look the same to faults_version
+    stamp = time.time_ns()
+    os.utime(aside, ns=(stamp, stamp))
     os.replace(aside, path)
 
 
