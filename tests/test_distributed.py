@@ -391,3 +391,31 @@ def test_nested_stacks_converge_across_workers_killed_mid_create(
     assert out['names'] == ['node-0', 'node-1', 'node-2', 'node-3']
     assert sorted(_creates(dist).values()) == [1, 1, 1, 1]
     assert len(dist.json('stack', 'list', '--show-nested')) == 6
+
+
+def test_a_large_traversal_brings_the_planners_statistics_up_to_date(
+        dist, tmp_path):
+    """A traversal of hundreds of resources fills sync_points with rows
+    the planner has no statistics for: it took each unit's lookup of a
+    few nodes for a one-row read and read every node of the traversal
+    (1-2 ms a statement at 2,000 nodes, growing with the stack). The
+    tables are analyzed once such a traversal starts; a small one costs
+    no ANALYZE."""
+    def analyzed():
+        return dist.sql("SELECT last_analyze IS NOT NULL FROM "
+                        "pg_stat_user_tables WHERE relname = "
+                        "'sync_points'")[0][0]
+
+    dist.start_worker()
+    small = tmp_path / 'small.yaml'
+    small.write_text('heat_template_version: 2018-08-31\nresources:\n' + ''.join(
+        '  r%d: {type: OS::Heat::None}\n' % i for i in range(20)))
+    dist.cli('stack', 'create', 'small', '-t', str(small), '--wait')
+    assert not analyzed()
+    large = tmp_path / 'large.yaml'
+    large.write_text('heat_template_version: 2018-08-31\nresources:\n' + ''.join(
+        '  r%d: {type: OS::Heat::None}\n' % i for i in range(600)))
+    dist.cli('stack', 'create', 'large', '-t', str(large), '--wait')
+    assert analyzed()
+    assert dist.json('stack', 'show', 'large')['stack_status'] == \
+        'CREATE_COMPLETE'

@@ -241,6 +241,62 @@ def test_concurrent_creates_of_different_servers(cloud, url):
     assert len({s['accessIPv4'] for s in servers}) == 40
 
 
+def _queued(engine, n):
+    """Wait until `n` calls queue for the writer (store.run)."""
+    writer = store._writer(engine)
+    deadline = time.monotonic() + 30
+    while len(writer._waiting) < n:
+        assert time.monotonic() < deadline, 'calls did not queue'
+        time.sleep(0.005)
+
+
+def test_calls_queued_for_the_writer_run_together_and_fail_alone(tmp_path):
+    """The threads of a process that wait for the sim's one writer have
+    their calls run one after the other in one transaction, by the
+    thread whose turn it is; one call that raises fails alone, the
+    others commit as they would have."""
+    url = 'sqlite:///%s' % (tmp_path / 'sim.db')
+    sim.SimCompute(url)   # the schema
+    engine = store.get_engine(url)
+    ran_by, outcomes = {}, {}
+
+    def call(name, fail=False):
+        def fn(conn):
+            ran_by[name] = threading.get_ident()
+            conn.execute(store.counters.insert().values(name=name, value=1))
+            if fail:
+                raise ValueError('%s refused' % name)
+            return name.upper()
+        try:
+            outcomes[name] = store.run(engine, fn)
+        except ValueError as e:
+            outcomes[name] = e
+
+    def batch(names, bad=None):
+        with store.write(engine):   # the writer's turn, held meanwhile
+            threads = [threading.Thread(target=call, args=(n, n == bad))
+                       for n in names]
+            for t in threads:
+                t.start()
+            _queued(engine, len(names))
+        for t in threads:
+            t.join()
+
+    batch(['a%d' % i for i in range(6)])
+    assert {outcomes['a%d' % i] for i in range(6)} == {
+        'A%d' % i for i in range(6)}
+    assert len(set(ran_by.values())) == 1   # one thread ran them all
+
+    batch(['b%d' % i for i in range(6)], bad='b3')
+    assert isinstance(outcomes['b3'], ValueError)
+    assert [outcomes['b%d' % i] for i in (0, 1, 2, 4, 5)] == [
+        'B0', 'B1', 'B2', 'B4', 'B5']
+    with store.read(engine) as conn:
+        names = {r.name for r in conn.execute(sa.select(store.counters))}
+    assert names == {'ip'} | {'a%d' % i for i in range(6)} | {
+        'b%d' % i for i in (0, 1, 2, 4, 5)}
+
+
 def test_key_inserted_between_check_and_insert_is_adopted(
         cloud, url, monkeypatch):
     """The unique live key settles a race the up-front check missed (on

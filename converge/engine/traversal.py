@@ -43,6 +43,11 @@ COMPLETE_REASON = 'Stack %s completed successfully'
 
 # -- start --------------------------------------------------------------------
 
+#: a traversal of this many resources or more has the database's
+#: statistics brought up to date before it is sent (kick)
+ANALYZE_MIN_NODES = 500
+
+
 def start(engine, session, stack, template_id, action, defn, rollback=False,
           prev_template_id=None, parent=None, keep_template=False,
           converge=False, only=None, visit=None):
@@ -188,7 +193,11 @@ def start(engine, session, stack, template_id, action, defn, rollback=False,
 
 
 def kick(engine, trav):
-    """Send a just-started traversal's leaves (after its transaction)."""
+    """Send a just-started traversal's leaves (after its transaction).
+    Before a large one, the planner's statistics of the tables it filled
+    (Database.analyze): its units look up a few of its nodes each."""
+    if trav.total >= ANALYZE_MIN_NODES:
+        engine.db.analyze('sync_points', 'sync_shards', 'resources')
     engine.client.check_resources(trav.stack_id, trav.id, trav.leaves)
 
 

@@ -440,20 +440,23 @@ class SimCompute:
         commits, then the error is raised."""
         slept = [False]
 
+        def body(conn):
+            rows = self._faults(conn, op) if faults else []
+            latency = sum(r.latency or 0.0 for r in rows if r.latency)
+            if latency > 0 and op not in TASK_OPS and not slept[0]:
+                return _SLEEP, latency
+            try:
+                self._fail_maybe(conn, op, rows, latency,
+                                 server_id=server_id,
+                                 idempotency_key=idempotency_key,
+                                 resource=resource)
+                return fn(conn, latency, clock()), None
+            except _Failed as e:
+                return None, e      # commit: the failure is logged
+
         def once():
-            with store.write(self._engine) as conn:
-                rows = self._faults(conn, op) if faults else []
-                latency = sum(r.latency or 0.0 for r in rows if r.latency)
-                if latency > 0 and op not in TASK_OPS and not slept[0]:
-                    return _SLEEP, latency
-                try:
-                    self._fail_maybe(conn, op, rows, latency,
-                                     server_id=server_id,
-                                     idempotency_key=idempotency_key,
-                                     resource=resource)
-                    return fn(conn, latency, clock()), None
-                except _Failed as e:
-                    return None, e      # commit: the failure is logged
+            # perhaps together with other threads' calls (store.run)
+            return store.run(self._engine, body)
         result, failed = self._db(op, once, repeatable)
         if result is _SLEEP:
             with self.waiting():

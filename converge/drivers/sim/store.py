@@ -3,10 +3,11 @@
 The sim keeps its servers apart from the engine's state so that every
 process of a deployment (CLI processes, workers on several hosts) sees
 one cloud. Any SQLAlchemy URL works; only portable SQL is used. On
-SQLite the database runs in WAL mode and write transactions start with
-``BEGIN IMMEDIATE``, tried again every few ms while another writer
-holds the lock (``_locked_retry``) instead of failing with "database is
-locked".
+SQLite the database runs in WAL mode; writers queue for it on a lock
+file beside it (``_Writer``), then start with ``BEGIN IMMEDIATE``
+(tried again every few ms while a writer that does not queue holds the
+lock, ``_locked_retry``, instead of failing with "database is
+locked").
 
 The schema is created on first use (no migrations: it is a fake cloud;
 columns added since are added to an older database on first use, all of
@@ -21,6 +22,7 @@ background for a server to become ACTIVE, and every process agrees.
 """
 
 import contextlib
+import fcntl
 import json
 import os
 import sqlite3
@@ -298,6 +300,12 @@ def _after_fork_in_child():
     # here: start afresh with new pools
     global _LOCK
     _LOCK = threading.Lock()
+    # a writer's turn (its thread lock, its flock) is the parent's: a
+    # thread of the parent may hold them, and the flock's open file is
+    # shared with the parent (closing the child's copy leaves it held)
+    for writer in _QUEUES.values():
+        writer.forget()
+    _QUEUES.clear()
     for engine in _ENGINES.values():
         engine.dispose(close=False)
 
@@ -332,9 +340,33 @@ def write(engine):
 
     Raises CommitUnknown when the connection drops during the commit
     itself (the body had finished)."""
+    writer = _writer(engine)
+    with writer.turn() if writer is not None else contextlib.nullcontext():
+        with _committed(engine) as conn:
+            yield conn
+
+
+def run(engine, fn):
+    """fn(conn) in a write transaction; returns what it returns (or
+    raises what it raises, or CommitUnknown as write() does). On SQLite
+    the calls of this process's threads that wait for the one writer are
+    run together, one after the other in one transaction (_Writer.run):
+    the calls of the cloud's API the engine makes by the thousand
+    (creates, looks) each wrote one or two rows, and their transactions
+    one at a time, with the lock handed from thread to thread and process
+    to process, held back both workers of a distributed ramp."""
+    writer = _writer(engine)
+    if writer is None:
+        with write(engine) as conn:
+            return fn(conn)
+    return writer.run(engine, fn)
+
+
+@contextlib.contextmanager
+def _committed(engine):
     body_done = False
     try:
-        with _writer_queue(engine), engine.begin() as conn:
+        with engine.begin() as conn:
             yield conn
             body_done = True
     except sa_exc.DBAPIError as e:
@@ -345,25 +377,163 @@ def write(engine):
 
 _QUEUES = {}
 
+#: most calls run together in one transaction (_Writer.run)
+GROUP_MAX = 32
 
-def _writer_queue(engine):
-    """SQLite has one writer at a time: this process's threads queue here,
-    woken at once, rather than in SQLite's busy handler, which sleeps up
-    to 100 ms between tries (with eight engine threads calling the cloud,
-    that sleeping was most of a server create's cost)."""
+
+def _writer(engine):
+    """The writers' queue of this database; None elsewhere than on
+    SQLite, where the database's own locks are all there is."""
     if engine.dialect.name != 'sqlite':
-        return contextlib.nullcontext()
+        return None
     with _LOCK:
-        return _QUEUES.setdefault(id(engine), threading.RLock())
+        writer = _QUEUES.get(id(engine))
+        if writer is None:
+            writer = _QUEUES[id(engine)] = _Writer(
+                _beside(engine, '-writer'))
+        return writer
+
+
+class _Call:
+    __slots__ = ('fn', 'done', 'result', 'error')
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.done = False
+        self.result = self.error = None
+
+
+class _Writer:
+    """SQLite has one writer at a time. Writers wait their turn here,
+    each woken as soon as the one before it is done: the threads of this
+    process on a condition, the processes on an exclusive flock of a
+    file beside the database, which the kernel hands on at once (and
+    drops with a process that dies). SQLite's busy handler sleeps up to
+    100 ms between tries, and even our own retry (``_locked_retry``)
+    sleeps up to WRITE_RETRY_MAX.
+
+    A thread that has the turn for run() takes the calls waiting then
+    (up to GROUP_MAX, its own among them) and runs them in one
+    transaction: one BEGIN, one COMMIT, one handing on of the lock for
+    them all, and no thread woken between them. If one of them raises,
+    or the commit fails, the transaction is rolled back and each is run
+    again alone, as it would have been (its error is its own)."""
+
+    def __init__(self, path):
+        self._path = path
+        self._fd = None
+        self._cv = threading.Condition(threading.Lock())
+        self._busy = False   # a thread of this process has the turn
+        self._waiting = []   # run()'s calls not yet taken
+
+    def forget(self):
+        """In a child after fork: let go of the parent's open file."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    @contextlib.contextmanager
+    def turn(self):
+        with self._cv:
+            while self._busy:
+                self._cv.wait()
+            self._busy = True
+        try:
+            with self._flocked():
+                yield
+        finally:
+            self._hand_on()
+
+    def run(self, engine, fn):
+        call = _Call(fn)
+        with self._cv:
+            self._waiting.append(call)
+            while True:
+                while self._busy and not call.done:
+                    self._cv.wait()
+                if call.done:
+                    break
+                # the turn is this thread's: its call is still waiting
+                self._busy = True
+                calls = self._waiting[:GROUP_MAX]
+                del self._waiting[:GROUP_MAX]
+                self._cv.release()
+                try:
+                    try:
+                        with self._flocked():
+                            _run_together(engine, calls)
+                    finally:
+                        for taken in calls:
+                            if not taken.done:   # interrupted midway
+                                taken.error = CommitUnknown(RuntimeError(
+                                    'the thread running it was stopped'))
+                                taken.done = True
+                        self._hand_on()
+                finally:
+                    self._cv.acquire()
+        if call.error is not None:
+            raise call.error
+        return call.result
+
+    def _hand_on(self):
+        with self._cv:
+            self._busy = False
+            # those whose calls are done return; one of the others takes
+            # the turn
+            self._cv.notify_all()
+
+    @contextlib.contextmanager
+    def _flocked(self):
+        if self._fd is None:
+            self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT |
+                               os.O_CLOEXEC, 0o644)
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+
+def _run_together(engine, calls):
+    """Run `calls` in one transaction, or each alone if that fails;
+    every call is done after."""
+    if len(calls) > 1:
+        try:
+            with _committed(engine) as conn:
+                results = [call.fn(conn) for call in calls]
+        except CommitUnknown as e:
+            # may have committed: none may run again here (their callers
+            # know which calls are safe to repeat)
+            for call in calls:
+                call.error, call.done = e, True
+            return
+        except Exception:
+            pass   # rolled back: each alone, below
+        else:
+            for call, result in zip(calls, results):
+                call.result, call.done = result, True
+            return
+    for call in calls:
+        try:
+            with _committed(engine) as conn:
+                call.result = call.fn(conn)
+        except Exception as e:
+            call.error = e
+        call.done = True
+
+
+def _beside(engine, suffix):
+    """A file beside the SQLite database of `engine`."""
+    path = engine.url.database
+    if path.startswith('file:'):
+        path = path[5:].split('?', 1)[0]
+    return os.path.abspath(path) + suffix
 
 
 def _faults_file(engine):
     if engine.dialect.name != 'sqlite':
         return None
-    path = engine.url.database
-    if path.startswith('file:'):
-        path = path[5:].split('?', 1)[0]
-    return os.path.abspath(path) + '-faults'
+    return _beside(engine, '-faults')
 
 
 def faults_version(engine):
