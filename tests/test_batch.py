@@ -322,3 +322,69 @@ def test_waits_due_together_are_taken_in_one_go_and_only_once(
         with engine.db.begin() as conn:
             assert sorted(api.sync_take_many(conn, trav, waits, new + 2)) \
                 == sorted([nodes[0], nodes[2]])
+
+
+def test_an_engine_runs_its_own_due_waits_while_it_has_room_the_rest_go_on_the_bus(
+        engine, monkeypatch):
+    # the waits an engine's timer took (leased to it in the database) are
+    # handed to its own threads, in the parts a message would carry, while
+    # fewer than LOCAL_ROOM messages' worth wait for a thread there; the
+    # rest are cast, for an engine with threads free. In process (inproc)
+    # every cast is served here already: nothing is handed
+    queue = _walker(engine)
+    timer = pool.Pool(engine)
+    handed = []
+
+    class Executor:
+        def submit(self, fn):
+            handed.append(fn)
+
+    class Server:
+        _work_executor = Executor()
+
+    ran = []
+
+    class Endpoint:
+        def check_resources(self, ctxt, stack_id, trav, nodes):
+            ran.append((stack_id, trav, list(nodes)))
+
+    timer._server, timer._endpoint = Server(), Endpoint()
+    if rpc._direct():   # the embedded engine
+        assert rpc.local_submit(timer._server) is None    # inproc: cast
+        timer._dispatch([('s', 't', 'u:a'), ('s', 't', 'u:b')])
+        assert handed == [] and [n for _, _, n in queue] == ['u:a', 'u:b']
+        queue.clear()
+
+    monkeypatch.setattr(rpc, '_direct', lambda: False)  # a broker's engine
+    per = engine.threads * 8 * pool.LOCAL_ROOM   # fanout_min_nodes 8
+    nodes = ['u:r%d' % i for i in range(per + 16)]
+    timer._dispatch([('s', 't', node) for node in nodes])
+    # each part as a message would carry it, in order, up to the room
+    assert all(8 <= n <= 15 for n in map(len, _parts(nodes)))
+    kept = [node for part in _parts(nodes) for node in part][:per]
+    assert len(handed) == len([p for p in _parts(nodes)
+                               if nodes.index(p[0]) < per])
+    assert sorted(n for _, _, n in queue) == sorted(set(nodes) - set(kept))
+    assert engine.queued == per          # waiting for a thread here
+    for fn in handed:
+        fn()
+    assert engine.queued == 0
+    assert [n for _, _, part in ran for n in part] == kept
+    assert {(s, t) for s, t, _ in ran} == {('s', 't')}
+
+    # room again once they ran; none handed once it stops consuming
+    handed.clear(), queue.clear()
+    timer._dispatch([('s', 't', 'u:x'), ('s', 't', 'u:y')])
+    assert len(handed) == 1 and not queue
+    handed[0]()
+    handed.clear()
+    timer.stop_consuming = pool.Pool.stop_consuming.__get__(timer)
+    timer._server = None
+    timer.stop_consuming()
+    timer._server = Server()
+    timer._dispatch([('s', 't', 'u:z')])
+    assert handed == [] and [n for _, _, n in queue] == ['u:z']
+
+
+def _parts(nodes):
+    return list(rpc.parts(nodes))

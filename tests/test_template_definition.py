@@ -572,3 +572,17 @@ def test_hidden_parameter_value_not_echoed_in_errors(make):
 ''', {'pw': 'S3cret!'})
     assert 'S3cret' not in str(e)
     assert 'allowed_pattern' in e.message
+
+
+def test_a_stored_template_is_not_checked_again_when_a_worker_parses_it(
+        make):
+    # checked when it was stored (stack create, update): a worker's parse
+    # of the stored template (engine/definitions.py) skips the properties'
+    # checks, half of a parse every worker makes before its first unit
+    text = HDR + ('resources:\n  s:\n    type: Test::Server\n'
+                  '    properties:\n      image: cirros\n'
+                  '      count: many\n')
+    err = fails(make, text)
+    assert 'count' in str(err)
+    defn = make(text, stored=True)
+    assert defn.resources['s'].type == 'Test::Server'

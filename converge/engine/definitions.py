@@ -56,7 +56,7 @@ class Cache:
             params = row.parameters
         return template.StackDefinition(
             bundle, params, stack_name=stack.name, stack_id=stack.id,
-            project_id=stack.project_id, limits=limits())
+            project_id=stack.project_id, limits=limits(), stored=True)
 
     def put(self, template_id, stack, defn):
         budget = conf_mod.CONF.definition_cache_resources

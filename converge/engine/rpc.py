@@ -112,15 +112,8 @@ class WorkerClient(Client):
         nodes = list(nodes)
         if len(nodes) <= 1:
             return super().check_resources(stack_id, traversal_id, nodes)
-        CONF = conf_mod.CONF.worker
         idle = self._idle() if self._idle is not None else 0
-        count = min(len(nodes), CONF.fanout_messages,
-                    max(1, idle, len(nodes) // CONF.fanout_min_nodes))
-        size, extra = divmod(len(nodes), count)
-        start = 0
-        for i in range(count):
-            part = nodes[start:start + size + (i < extra)]
-            start += len(part)
+        for part in parts(nodes, idle):
             if len(part) == 1:
                 self.check_resource(stack_id, traversal_id, part[0])
                 continue
@@ -134,6 +127,22 @@ class WorkerClient(Client):
                 'method': method, 'args': kwargs, 'version': VERSION})
         else:
             self._client.cast({}, method, **kwargs)
+
+
+def parts(nodes, idle=0):
+    """`nodes` (two or more) spread in order over the messages they go
+    in: at most `[worker] fanout_messages`, at least `fanout_min_nodes`
+    nodes each, or one for each of `idle` threads
+    (WorkerClient.check_resources says why)."""
+    CONF = conf_mod.CONF.worker
+    count = min(len(nodes), CONF.fanout_messages,
+                max(1, idle, len(nodes) // CONF.fanout_min_nodes))
+    size, extra = divmod(len(nodes), count)
+    start = 0
+    for i in range(count):
+        part = nodes[start:start + size + (i < extra)]
+        start += len(part)
+        yield part
 
 
 def start_server(endpoint, server_name, threads):
@@ -151,6 +160,18 @@ def start_server(endpoint, server_name, threads):
     server = oslo_messaging.get_rpc_server(t, target, [endpoint])
     server.start(override_pool_size=threads)
     return server
+
+
+def local_submit(server):
+    """How to hand work to the threads that work through `server`'s
+    messages (their executor's submit), or None: in process (``inproc``)
+    a cast is served here already, and a server without one has none."""
+    if server is None or _direct():
+        return None
+    # oslo.messaging keeps its pool as MessageHandlingServer._work_executor
+    # (a futurist executor of override_pool_size threads)
+    executor = getattr(server, '_work_executor', None)
+    return executor.submit if executor is not None else None
 
 
 #: seconds stop_server waits for the server's executor to wind down

@@ -102,7 +102,7 @@ class StackDefinition:
     def __init__(self, bundle, params=None, *, stack_name='stack',
                  stack_id='', project_id='converge',
                  registry=default_registry, validate_values=True,
-                 limits=None):
+                 limits=None, stored=False):
         self.bundle = bundle
         self.files = bundle.files
         self.stack_name = stack_name
@@ -113,6 +113,11 @@ class StackDefinition:
         self.project_id = project_id
         self.registry = registry
         self.validate_values = validate_values
+        #: a template stored already, its properties checked when it was:
+        #: a worker's parse of it does not check them again (half of
+        #: a parse; every worker parses a traversal's template before
+        #: its first unit, while the others wait)
+        self.stored = stored
         self.limits = dict(limits or {})
         try:
             with memory.gc_paused():
@@ -488,7 +493,7 @@ class StackDefinition:
             self.resources[name] = rd
             # validate properties with references unknown; an external
             # resource is adopted as it is, so its properties are not used
-            if external_id is None:
+            if external_id is None and not self.stored:
                 values = fn.resolve(props, vctx)
                 self._check_props(rd, values)
             mvalues = fn.resolve(meta, vctx)

@@ -44,6 +44,10 @@ GATHER_MAX = 1.0
 SOON_WINDOW = 0.02
 #: seconds between the notification relay's looks (engine/notify.py)
 NOTIFY_INTERVAL = 0.5
+#: an engine hands its own due waits to its threads while fewer than this
+#: many messages' worth of them wait for one (Pool._dispatch); as many
+#: messages as it has threads is what the broker lets it hold unstarted
+LOCAL_ROOM = 1
 #: an engine with at least CROWD_MAX waits of its own coming due within
 #: CROWD_WINDOW seconds either side of a time is crowded then: it takes no
 #: look there that a step only offered (base.Wait.sooner). At the end of
@@ -89,11 +93,20 @@ class Pool:
         self._elsewhere = False
         self._looked = 0.0
         self._relay = None
+        self._endpoint = None
+        # units of its own due waits this process handed to its threads
+        # that have not started yet (_dispatch)
+        self._local = 0
+        self._local_lock = threading.Lock()
+        self._leaving = False   # stopped consuming (stop_consuming)
 
     def start(self):
         engine = self.engine
         CONF = conf_mod.CONF
-        self._server = rpc.start_server(Endpoint(engine), engine.engine_id,
+        # before the first message: the connections its units keep
+        engine.db.warm(2 * engine.threads)
+        self._endpoint = Endpoint(engine)
+        self._server = rpc.start_server(self._endpoint, engine.engine_id,
                                         engine.threads)
         engine.locks.join(CONF.coordination.group)
         clocks = [('timer', CONF.worker.timer_interval, self.fire_timers),
@@ -242,7 +255,63 @@ class Pool:
                 taken += [(stack_id, trav_id, node) for node in
                           api.sync_take_many(conn, trav_id, waits,
                                              now + lease)]
-        self.engine.client.send(taken)
+        self._dispatch(taken)
+
+    def _dispatch(self, taken):
+        """Send the waits this engine took (each leased to it in the
+        database until its lease runs out, as a message in transit is).
+        Those its own threads have room for, it hands them itself, in the
+        same parts a message would carry: at the end of a ramp of 2,000
+        builds, the messages of the waits coming due (their publishing,
+        the broker's confirm, their consuming) were a third of a worker's
+        CPU, on cores the units needed. Beyond LOCAL_ROOM messages' worth
+        of units waiting for a thread here, the rest go on the bus, where
+        an engine with threads free takes them."""
+        submit = None if self._leaving or self._stopping.is_set() else \
+            rpc.local_submit(self._server)
+        if submit is None:
+            self.engine.client.send(taken)
+            return
+        by_trav = {}
+        for stack_id, trav_id, node in taken:
+            by_trav.setdefault((stack_id, trav_id), []).append(node)
+        room = self.engine.threads * \
+            conf_mod.CONF.worker.fanout_min_nodes * LOCAL_ROOM
+        remote = []
+        for (stack_id, trav_id), nodes in by_trav.items():
+            for part in rpc.parts(nodes) if len(nodes) > 1 else [nodes]:
+                with self._local_lock:
+                    here = self._local + len(part) <= room
+                    if here:
+                        self._local += len(part)
+                if here and self._hand(submit, stack_id, trav_id, part):
+                    continue
+                remote += [(stack_id, trav_id, node) for node in part]
+        if remote:
+            self.engine.client.send(remote)
+
+    def _hand(self, submit, stack_id, trav_id, nodes):
+        """Give `nodes` to this process's threads; False if they take no
+        more work (stopping)."""
+        engine = self.engine
+        engine.units_queued(len(nodes))
+
+        def run():
+            with self._local_lock:
+                self._local -= len(nodes)
+            engine.units_queued(-len(nodes))   # counted again as they run
+            try:
+                self._endpoint.check_resources({}, stack_id, trav_id, nodes)
+            except Exception:   # the endpoint sends failed nodes again
+                LOG.exception('check_resources %s failed', trav_id)
+        try:
+            submit(run)
+            return True
+        except RuntimeError:   # its executor is shut down
+            with self._local_lock:
+                self._local -= len(nodes)
+            engine.units_queued(-len(nodes))
+            return False
 
     def _every(self, interval, step):
         while not self._stopping.wait(interval):
@@ -294,7 +363,9 @@ class Pool:
             lock.release()
 
     def stop_consuming(self):
-        """Take no more messages; in-flight units go on."""
+        """Take no more messages; in-flight units go on. Due waits go
+        on the bus from now (_dispatch), for the engines that stay."""
+        self._leaving = True
         if self._server is not None:
             self._server.stop()
 
