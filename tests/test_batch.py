@@ -366,9 +366,10 @@ def test_an_engine_runs_its_own_due_waits_while_it_has_room_the_rest_go_on_the_b
                                if nodes.index(p[0]) < per])
     assert sorted(n for _, _, n in queue) == sorted(set(nodes) - set(kept))
     assert engine.queued == per          # waiting for a thread here
+    assert not engine.idle.is_set()      # a graceful stop waits for them
     for fn in handed:
         fn()
-    assert engine.queued == 0
+    assert engine.queued == 0 and engine.idle.is_set()
     assert [n for _, _, part in ran for n in part] == kept
     assert {(s, t) for s, t, _ in ran} == {('s', 't')}
 
@@ -378,10 +379,18 @@ def test_an_engine_runs_its_own_due_waits_while_it_has_room_the_rest_go_on_the_b
     assert len(handed) == 1 and not queue
     handed[0]()
     handed.clear()
-    timer.stop_consuming = pool.Pool.stop_consuming.__get__(timer)
+    # handed before it stopped consuming, started after: they go on the
+    # bus (to the engines that stay), not run here
+    timer._dispatch([('s', 't', 'u:w')])
     timer._server = None
     timer.stop_consuming()
     timer._server = Server()
+    ran.clear()
+    handed[0]()
+    assert ran == [] and [n for _, _, n in queue] == ['u:w']
+    assert engine.idle.is_set()
+    handed.clear(), queue.clear()
+    # and waits taken from then on go on the bus at once
     timer._dispatch([('s', 't', 'u:z')])
     assert handed == [] and [n for _, _, n in queue] == ['u:z']
 

@@ -115,8 +115,16 @@ class Engine:
                 self._saturated_at = time.monotonic()
 
     def units_queued(self, count):
+        """`count` more (or fewer) units waiting for a thread here: the
+        rest of a message's units, and due waits handed to this
+        process's threads (workers/pool.py); an engine with any is not
+        idle."""
         with self._inflight_lock:
             self.queued += count
+            if self.queued > 0:
+                self.idle.clear()
+            elif self.inflight == 0:
+                self.idle.set()
             if self.inflight + self.queued >= self.threads:
                 self._saturated_at = time.monotonic()
 
@@ -138,7 +146,7 @@ class Engine:
     def unit_ended(self):
         with self._inflight_lock:
             self.inflight -= 1
-            if self.inflight == 0:
+            if self.inflight == 0 and self.queued <= 0:
                 self.idle.set()
 
     def close(self):

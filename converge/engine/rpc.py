@@ -130,7 +130,7 @@ class WorkerClient(Client):
 
 
 def parts(nodes, idle=0):
-    """`nodes` (two or more) spread in order over the messages they go
+    """`nodes` (one or more) spread in order over the messages they go
     in: at most `[worker] fanout_messages`, at least `fanout_min_nodes`
     nodes each, or one for each of `idle` threads
     (WorkerClient.check_resources says why)."""

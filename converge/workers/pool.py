@@ -279,7 +279,7 @@ class Pool:
             conf_mod.CONF.worker.fanout_min_nodes * LOCAL_ROOM
         remote = []
         for (stack_id, trav_id), nodes in by_trav.items():
-            for part in rpc.parts(nodes) if len(nodes) > 1 else [nodes]:
+            for part in rpc.parts(nodes):
                 with self._local_lock:
                     here = self._local + len(part) <= room
                     if here:
@@ -292,18 +292,29 @@ class Pool:
 
     def _hand(self, submit, stack_id, trav_id, nodes):
         """Give `nodes` to this process's threads; False if they take no
-        more work (stopping)."""
+        more work (stopping). Until they start, the engine is not idle
+        (a graceful stop waits for them); if it stopped consuming
+        meanwhile, they go on the bus then, to the engines that stay, as
+        a message not yet started goes back to the broker."""
         engine = self.engine
         engine.units_queued(len(nodes))
 
         def run():
             with self._local_lock:
                 self._local -= len(nodes)
+            engine.unit_started()   # not idle between the two counts
             engine.units_queued(-len(nodes))   # counted again as they run
             try:
-                self._endpoint.check_resources({}, stack_id, trav_id, nodes)
+                if self._leaving:
+                    engine.client.send([(stack_id, trav_id, node)
+                                        for node in nodes])
+                else:
+                    self._endpoint.check_resources({}, stack_id, trav_id,
+                                                   nodes)
             except Exception:   # the endpoint sends failed nodes again
                 LOG.exception('check_resources %s failed', trav_id)
+            finally:
+                engine.unit_ended()
         try:
             submit(run)
             return True
