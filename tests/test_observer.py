@@ -165,6 +165,43 @@ def test_a_policy_is_refused_when_malformed(cli, write):
     assert 'converge_policy' not in cli.json('stack', 'show', 'x')
 
 
+def test_an_observer_killed_mid_pass_leaves_the_stack_to_the_next(
+        cli, write, daemon):
+    """The pass an observer was killed in is the next observer's at once
+    (it is taken under a lock that dies with its holder), not five
+    minutes later."""
+    from converge import conf
+    from converge.db import session
+    from converge.engine import context
+    cli.run('stack', 'create', 'o', '-t', write('one.yaml', ONE),
+            '--converge-policy', 'observe:1', '--wait')
+    stack_id = cli.json('stack', 'show', 'o')['id']
+    cli.run('sim', 'server', 'stop', 'lone')
+    # every look at the cloud hangs: a pass, once started, does not end
+    cli.run('sim', 'fault', 'set', 'list', '--latency', '600')
+    first = daemon()
+    conf.setup([], home=cli.home, log=False)
+    eng = context.Engine()
+    try:
+        def in_its_pass():
+            lock = eng.locks.try_lock('observe-' + stack_id)
+            if lock is None:
+                return True
+            lock.release()
+            return False
+        _until('the first observer in its pass', in_its_pass)
+    finally:
+        eng.close()
+        session.forget()
+    first.kill()
+    first.communicate(timeout=30)
+    cli.run('sim', 'fault', 'clear', 'list')
+    daemon()
+    _until('the drift seen by the second observer', lambda: [
+        e['resource_status'] for e in _observe_events(cli, 'o')] ==
+        ['OBSERVE_DRIFTED'])
+
+
 def test_converge_observer_observes_with_no_worker(tmp_path):
     """converge-observer, a service of its own: with every worker gone, a
     stack whose policy is `observe` still has its drift seen, recorded and

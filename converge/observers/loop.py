@@ -5,9 +5,12 @@ A stack's policy (`stack create|update --converge-policy`, or the
 environment's ``converge`` section) is ``off``, ``observe`` (report drift:
 recorded, evented) or ``repair`` (also converge it). Every live engine
 looks every `[observer] tick` for stacks whose pass is due; one takes each
-(the due time moves on in one compare-and-swap), so a stack is observed
-by one engine at a time, on any host, and a pass survives the death of
-the engine that took it (it is due again after the interval).
+under the stack's observer lock (the coordination backend's, which dies
+with its holder) and runs it if the pass is still due, so a stack is
+observed by one engine at a time, on any host, and a pass survives the
+death of the engine that took it: it stays due, and the next engine to
+look takes it (a 300 s lease in the database had left a stack whose
+observer was killed mid-pass unobserved for five minutes).
 
 A pass observes the stack tree (observers/drift.py: one call per
 driver). A software deployment with a CHECK config is observed by running
@@ -38,11 +41,6 @@ from converge.observers import drift as drift_mod
 
 LOG = logging.getLogger(__name__)
 
-#: how long a taken pass is the taker's before another engine may take it
-#: (the taker died mid-pass)
-LEASE = 300.0
-
-
 def run_due(engine, now=None, everything=False):
     """Take the stacks whose pass is due (`everything`: every stack with a
     policy) and run each pass. Returns {stack id: (stack name, what the
@@ -65,14 +63,22 @@ def run_due(engine, now=None, everything=False):
             LOG.exception('refreshing stack %s after its facts changed '
                           'failed', stack_id)
             done[stack_id] = ('', 'error')
-    for stack_id in _take_due(engine, float('inf') if everything else now,
-                              now):
+    for stack_id, next_at in _due(engine,
+                                  float('inf') if everything else now):
+        lock = engine.locks.try_lock('observe-' + stack_id)
+        if lock is None:
+            continue   # another engine observes it now
         try:
+            if not _still_due(engine, stack_id, next_at):
+                continue   # another engine passed it since we looked
             done[stack_id] = run_pass(engine, stack_id)
         except Exception:
             LOG.exception('observing stack %s failed; trying again next '
                           'interval', stack_id)
+            _put_off(engine, stack_id, now)
             done[stack_id] = ('', 'error')
+        finally:
+            lock.release()
     return done
 
 
@@ -103,20 +109,29 @@ def wait_for_repairs(engine, done, poll=0.2):
             time.sleep(poll)
 
 
-def _take_due(engine, due_by, now, limit=50):
+def _due(engine, due_by, limit=50):
     P = models.ConvergePolicy
     with engine.db.read() as s:
-        due = s.execute(sa.select(P.stack_id, P.next_at).where(
+        return s.execute(sa.select(P.stack_id, P.next_at).where(
             P.next_at <= due_by).order_by(P.next_at).limit(limit)).all()
-    taken = []
-    for stack_id, next_at in due:
-        with engine.db.write() as s:
-            res = s.execute(sa.update(P).where(
-                P.stack_id == stack_id, P.next_at == next_at).values(
-                next_at=now + LEASE))
-            if res.rowcount == 1:
-                taken.append(stack_id)
-    return taken
+
+
+def _still_due(engine, stack_id, next_at):
+    """Under the stack's observer lock: nobody passed it since `next_at`
+    was read (a pass moves it on before it lets the lock go)."""
+    P = models.ConvergePolicy
+    with engine.db.read() as s:
+        return s.scalar(sa.select(P.next_at).where(
+            P.stack_id == stack_id)) == next_at
+
+
+def _put_off(engine, stack_id, now):
+    """A pass that raised is tried again after the stack's interval, not
+    at the next tick."""
+    P = models.ConvergePolicy
+    with engine.db.write() as s:
+        s.execute(sa.update(P).where(P.stack_id == stack_id).values(
+            next_at=now + P.interval))
 
 
 def run_pass(engine, stack_id):
