@@ -264,8 +264,9 @@ def resource_cas_many(conn, writes):
             params['i%d' % i], params['k%d' % i] = row_id, key
             for n, c in enumerate(columns):
                 params['v%d_%d' % (n, i)] = values[c]
-        return {row[0] for row in
-                _cas_few(columns, len(writes)).run(conn, params)}
+        size = _padded(params, len(writes), 'i%d', 'k%d', *[
+            'v%d_%%d' % n for n in range(len(columns))])
+        return {row[0] for row in _cas_few(columns, size).run(conn, params)}
     return {row_id for row_id, key, values in writes
             if resource_cas(conn, row_id, key, **values) is not None}
 
@@ -493,14 +494,35 @@ def unit_load(conn, traversal_id, node):
             cur.resource_id)
 
 
+@functools.lru_cache(maxsize=8)
+def _unit_load_few(count):
+    return prepared.Statement(_UNIT_LOAD.add_columns(
+        SYNC.c.node.label('key__node')).where(
+        SYNC.c.traversal_id == bp('b_trav'),
+        SYNC.c.node.in_([bp('n%d' % i) for i in range(count)])), typed=True)
+
+
 def unit_load_many(conn, traversal_id, nodes):
     """unit_load of several nodes of one traversal, in one read: {node:
     what unit_load returns} for the nodes found."""
     if not nodes:
         return {}
+    nodes = list(nodes)
+    if len(nodes) <= _MANY_MAX:
+        # a message's nodes (a few): on the driver's cursor (prepared.py;
+        # through SQLAlchemy, with its IN rendered and its wide row's
+        # result set up on every call, an eighth of the time a worker
+        # held the interpreter at the end of a ramp of 2,000 builds)
+        params = {'b_trav': traversal_id}
+        for i, node in enumerate(nodes):
+            params['n%d' % i] = node
+        size = _padded(params, len(nodes), 'n%d')
+        rows = _unit_load_few(size).run(conn, params).all()
+    else:
+        rows = conn.execute(_UNIT_LOAD_MANY, {'b_trav': traversal_id,
+                                              'b_nodes': nodes})
     out = {}
-    for found in conn.execute(_UNIT_LOAD_MANY, {'b_trav': traversal_id,
-                                     'b_nodes': list(nodes)}):
+    for found in rows:
         sp, trav, stack, row, cur, key = _split(
             found, ('sp', 'trav', 'stack', 'row', 'cur', 'key'))
         out[key.node] = (sp, trav, stack, row if row.id is not None
@@ -547,6 +569,23 @@ def sync_mark_done(conn, traversal_id, node, resource_id=None):
 _MANY_MAX = 32
 
 
+def _padded(params, count, *names):
+    """The number of rows a statement of the `_few` kind is run for when
+    `count` rows are given: the next power of two, up to _MANY_MAX (so at
+    most five statements of a kind, not one per count), `params` padded
+    with NULLs (each name a pattern, e.g. 'n%d') that match no row. One
+    per count, a worker compiled up to 31 of each kind and set of
+    columns, 1.4-5.8 ms each (about 100 ms for one), most of them while
+    its first traversal ran: at the end of a ramp of 2,000 builds, where
+    the units' batches took new sizes, a quarter of the units' time under
+    a CPU profiler (docs/performance.md, seventh session)."""
+    size = 1 << (count - 1).bit_length()
+    for i in range(count, size):
+        for name in names:
+            params[name % i] = None
+    return size
+
+
 @functools.lru_cache(maxsize=_MANY_MAX)
 def _mark_done_few(count):
     nodes = [bp('n%d' % i) for i in range(count)]
@@ -569,8 +608,8 @@ def sync_mark_done_many(conn, traversal_id, items):
         params = {'b_trav': traversal_id, 'b_now': time.time()}
         for i, (node, resource_id) in enumerate(items):
             params['n%d' % i], params['r%d' % i] = node, resource_id
-        return {row[0] for row in
-                _mark_done_few(len(items)).run(conn, params)}
+        size = _padded(params, len(items), 'n%d', 'r%d')
+        return {row[0] for row in _mark_done_few(size).run(conn, params)}
     return {node for node, resource_id in items
             if sync_mark_done(conn, traversal_id, node, resource_id)}
 
@@ -688,8 +727,9 @@ def sync_release_shards(conn, traversal_id, keys):
             params = {'b_trav': traversal_id, 'b_node': node}
             for i, (shard, count) in enumerate(part):
                 params['s%d' % i], params['c%d' % i] = shard, count
+            size = _padded(params, len(part), 's%d', 'c%d')
             zero.update(plan_mod.shard_key(shard, node) for shard, left in
-                        _shards_release_few(len(part)).run(conn, params)
+                        _shards_release_few(size).run(conn, params)
                         if left == 0)
     return zero
 
@@ -757,7 +797,8 @@ def sync_wait_many(conn, traversal_id, waits):
         for i, (node, wake_at, event) in enumerate(waits):
             params['n%d' % i] = node
             params['w%d' % i], params['e%d' % i] = wake_at, event
-        return {row[0] for row in _wait_few(len(waits)).run(conn, params)}
+        size = _padded(params, len(waits), 'n%d', 'w%d', 'e%d')
+        return {row[0] for row in _wait_few(size).run(conn, params)}
     return {node for node, wake_at, event in waits
             if sync_wait(conn, traversal_id, node, wake_at, event)}
 
@@ -831,20 +872,38 @@ def sync_take_many(conn, traversal_id, waits, new_wake_at):
         return [node for node, wake_at in waits
                 if sync_take(conn, traversal_id, node, wake_at,
                              new_wake_at)]
+    waits = list(waits)
+    if len(waits) > _MANY_MAX:
+        return [node for start in range(0, len(waits), _MANY_MAX)
+                for node in sync_take_many(conn, traversal_id,
+                                           waits[start:start + _MANY_MAX],
+                                           new_wake_at)]
+    params = {'b_trav': traversal_id, 'b_new': new_wake_at}
+    for i, (node, wake_at) in enumerate(waits):
+        params['n%d' % i], params['w%d' % i] = node, wake_at
+    size = _padded(params, len(waits), 'n%d', 'w%d')
+    return [row[0] for row in _take_few(size).run(conn, params).all()]
+
+
+@functools.lru_cache(maxsize=8)
+def _take_few(count):
     # rows another transaction holds are left (SKIP LOCKED): a unit
     # recording this node's next wait or its end, or another engine's
     # timer taking it; either way not this take's. Waiting for them, the
     # rows this take had locked in its own order met a batch's records
     # locking theirs in another: a deadlock, found after a second
+    pairs = [sa.tuple_(bp('n%d' % i),
+                       bp('w%d' % i, type_=SYNC.c.wake_at.type))
+             for i in range(count)]
     free = sa.select(SYNC.c.node).where(
-        SYNC.c.traversal_id == traversal_id,
-        sa.tuple_(SYNC.c.node, SYNC.c.wake_at).in_(list(waits))
+        SYNC.c.traversal_id == bp('b_trav'),
+        sa.tuple_(SYNC.c.node, SYNC.c.wake_at).in_(pairs)
     ).with_for_update(skip_locked=True)
-    return list(conn.scalars(
-        sa.update(SYNC).where(
-            SYNC.c.traversal_id == traversal_id,
-            SYNC.c.node.in_(free.scalar_subquery()))
-        .values(wake_at=new_wake_at).returning(SYNC.c.node)))
+    return prepared.Statement(sa.update(SYNC).where(
+        SYNC.c.traversal_id == bp('b_trav'),
+        SYNC.c.node.in_(free.scalar_subquery())).values(
+        wake_at=bp('b_new', type_=SYNC.c.wake_at.type)).returning(
+        SYNC.c.node), typed=True)
 
 
 def sync_take(conn, traversal_id, node, wake_at, new_wake_at):

@@ -75,8 +75,14 @@ def run_due(engine, now=None, everything=False):
         except Exception:
             LOG.exception('observing stack %s failed; trying again next '
                           'interval', stack_id)
-            _put_off(engine, stack_id, now)
             done[stack_id] = ('', 'error')
+            try:
+                _put_off(engine, stack_id, now)
+            except Exception:
+                # the database is away too: the pass stays due, and the
+                # next tick tries it (and the other stacks due) again
+                LOG.warning('could not put off the pass of stack %s',
+                            stack_id, exc_info=True)
         finally:
             lock.release()
     return done
