@@ -156,7 +156,6 @@ def test_a_signal_finds_the_nodes_waiting_for_it_without_reading_the_stack(
     assert 'wait_event=?' in steps, steps
 
 
-
 def test_rows_written_together_in_any_number_write_exactly_those(any_db):
     # a batch's rows are written by one statement made for a power of two
     # of them: 3, 5 and 7 rows run padded, and only the given rows move

@@ -81,6 +81,27 @@ def test_a_row_whose_lock_is_held_is_not_taken_for_a_dead_workers(
         'CREATE_COMPLETE'
 
 
+def test_a_unit_that_ends_as_the_sweep_looks_is_not_sent_again(
+        engine, tmp_path, monkeypatch):
+    """A worker paused past the heartbeat timeout comes back and finishes
+    its unit between the sweep's read of the rows and its look at the
+    lock: the lock is free by then, and the worker not yet back in the
+    group, but its row is written. Nothing is sent again."""
+    stack_id, trav = _one_server_claimed(engine, tmp_path, 'was-paused')
+    idle = engine.locks.idle
+
+    def finishes_first(stack, name):
+        # the unit records its row, then lets its lock go
+        with engine.db.read() as s:
+            row = list(api.resources_live(s, stack_id))[0]
+        with engine.db.begin() as c:
+            api.resource_cas(c, row.id, row.atomic_key, status='COMPLETE',
+                             engine_id=None)
+        return idle(stack, name)
+    monkeypatch.setattr(engine.locks, 'idle', finishes_first)
+    assert sweeper.sweep(engine, {engine.engine_id}, 60) == []
+
+
 def test_a_live_workers_dropped_unit_is_resumed(engine, tmp_path):
     """A live worker claimed the row and then dropped the unit (the
     database was away longer than it retried): once nobody has worked on

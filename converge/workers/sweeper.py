@@ -29,7 +29,9 @@ the action is idempotent, and the fencing counter stops a slow original.
 Still, work somebody is doing is never taken for stranded: a unit of work
 holds its resource's lock from start to end, so a row whose lock is held
 is left alone, whoever the row names (a worker that was paused past the
-heartbeat timeout is out of the group until its next beat rejoins it).
+heartbeat timeout is out of the group until its next beat rejoins it),
+and so is a row written after the sweep read it (that worker, back,
+finished its unit and let the lock go before its next beat).
 """
 
 import datetime
@@ -93,6 +95,7 @@ def sweep(engine, members, stall_timeout, now=None):
                     '%.0f s', trav.id, stall_timeout)
         traversal_mod.settle(engine, trav, stack)
     busy = set()
+    free = []
     for row, trav in orphans:
         busy.add(row.id)
         if row.engine_id in members:
@@ -104,6 +107,8 @@ def sweep(engine, members, stall_timeout, now=None):
             why = 'worker %s is gone' % row.engine_id
         if not engine.locks.idle(row.stack_id, row.name):
             continue  # a unit of work holds it: somebody is on it
+        free.append((row, trav, why))
+    for row, trav, why in _unchanged(engine, free):
         if trav.state == 'failing':
             _abandon(engine, row, trav, why)
             continue
@@ -125,6 +130,24 @@ def sweep(engine, members, stall_timeout, now=None):
                           .values(updated_at=now))
         engine.client.send(sent)
     return sent
+
+
+def _unchanged(engine, free):
+    """Those of `free` (row, traversal, why) whose row is still as the
+    sweep read it, now that its lock was seen free. A unit holds the lock
+    until its record has committed, so a row written since was being
+    worked on: a worker paused past its heartbeat, back and finishing
+    its unit between the sweep's read and its look at the lock (its lock
+    free, its row written, its membership not yet renewed)."""
+    if not free:
+        return []
+    with engine.db.read() as s:
+        keys = dict(s.execute(
+            sa.select(models.Resource.id, models.Resource.atomic_key)
+            .where(models.Resource.id.in_([row.id for row, _, _ in free])))
+            .all())
+    return [(row, trav, why) for row, trav, why in free
+            if keys.get(row.id) == row.atomic_key]
 
 
 def _without_progress(s, candidates, since):
