@@ -266,6 +266,30 @@ API_OPTS = [
                     "(Heat's default)."),
 ]
 
+CLOUD_OPTS = [
+    cfg.StrOpt('name',
+               help='The cloud (a clouds.yaml name, found as every '
+                    'OpenStack client finds it: OS_CLIENT_CONFIG_FILE, '
+                    './clouds.yaml, ~/.config/openstack) that stacks live '
+                    'in when a request names none. Unset: the simulated '
+                    'cloud.'),
+    cfg.BoolOpt('use_trusts', default=False,
+                help='With [api] auth_strategy = keystone: a stack created '
+                     'through the API lives in the Keystone deployment the '
+                     'token came from, and the engine acts there with the '
+                     'requesting user\'s authority: a Keystone trust from '
+                     'the user to the [trustee] user, made when the stack '
+                     'is created (roles: the request\'s, or '
+                     'trusts_delegated_roles), used by every worker and '
+                     'observer for everything they do later, deleted with '
+                     'the stack (Heat\'s deferred_auth_method = trusts).'),
+    cfg.ListOpt('trusts_delegated_roles', default=[],
+                help='Roles the trust delegates. Empty: the roles of the '
+                     'request that created the stack.'),
+    cfg.StrOpt('region_name',
+               help='Region of the services a trust-scoped engine uses.'),
+]
+
 SOFTWARE_OPTS = [
     cfg.FloatOpt('deployment_recheck', default=60.0, min=1.0,
                  help='Seconds after which a deployment waiting for its '
@@ -295,6 +319,19 @@ OBSERVER_OPTS = [
 ]
 
 
+def _trustee_opts():
+    """[trustee]: the user converge acts as in a trust (a service user,
+    as Heat's [trustee]), authenticated by password."""
+    return [
+        cfg.StrOpt('auth_url', help='Keystone\'s URL (…/v3).'),
+        cfg.StrOpt('username', help='The trustee user\'s name.'),
+        cfg.StrOpt('password', secret=True,
+                   help='The trustee user\'s password.'),
+        cfg.StrOpt('user_domain_name', default='Default',
+                   help='The trustee user\'s domain.'),
+    ]
+
+
 def list_opts():
     return [
         (None, DEFAULT_OPTS),
@@ -304,6 +341,8 @@ def list_opts():
         ('compute', COMPUTE_OPTS),
         ('sim', SIM_OPTS),
         ('api', API_OPTS),
+        ('cloud', CLOUD_OPTS),
+        ('trustee', _trustee_opts()),
         ('software', SOFTWARE_OPTS),
         ('observer', OBSERVER_OPTS),
     ]

@@ -43,7 +43,9 @@ def context(engine, req, project_id):
             ',') if r.strip()]
         user = req.headers.get('X-User-Id')
         _count(engine, 'keystone:%s:%s' % (project, user))
-        return request.make(project, user, roles, rid)
+        # the token: a stack created now may need a trust made with it
+        return request.make(project, user, roles, rid,
+                            auth_token=req.headers.get('X-Auth-Token'))
     if strategy == 'noauth':
         roles = [r.strip() for r in req.headers.get(
             'X-Roles', 'member,reader').split(',') if r.strip()]

@@ -59,6 +59,15 @@ class ConvergeApp(app.App):
             '--os-user-id', metavar='<user-id>',
             default=os.environ.get('OS_USER_ID'),
             help='User on whose behalf the command runs (Env: OS_USER_ID)')
+        parser.add_argument(
+            '--os-cloud', metavar='<cloud-config-name>',
+            default=os.environ.get('OS_CLOUD'),
+            help='Cloud name in clouds.yaml (OS_CLIENT_CONFIG_FILE, as '
+                 'every OpenStack client reads it): stacks this command '
+                 'creates live in that OpenStack and the engine acts there '
+                 'with its credentials, in its project unless '
+                 '--os-project-id says otherwise (Env: OS_CLOUD; default: '
+                 'the simulated cloud)')
         # remote mode: a converge-api does the work (docs/cli.md)
         parser.add_argument(
             '--os-url', metavar='<url>',
@@ -184,9 +193,15 @@ class ConvergeApp(app.App):
         [DEFAULT] project_id."""
         if self._context is None:
             from converge.engine import request
+            cloud = None if self.remote() else self.options.os_cloud
+            project = self._project()
+            if cloud and not project:
+                # the project the cloud's credentials are scoped to
+                from converge.drivers import openstack
+                project = openstack.project_of(cloud)
             self._context = request.make(
-                project_id=self._project(),
-                user_id=self.options.os_user_id)
+                project_id=project, user_id=self.options.os_user_id,
+                cloud=cloud or None)
         return self._context
 
     def _project(self):

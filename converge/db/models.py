@@ -55,6 +55,9 @@ class Stack(Base):
                                                         nullable=True)
     nested_depth: Mapped[int] = mapped_column(Integer, default=0,
                                               server_default='0')
+    # the cloud the stack lives in: a clouds.yaml name, None for the
+    # simulated cloud (every unit of work acts in it, whoever runs it)
+    cloud: Mapped[str | None] = mapped_column(String(255), nullable=True)
     created_at: Mapped[datetime.datetime] = mapped_column(DateTime,
                                                           default=utcnow)
     updated_at: Mapped[datetime.datetime | None] = mapped_column(

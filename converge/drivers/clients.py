@@ -1,7 +1,16 @@
-"""What plug-ins reach through ``self.clients``."""
+"""What plug-ins reach through ``self.clients``.
+
+One `Clients` per engine process holds the engine's own stores (configs,
+deployments, agents, wait conditions, scaling signals, facts). A plug-in
+gets the view of it for its stack (`for_stack`): the same stores, and
+the cloud the stack lives in: the simulated cloud (the embedded
+default) or a real OpenStack named in clouds.yaml (drivers/openstack.py),
+acting in the stack's project. Both implement drivers/cloud.py.
+"""
 
 import copy
 import functools
+import threading
 
 import sqlalchemy as sa
 
@@ -78,6 +87,12 @@ class Clients:
         self.scaling = scaling.ScalingStore(db)
         #: OS::Converge::FactStore: what the servers' agents published
         self.facts = facts.FactStore(db)
+        #: (cloud name, project) -> StackClients: one per stack's cloud
+        #: and project, made once (a real cloud's connection and token
+        #: are kept in it)
+        self._views = {}
+        self._views_lock = threading.Lock()
+        self._sim_clouds = {}
 
     @property
     def compute(self):
@@ -90,3 +105,67 @@ class Clients:
                 compute = limits.LimitedCompute(compute, self._db)
             self._compute = compute
         return self._compute
+
+    @property
+    def cloud(self):
+        """The simulated cloud as the configured project sees it (the
+        engine's own tools: bench, sim commands); plug-ins get their
+        stack's through `for_stack`."""
+        from converge import conf as conf_mod
+        return self.sim_cloud(conf_mod.CONF.project_id)
+
+    def sim_cloud(self, project_id):
+        found = self._sim_clouds.get(project_id)
+        if found is None:
+            from converge.drivers.sim import objects
+            found = objects.SimCloud(self._sim_url, project_id,
+                                     compute=self.compute)
+            self._sim_clouds[project_id] = found
+        return found
+
+    def for_stack(self, cloud, project_id):
+        """What a plug-in of a stack in `cloud` (a clouds.yaml name, or
+        None for the simulated cloud) and `project_id` reaches."""
+        key = (cloud or None, project_id)
+        view = self._views.get(key)
+        if view is None:
+            with self._views_lock:
+                view = self._views.get(key)
+                if view is None:
+                    view = self._views[key] = StackClients(
+                        self, cloud or None, project_id)
+        return view
+
+
+class StackClients:
+    """The engine's stores (through the engine-wide Clients) and the
+    cloud of one stack: ``compute`` (servers) and ``cloud`` (every other
+    kind, drivers/cloud.py)."""
+
+    def __init__(self, base, cloud, project_id):
+        self._base = base
+        self.cloud_name = cloud
+        self.project_id = project_id
+        self._real = None
+
+    def __getattr__(self, name):
+        # the engine's stores and settings (configs, agents, waiting, ...)
+        return getattr(self._base, name)
+
+    def _openstack(self):
+        if self._real is None:
+            from converge.drivers import openstack
+            self._real = openstack.connect(self.cloud_name, self.project_id)
+        return self._real
+
+    @property
+    def compute(self):
+        if self.cloud_name is None:
+            return self._base.compute
+        return self._openstack().compute
+
+    @property
+    def cloud(self):
+        if self.cloud_name is None:
+            return self._base.sim_cloud(self.project_id)
+        return self._openstack()

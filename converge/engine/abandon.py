@@ -182,7 +182,7 @@ def _delete_rows(session, stack):
 # -- adopt --------------------------------------------------------------------
 
 def adopt(engine, name, data, params=None, timeout=None, project_id=None,
-          source='<adopt data>'):
+          source='<adopt data>', cloud=None):
     """Store a stack from an abandon document and start adopting its
     resources; returns (stack id, traversal id). `source` names the
     document in errors."""
@@ -227,7 +227,7 @@ def adopt(engine, name, data, params=None, timeout=None, project_id=None,
                 status='IN_PROGRESS', status_reason='',
                 disable_rollback=doc['disable_rollback'],
                 timeout_mins=timeout, tags=doc['tags'],
-                project_id=project_id))
+                project_id=project_id, cloud=cloud))
             s.flush()
             template_id = api.template_create(s, stack_id, bundle.to_dict(),
                                               merged)

@@ -98,12 +98,14 @@ class Engine:
 
     def plugin(self, cls, row, props, stack, update_policy=None,
                metadata=None):
-        return cls(row.name, props, metadata=metadata,
-                   stack=base.StackInfo(stack.id, stack.name,
-                                        stack.project_id,
-                                        getattr(stack, 'template_id', None)),
+        cloud = getattr(stack, 'cloud', None)
+        info = base.StackInfo(stack.id, stack.name, stack.project_id,
+                              getattr(stack, 'template_id', None))
+        info.cloud = cloud
+        return cls(row.name, props, metadata=metadata, stack=info,
                    uuid=row.uuid, physical_id=row.physical_id,
-                   data=row.data, clients=self.clients,
+                   data=row.data,
+                   clients=self.clients.for_stack(cloud, stack.project_id),
                    update_policy=update_policy)
 
     # -- this process's units of work ---------------------------------------

@@ -13,10 +13,17 @@ from converge import exception
 
 
 class RequestContext(oslo_context.RequestContext):
-    """A request on behalf of one project."""
+    """A request on behalf of one project. ``cloud``: the cloud (a
+    clouds.yaml name) a stack this request creates lives in; None for the
+    simulated cloud."""
+
+    def __init__(self, *args, cloud=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.cloud = cloud
 
 
-def make(project_id=None, user_id=None, roles=(), request_id=None):
+def make(project_id=None, user_id=None, roles=(), request_id=None,
+         cloud=None, auth_token=None):
     """A context for `project_id`, else the configured default project
     (`[DEFAULT] project_id`)."""
     if not project_id:
@@ -26,7 +33,8 @@ def make(project_id=None, user_id=None, roles=(), request_id=None):
     # from the thread it was made in
     return RequestContext(project_id=project_id, user_id=user_id,
                           roles=list(roles), request_id=request_id,
-                          overwrite=False)
+                          overwrite=False, cloud=cloud,
+                          auth_token=auth_token)
 
 
 def project_of(ctx):

@@ -14,13 +14,16 @@ again. Writes are not repeated: a write whose connection dropped rolled
 back, and saying so is safer than guessing whether it committed.
 """
 
+import contextlib
 import functools
 import time
 
 from sqlalchemy import exc as sa_exc
 
+from converge import conf
 from converge import exception
 from converge.db import api
+from converge.drivers import trusts
 from converge.engine import abandon
 from converge.engine import catalog
 from converge.engine import health
@@ -160,11 +163,28 @@ class Service:
     # each returns {'id': stack id, 'traversal_id': the traversal started}
     def stack_create(self, ctx, name, bundle, params, disable_rollback=True,
                      timeout=None, tags=None, converge_policy=None):
-        return self._started(*stacks.create(
-            self.engine, name, bundle, params,
-            disable_rollback=disable_rollback, timeout=timeout, tags=tags,
-            project_id=request.project_of(ctx),
-            converge_policy=converge_policy))
+        with self._cloud(ctx) as cloud:
+            return self._started(*stacks.create(
+                self.engine, name, bundle, params,
+                disable_rollback=disable_rollback, timeout=timeout,
+                tags=tags, project_id=request.project_of(ctx),
+                converge_policy=converge_policy, cloud=cloud))
+
+    @contextlib.contextmanager
+    def _cloud(self, ctx):
+        """The cloud a stack `ctx` creates lives in: the one the request
+        names, a Keystone trust of the requesting user's ([cloud]
+        use_trusts; deleted again when the stack is not stored), or
+        [cloud] name (None: the simulated cloud)."""
+        if not trusts.wanted(ctx):
+            yield getattr(ctx, 'cloud', None) or conf.CONF.cloud.name
+            return
+        trust_id = trusts.create(ctx)
+        try:
+            yield trusts.cloud_of(trust_id)
+        except BaseException:
+            trusts.forget(trust_id)
+            raise
 
     def stack_update(self, ctx, ident, bundle=None, params=None,
                      existing=False, rollback=None, clear_parameters=(),
@@ -211,9 +231,11 @@ class Service:
                     source='<adopt data>'):
         """Take back the resources of an abandon document (`data`, as
         `stack_abandon` returns it) without creating them."""
-        return self._started(*abandon.adopt(
-            self.engine, name, data, params, timeout=timeout,
-            project_id=request.project_of(ctx), source=source))
+        with self._cloud(ctx) as cloud:
+            return self._started(*abandon.adopt(
+                self.engine, name, data, params, timeout=timeout,
+                project_id=request.project_of(ctx), source=source,
+                cloud=cloud))
 
     def stack_abandon(self, ctx, ident, save=None):
         """Forget the stack, its resources left as they are; returns its

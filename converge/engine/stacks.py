@@ -119,10 +119,12 @@ def check_stack_count(session, project_id):
 
 def create(engine, name, bundle, params, disable_rollback=True,
            timeout=None, tags=None, project_id=None, stack_id=None,
-           parent=None, converge_policy=None):
+           parent=None, converge_policy=None, cloud=None):
     """Store a new stack of `project_id` (default: the configured project)
     and start creating it; returns (stack id, traversal id). A nested
-    stack has a `parent`: (parent stack id, owning resource, depth)."""
+    stack has a `parent`: (parent stack id, owning resource, depth), and
+    lives in its parent's cloud; a stack of its own lives in `cloud` (a
+    clouds.yaml name; None: the simulated cloud)."""
     if parent is None:
         check_name(name)
     else:
@@ -140,11 +142,14 @@ def create(engine, name, bundle, params, disable_rollback=True,
                 raise exception.Conflict('Stack %s already exists' % name)
             if parent is None:
                 check_stack_count(s, project_id)
+            else:
+                above = api.stack_record(s, parent[0])
+                cloud = getattr(above, 'cloud', None)
             s.add(models.Stack(id=stack_id, name=name, action='CREATE',
                                status='IN_PROGRESS', status_reason='',
                                disable_rollback=disable_rollback,
                                timeout_mins=timeout, tags=tags or [],
-                               project_id=project_id,
+                               project_id=project_id, cloud=cloud,
                                **_lineage(parent)))
             s.flush()
             template_id = api.template_create(s, stack_id, bundle.to_dict(),
@@ -279,6 +284,36 @@ def delete(engine, ident, project_id=None):
                                'DELETE', None)
     traversal.kick(engine, trav)
     return stack.id, trav.id
+
+
+def forget_trusts(engine, limit=50):
+    """Delete the Keystone trusts of stacks deleted since the last call
+    (drivers/trusts.py; the workers' sweeper calls this). The trust goes
+    after the stack's delete committed, so no unit of the delete is left
+    without it; a trust Keystone refuses to delete now is tried again
+    next time. Returns the trusts deleted."""
+    from converge.drivers import trusts
+    if not conf.CONF.cloud.use_trusts:
+        return []
+    st = models.Stack.__table__
+    with engine.db.read() as s:
+        rows = s.execute(sa.select(st.c.id, st.c.cloud).where(
+            st.c.deleted_at.is_not(None),
+            st.c.cloud.like(trusts.PREFIX + '%')).limit(limit)).all()
+    done = []
+    for row in rows:
+        trust_id = trusts.trust_of(row.cloud)
+        try:
+            trusts.forget(trust_id)
+        except Exception as e:   # keystone away: next sweep
+            LOG.warning('Trust %s of deleted stack %s not deleted: %s',
+                        trust_id, row.id, e)
+            continue
+        with engine.db.write() as s:
+            s.execute(st.update().where(st.c.id == row.id).values(
+                cloud='trust-deleted:' + trust_id))
+        done.append(trust_id)
+    return done
 
 
 def check(engine, ident, project_id=None, only=None):

@@ -101,6 +101,9 @@ class StackInfo:
         #: the id of the traversal walking the stack (a check's run is
         #: one per traversal)
         self.traversal_id = None
+        #: the cloud the stack lives in (a clouds.yaml name), None for
+        #: the simulated cloud
+        self.cloud = None
 
 
 class Resource:
@@ -143,7 +146,8 @@ class Resource:
         self.physical_id = physical_id
         #: plug-in private state, persisted by the engine after each step
         self.data = dict(data or {})
-        #: access to drivers: ``clients.compute`` (the simulated cloud), ...
+        #: access to drivers: ``clients.compute`` (servers), ``clients.cloud``
+        #: (every other kind, drivers/cloud.py), the engine's stores ...
         self.clients = clients
         self.metadata = metadata or {}
         #: the resource's resolved update_policy (batch_create,

@@ -478,6 +478,13 @@ class Server(base.Resource):
                 extra[arg] = value
         return extra
 
+    def _ref(self, kind, value):
+        """What the cloud's server shows for the image or flavor a
+        template names (a real cloud: the image's id, the flavor's name;
+        the simulator: the name as given)."""
+        look = getattr(self.compute, kind + '_ref', None)
+        return look(value) if look is not None and value else value
+
     def _get(self):
         """The server by physical_id, or None when it is gone."""
         try:
@@ -755,7 +762,8 @@ class Server(base.Resource):
 
         # image: rebuild (or replace, by policy)
         image = self._boot_image()
-        if image is not None and observed.get('image') != image:
+        if image is not None and \
+                observed.get('image') != self._ref('image', image):
             if props.get('image_update_policy') == 'REPLACE':
                 raise exception.UpdateReplace(self.name)
             asked = time.time()
@@ -767,7 +775,8 @@ class Server(base.Resource):
 
         # flavor: resize (or replace, by policy)
         flavor = props.get('flavor')
-        if flavor is not None and observed.get('flavor') != flavor:
+        if flavor is not None and \
+                observed.get('flavor') != self._ref('flavor', flavor):
             if props.get('flavor_update_policy') == 'REPLACE':
                 raise exception.UpdateReplace(self.name)
             asked = time.time()
@@ -860,10 +869,11 @@ class Server(base.Resource):
             changed['name'] = (observed.get('name'), name)
         image = self._boot_image()
         if 'image' in observed and image is not None and \
-                observed.get('image') != image:
+                observed.get('image') != self._ref('image', image):
             changed['image'] = (observed.get('image'), image)
         flavor = self.properties.get('flavor')
-        if 'flavor' in observed and observed.get('flavor') != flavor:
+        if 'flavor' in observed and \
+                observed.get('flavor') != self._ref('flavor', flavor):
             changed['flavor'] = (observed.get('flavor'), flavor)
         if observed.get('status') in ('SHUTOFF', 'ERROR'):
             changed['status'] = (observed.get('status'), 'ACTIVE')

@@ -26,6 +26,7 @@ from converge import conf as conf_mod
 from converge.db import api
 from converge.engine import notify
 from converge.engine import rpc
+from converge.engine import stacks
 from converge.observers import loop as observer_loop
 from converge.workers import reconcile
 from converge.workers import sweeper
@@ -368,8 +369,10 @@ class Pool:
         try:
             members = self.engine.locks.members(CONF.coordination.group)
             members.add(self.engine.engine_id)
-            return sweeper.sweep(self.engine, members,
+            sent = sweeper.sweep(self.engine, members,
                                  CONF.worker.stall_timeout)
+            stacks.forget_trusts(self.engine)
+            return sent
         finally:
             lock.release()
 

@@ -1,0 +1,163 @@
+"""The one interface a plug-in sees of a cloud: ``self.clients.cloud``.
+
+Two drivers implement it as peers: the simulated cloud (drivers/sim/) and
+a real OpenStack through openstacksdk (drivers/openstack.py). A plug-in
+never imports either; it names a *kind* of object and speaks the
+OpenStack API's own field names (Neutron's, Cinder's, Glance's, Nova's),
+so a type written once runs on both.
+
+Every object converge creates is made with the resource's key (its
+idempotency key, a uuid): the driver stores it where the service lets
+it (a Neutron tag, Cinder or Glance metadata, a Nova server tag) or,
+where a service has nothing of the kind, relies on a natural identity
+the plug-in gives in the body (a key pair's or flavor's name, a router
+interface's router and subnet, a volume attachment's server and
+volume, a security group rule's fields). ``create`` looks for the key
+first, so a create repeated after the engine died between the cloud's
+answer and its record finds what it made instead of making it twice
+(Crossplane's external clients: observe, create, update, delete, and
+the external name that finds a create again).
+
+Objects are plain dicts in the shape the service's API returns them
+(``id``, ``name``, ``status``, ... as the REST API names them). Errors
+are converge.exception's: CloudNotFound (404), CloudTransient (5xx, 429,
+a dropped connection: worth retrying; ``retry_after`` when the service
+said), CloudError (any other refusal, with the service's own message
+and HTTP code).
+
+Kinds and what their bodies hold (the API's field names; a driver passes
+unknown fields through to the service):
+
+network              name, admin_state_up, shared, port_security_enabled,
+                     mtu, dns_domain, qos_policy_id, router:external,
+                     provider:network_type, provider:physical_network,
+                     provider:segmentation_id
+subnet               network_id, name, cidr, ip_version, gateway_ip,
+                     enable_dhcp, allocation_pools, dns_nameservers,
+                     host_routes, ipv6_address_mode, ipv6_ra_mode,
+                     subnetpool_id, prefixlen, segment_id
+port                 network_id, name, fixed_ips [{subnet_id, ip_address}],
+                     mac_address, security_groups [ids], admin_state_up,
+                     device_id, device_owner, port_security_enabled,
+                     allowed_address_pairs, binding:vnic_type,
+                     qos_policy_id
+router               name, admin_state_up, external_gateway_info
+                     {network_id, enable_snat, external_fixed_ips},
+                     distributed, ha
+router_interface     router_id and one of subnet_id, port_id; its id is
+                     ``ROUTER_ID:SUBNET_ID`` (or ``ROUTER_ID:port=PORT_ID``)
+                     and it has no update
+security_group       name, description (a new group's default egress
+                     rules come with it, as in Neutron)
+security_group_rule  security_group_id, direction, ethertype, protocol,
+                     port_range_min, port_range_max, remote_ip_prefix,
+                     remote_group_id, description; no update
+floating_ip          floating_network_id, port_id, fixed_ip_address,
+                     floating_ip_address, subnet_id, dns_name, dns_domain;
+                     update sets port_id / fixed_ip_address (associate,
+                     or None to dissociate)
+volume               size, name, description, volume_type,
+                     availability_zone, imageRef, snapshot_id,
+                     source_volid, metadata, multiattach; update:
+                     name, description, metadata, size (extend only);
+                     status creating -> available, in-use when attached
+volume_attachment    server_id, volume_id, device; its id is the volume's
+                     (as Nova's attachment); no update; deleting detaches
+image                name, container_format, disk_format, min_disk,
+                     min_ram, protected, visibility, tags, architecture,
+                     os_distro, os_version, kernel_id, ramdisk_id,
+                     location (a URL the cloud downloads: web-download);
+                     update: name, min_disk, min_ram, protected,
+                     visibility, tags and the os_* properties
+keypair              name, public_key (absent: the cloud makes the pair
+                     and returns private_key once), type; its id is its
+                     name; no update
+server_group         name, policy (one of affinity, anti-affinity,
+                     soft-affinity, soft-anti-affinity), rules; no update
+flavor               name, ram, vcpus, disk, swap, ephemeral,
+                     rxtx_factor, os-flavor-access:is_public,
+                     extra_specs {}, tenants []; update: extra_specs,
+                     tenants
+
+``resolve(kind, name_or_id)`` turns what a template names (an image's or
+network's name, a flavor's) into the id the cloud uses, or raises
+CloudNotFound naming it (custom constraints such as ``glance.image``
+check a name this way at validate); an ambiguous name is a CloudError
+with code 409.
+"""
+
+#: every kind a driver serves (besides servers, which keep their own
+#: calls: ``clients.compute``)
+KINDS = ('network', 'subnet', 'port', 'router', 'router_interface',
+         'security_group', 'security_group_rule', 'floating_ip', 'volume',
+         'volume_attachment', 'image', 'keypair', 'server_group', 'flavor')
+
+#: the kinds whose objects carry a status that settles (others are done
+#: when the create call returns): status -> settled?
+SETTLING = {
+    'volume': {'creating': False, 'available': True, 'in-use': True,
+               'error': True, 'extending': False, 'deleting': False,
+               'attaching': False, 'detaching': False, 'reserved': False,
+               'downloading': False, 'error_deleting': True,
+               'error_extending': True, 'maintenance': False},
+    'image': {'queued': False, 'saving': False, 'importing': False,
+              'uploading': False, 'active': True, 'killed': True,
+              'deleted': True, 'pending_delete': False,
+              'deactivated': True},
+    'volume_attachment': {'attaching': False, 'attached': True,
+                          'detaching': False, 'error': True},
+}
+
+#: the tag / metadata key converge keeps its key under (``converge-key``
+#: as a Neutron or Nova tag is ``converge-key=<uuid>``)
+KEY_NAME = 'converge-key'
+
+
+def key_tag(key):
+    """The tag that carries `key` (Neutron and Nova tags are strings of
+    at most 60 characters)."""
+    return '%s=%s' % (KEY_NAME, key)
+
+
+class Cloud:
+    """The calls a driver implements (drivers/sim/objects.py and
+    drivers/openstack.py). ``name`` is the cloud's name (clouds.yaml)
+    or 'sim'; ``project_id`` the project it acts in."""
+
+    name = None
+    project_id = None
+
+    def create(self, kind, body, key):
+        """Create an object of `kind` from `body`, marked with `key`; an
+        object made before with the same key (or the same natural
+        identity, see the top) is returned instead. Returns the object
+        as the service shows it right after the call (its status may
+        not have settled yet)."""
+        raise NotImplementedError
+
+    def find(self, kind, key, body=None):
+        """The object made with `key` (or `body`'s natural identity), or
+        None."""
+        raise NotImplementedError
+
+    def get(self, kind, id):
+        """The object, or None when the service no longer has it."""
+        raise NotImplementedError
+
+    def update(self, kind, id, body):
+        """Change the fields in `body` in place; returns the object."""
+        raise NotImplementedError
+
+    def delete(self, kind, id):
+        """Ask for the object to go; one already gone is success. Some
+        kinds (volumes, images) take a while: ``get`` shows it until it
+        is gone."""
+        raise NotImplementedError
+
+    def list(self, kind, **filters):
+        """Objects of `kind` this project sees, filtered by API fields."""
+        raise NotImplementedError
+
+    def resolve(self, kind, name_or_id):
+        """The id of the object of `kind` named or numbered so."""
+        raise NotImplementedError

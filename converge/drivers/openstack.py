@@ -1,0 +1,923 @@
+"""A real OpenStack behind drivers/cloud.py, through openstacksdk.
+
+openstacksdk does what it is good at: clouds.yaml and the ``OS_*``
+variables, Keystone authentication and token renewal, the service
+catalog, version discovery and microversions. The calls themselves are
+made on its service proxies as plain REST (``conn.network.post(...)``):
+the plug-ins speak the APIs' own field names (drivers/cloud.py), so a
+body goes to the service as it is and an answer comes back as the
+service wrote it, with no resource class between them to rename or drop
+fields.
+
+Exactly once: Neutron objects and Nova servers carry the resource's key
+as a tag (``converge-key=<uuid>``), Cinder volumes and Glance images as
+metadata / a property; a create looks for the key first. Kinds a service
+cannot tag are found by their natural identity (drivers/cloud.py).
+
+Every refusal reaches the plug-in, and so the user, with the service's
+own message: 404 -> CloudNotFound, 429 and 5xx -> CloudTransient (with
+the ``Retry-After`` the service sent: the engine waits that long before
+the step runs again, holding no thread), other 4xx -> CloudError.
+
+Servers being built are watched together (`ServerWatch`): a look at one
+server is answered from one ``GET /servers/detail?changes-since=...``
+per interval for every server this process watches, not a GET per
+server per look.
+"""
+
+import base64
+import collections
+import json
+import logging
+import threading
+import time
+import urllib.parse
+import uuid as uuid_mod
+
+from converge import exception
+from converge.drivers import cloud as cloud_mod
+
+LOG = logging.getLogger(__name__)
+
+#: Nova's microversion: tags at create (2.52), server groups' single
+#: policy (2.64), the flavor embedded in a server (2.47), volume types
+#: in block_device_mapping_v2 (2.67)
+COMPUTE_MICROVERSION = '2.72'
+#: seconds a server's state read by the shared list is good for
+WATCH_INTERVAL = 1.0
+
+_CONNECT_LOCK = threading.Lock()
+
+
+def connect(cloud_name, project_id=None):
+    """The driver for `cloud_name` (a clouds.yaml entry), acting in
+    `project_id` when given (else the project its credentials name)."""
+    return OpenStackCloud(_connection(cloud_name, project_id), cloud_name)
+
+
+def _connection(cloud_name, project_id=None):
+    import openstack
+    from converge.drivers import trusts
+    trust_id = trusts.trust_of(cloud_name)
+    if trust_id is not None:
+        # a stack made through a Keystone-authenticated API: the trustee
+        # acting for the user who created it (engine/trusts.py)
+        from converge import conf as conf_mod
+        from openstack import connection
+        return connection.Connection(
+            session=trusts.session(trust_id),
+            region_name=conf_mod.CONF.cloud.region_name)
+    with _CONNECT_LOCK:
+        try:
+            conn = openstack.connect(cloud=cloud_name)
+        except Exception as e:   # openstacksdk's config errors vary
+            raise exception.CloudError(
+                'Cannot use cloud %r (clouds.yaml, OS_CLIENT_CONFIG_FILE): '
+                '%s' % (cloud_name, e), 400)
+        if project_id and conn.current_project_id != project_id:
+            conn = openstack.connect(cloud=cloud_name, project_id=project_id)
+    return conn
+
+
+def project_of(cloud_name):
+    """The project id the cloud's credentials are scoped to (a token is
+    asked for: the CLI calls this once, for a command naming a cloud)."""
+    try:
+        return _connection(cloud_name).current_project_id
+    except exception.ConvergeError:
+        raise
+    except Exception as e:
+        raise exception.CloudError(
+            'Cannot authenticate to cloud %r: %s' % (cloud_name, e), 401)
+
+
+def _is_uuid(value):
+    try:
+        uuid_mod.UUID(str(value))
+        return True
+    except ValueError:
+        return False
+
+
+def _message(resp):
+    """The service's own words from an error response."""
+    try:
+        body = resp.json()
+    except ValueError:
+        text = (resp.text or '').strip()
+        return text[:500] or resp.reason or 'HTTP %d' % resp.status_code
+    if isinstance(body, dict):
+        # Neutron: {"NeutronError": {"message": ...}}; Nova and Cinder:
+        # {"badRequest": {"message": ...}}; Glance: {"message": ...}
+        for value in body.values():
+            if isinstance(value, dict) and value.get('message'):
+                return value['message']
+        if body.get('message'):
+            return body['message']
+        if body.get('error'):
+            err = body['error']
+            return err.get('message') if isinstance(err, dict) else str(err)
+    return json.dumps(body)[:500]
+
+
+def _retry_after(resp):
+    value = resp.headers.get('Retry-After')
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+class Calls:
+    """API calls made, by service and method (the bench reads them)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.counts = collections.Counter()
+
+    def add(self, service, method):
+        with self._lock:
+            self.counts[(service, method)] += 1
+
+    def total(self):
+        return sum(self.counts.values())
+
+
+class Rest:
+    """One service's REST calls, errors turned into converge's."""
+
+    def __init__(self, proxy, service, calls, microversion=None):
+        self._proxy = proxy
+        self.service = service
+        self._calls = calls
+        self._microversion = microversion
+
+    def call(self, method, url, body=None, ok404=False, headers=None):
+        kwargs = {'raise_exc': False}
+        if body is not None:
+            kwargs['json'] = body
+        if headers:
+            kwargs['headers'] = headers
+        if self._microversion:
+            kwargs['microversion'] = self._microversion
+        self._calls.add(self.service, method)
+        try:
+            resp = self._proxy.request(url, method, **kwargs)
+        except Exception as e:   # connection refused, reset, timed out
+            raise exception.CloudTransient(
+                '%s %s %s: %s' % (self.service, method, url, e))
+        code = resp.status_code
+        if code < 400:
+            if code == 204 or not resp.content:
+                return None
+            try:
+                return resp.json()
+            except ValueError:
+                return None
+        message = _message(resp)
+        if code == 404:
+            if ok404:
+                return None
+            raise exception.CloudNotFound(message)
+        if code == 429 or code >= 500:
+            raise exception.CloudTransient(message, code,
+                                           retry_after=_retry_after(resp))
+        raise exception.CloudError(message, code)
+
+    def get(self, url, **kw):
+        return self.call('GET', url, **kw)
+
+    def post(self, url, body=None, **kw):
+        return self.call('POST', url, body=body, **kw)
+
+    def put(self, url, body=None, **kw):
+        return self.call('PUT', url, body=body, **kw)
+
+    def delete(self, url, **kw):
+        return self.call('DELETE', url, ok404=True, **kw)
+
+
+def _query(**filters):
+    return urllib.parse.urlencode(
+        [(k, v) for k, v in filters.items() if v is not None])
+
+
+# -- Neutron ---------------------------------------------------------------
+#: kind -> (collection, body key); every one of them carries tags
+NEUTRON = {
+    'network': ('networks', 'network'),
+    'subnet': ('subnets', 'subnet'),
+    'port': ('ports', 'port'),
+    'router': ('routers', 'router'),
+    'security_group': ('security-groups', 'security_group'),
+    'floating_ip': ('floatingips', 'floatingip'),
+    'security_group_rule': ('security-group-rules', 'security_group_rule'),
+}
+#: fields of a rule that make it the same rule (Neutron refuses a twin)
+RULE_FIELDS = ('direction', 'ethertype', 'protocol', 'port_range_min',
+               'port_range_max', 'remote_ip_prefix', 'remote_group_id')
+ROUTER_INTERFACE_OWNERS = ('network:router_interface',
+                           'network:router_interface_distributed',
+                           'network:ha_router_replicated_interface')
+
+
+class OpenStackCloud(cloud_mod.Cloud):
+    def __init__(self, conn, name):
+        self.conn = conn
+        self.name = name
+        self.project_id = conn.current_project_id
+        self.calls = Calls()
+        self.network = Rest(conn.network, 'network', self.calls)
+        self.volume = Rest(conn.block_storage, 'volume', self.calls)
+        self.image = Rest(conn.image, 'image', self.calls)
+        self.nova = Rest(conn.compute, 'compute', self.calls,
+                         COMPUTE_MICROVERSION)
+        self.compute = OpenStackCompute(self)
+        self._resolved = {}
+        #: whether Neutron takes tags in a create's body (newer Neutron);
+        #: None until the first create tells
+        self._tags_in_body = None
+
+    def __repr__(self):
+        return 'OpenStackCloud(%r, project %s)' % (self.name,
+                                                   self.project_id)
+
+    # -- the contract --------------------------------------------------------
+    def create(self, kind, body, key):
+        found = self.find(kind, key, body)
+        if found is not None:
+            return found
+        creator = getattr(self, '_create_' + kind, None)
+        if creator is not None:
+            return creator(body, key)
+        return self._neutron_create(kind, body, key)
+
+    def find(self, kind, key, body=None):
+        finder = getattr(self, '_find_' + kind, None)
+        if finder is not None:
+            return finder(key, body or {})
+        coll, item = NEUTRON[kind]
+        found = self.network.get('/%s?%s' % (coll, _query(
+            tags=cloud_mod.key_tag(key))))[coll]
+        return found[0] if found else None
+
+    def get(self, kind, id):
+        getter = getattr(self, '_get_' + kind, None)
+        if getter is not None:
+            return getter(id)
+        coll, item = NEUTRON[kind]
+        found = self.network.get('/%s/%s' % (coll, id), ok404=True)
+        return found[item] if found else None
+
+    def update(self, kind, id, body):
+        updater = getattr(self, '_update_' + kind, None)
+        if updater is not None:
+            return updater(id, body)
+        coll, item = NEUTRON[kind]
+        return self.network.put('/%s/%s' % (coll, id), {item: body})[item]
+
+    def delete(self, kind, id):
+        deleter = getattr(self, '_delete_' + kind, None)
+        if deleter is not None:
+            return deleter(id)
+        coll, _ = NEUTRON[kind]
+        self.network.delete('/%s/%s' % (coll, id))
+
+    def list(self, kind, **filters):
+        lister = getattr(self, '_list_' + kind, None)
+        if lister is not None:
+            return lister(**filters)
+        coll, _ = NEUTRON[kind]
+        return self.network.get('/%s?%s' % (coll, _query(**filters)))[coll]
+
+    def resolve(self, kind, name_or_id):
+        """An id from a name or id (kept: ids of what a template names
+        do not change under a stack)."""
+        cache_key = (kind, name_or_id)
+        found = self._resolved.get(cache_key)
+        if found is None:
+            found = self._resolved[cache_key] = self._resolve(kind,
+                                                              name_or_id)
+        return found
+
+    # -- resolving names -----------------------------------------------------
+    def _resolve(self, kind, ref):
+        ref = str(ref)
+        title = {'image': 'Image', 'flavor': 'Flavor', 'keypair': 'Keypair',
+                 'volume': 'Volume', 'server': 'Server'}.get(kind)
+        if kind == 'keypair':
+            if self._get_keypair(ref) is None:
+                raise exception.CloudNotFound(
+                    'The Key (%s) could not be found.' % ref)
+            return ref
+        if kind == 'server':
+            if _is_uuid(ref) and self.nova.get('/servers/%s' % ref,
+                                               ok404=True):
+                return ref
+            matches = [s['id'] for s in self.nova.get(
+                '/servers?%s' % _query(name='^%s$' % ref))['servers']]
+        elif kind == 'image':
+            if _is_uuid(ref) and self.image.get('/v2/images/%s' % ref,
+                                                ok404=True):
+                return ref
+            matches = [i['id'] for i in self.image.get(
+                '/v2/images?%s' % _query(name=ref))['images']]
+        elif kind == 'flavor':
+            flavors = self.nova.get('/flavors/detail?is_public=None')[
+                'flavors']
+            if any(f['id'] == ref for f in flavors):
+                return ref
+            matches = [f['id'] for f in flavors if f['name'] == ref]
+        elif kind == 'volume':
+            if _is_uuid(ref) and self.volume.get('/volumes/%s' % ref,
+                                                 ok404=True):
+                return ref
+            matches = [v['id'] for v in self.volume.get(
+                '/volumes?%s' % _query(name=ref))['volumes']]
+        elif kind in NEUTRON:
+            coll, item = NEUTRON[kind]
+            if _is_uuid(ref) and self.network.get(
+                    '/%s/%s' % (coll, ref), ok404=True):
+                return ref
+            matches = [o['id'] for o in self.network.get(
+                '/%s?%s' % (coll, _query(name=ref)))[coll]]
+            title = None
+        else:
+            raise exception.CloudError('Cannot look up a %s by name' % kind,
+                                       400)
+        if not matches:
+            if title is None:
+                raise exception.CloudNotFound(
+                    'Unable to find %s with name or id \'%s\'' % (
+                        kind.replace('_', ' '), ref))
+            raise exception.CloudNotFound(
+                'The %s (%s) could not be found.' % (title, ref))
+        if len(matches) > 1:
+            raise exception.CloudError(
+                'Multiple %s matches found for name \'%s\', use an ID to be '
+                'more specific.' % (kind.replace('_', ' '), ref), 409)
+        return matches[0]
+
+    # -- Neutron ---------------------------------------------------------------
+    def _neutron_create(self, kind, body, key):
+        coll, item = NEUTRON[kind]
+        tag = cloud_mod.key_tag(key)
+        if self._tags_in_body is not False:
+            try:
+                made = self.network.post('/%s' % coll, {
+                    item: dict(body, tags=list(body.get('tags') or [])
+                               + [tag])})[item]
+                self._tags_in_body = True
+                return made
+            except exception.CloudError as e:
+                if e.code != 400 or 'tags' not in str(e):
+                    raise
+                self._tags_in_body = False
+        # an older Neutron: tag it right after. An engine killed between
+        # the two calls leaves an object its key does not find (one
+        # orphan at most per crash, named as the resource)
+        made = self.network.post('/%s' % coll, {item: body})[item]
+        self.network.put('/%s/%s/tags/%s' % (
+            coll, made['id'], urllib.parse.quote(tag, safe='')))
+        made.setdefault('tags', []).append(tag)
+        return made
+
+    def _find_security_group_rule(self, key, body):
+        rules = self.network.get('/security-group-rules?%s' % _query(
+            security_group_id=body.get('security_group_id'),
+            direction=body.get('direction')))['security_group_rules']
+        for rule in rules:
+            if cloud_mod.key_tag(key) in (rule.get('tags') or []):
+                return rule
+        for rule in rules:   # its twin: Neutron would refuse another
+            if all(_same(rule.get(f), body.get(f, _DEFAULT_RULE.get(f)))
+                   for f in RULE_FIELDS):
+                return rule
+        return None
+
+    # router interfaces: the router's port on the subnet (or the port)
+    def _create_router_interface(self, body, key):
+        router = body['router_id']
+        ask = {k: body[k] for k in ('subnet_id', 'port_id') if body.get(k)}
+        self.network.put('/routers/%s/add_router_interface' % router, ask)
+        return self._find_router_interface(key, body)
+
+    def _interface_id(self, body):
+        if body.get('subnet_id'):
+            return '%s:%s' % (body['router_id'], body['subnet_id'])
+        return '%s:port=%s' % (body['router_id'], body['port_id'])
+
+    def _find_router_interface(self, key, body):
+        return self._get_router_interface(self._interface_id(body))
+
+    def _get_router_interface(self, id):
+        router, _, rest = id.partition(':')
+        ports = self.network.get('/ports?%s' % _query(
+            device_id=router))['ports']
+        for port in ports:
+            if port.get('device_owner') not in ROUTER_INTERFACE_OWNERS:
+                continue
+            subnets = [ip.get('subnet_id') for ip in port.get('fixed_ips')
+                       or []]
+            if rest == 'port=%s' % port['id'] or rest in subnets:
+                return {'id': id, 'router_id': router,
+                        'port_id': port['id'],
+                        'subnet_id': subnets[0] if subnets else None}
+        return None
+
+    def _delete_router_interface(self, id):
+        router, _, rest = id.partition(':')
+        ask = {'port_id': rest[5:]} if rest.startswith('port=') \
+            else {'subnet_id': rest}
+        self.network.call('PUT', '/routers/%s/remove_router_interface'
+                          % router, body=ask, ok404=True)
+
+    def _list_router_interface(self, **filters):
+        raise exception.CloudError('router interfaces are not listed', 400)
+
+    # -- Cinder ---------------------------------------------------------------
+    def _create_volume(self, body, key):
+        body = dict(body)
+        body['metadata'] = dict(body.get('metadata') or {},
+                                **{cloud_mod.KEY_NAME: key})
+        return self.volume.post('/volumes', {'volume': body})['volume']
+
+    def _find_volume(self, key, body):
+        found = self.volume.get('/volumes/detail?%s' % _query(
+            metadata=json.dumps({cloud_mod.KEY_NAME: key})))['volumes']
+        return found[0] if found else None
+
+    def _get_volume(self, id):
+        found = self.volume.get('/volumes/%s' % id, ok404=True)
+        return found['volume'] if found else None
+
+    def _update_volume(self, id, body):
+        body = dict(body)
+        size = body.pop('size', None)
+        metadata = body.pop('metadata', None)
+        if body:
+            self.volume.put('/volumes/%s' % id, {'volume': body})
+        if metadata is not None:
+            current = self._get_volume(id) or {}
+            kept = {k: v for k, v in (current.get('metadata') or {}).items()
+                    if k == cloud_mod.KEY_NAME}
+            self.volume.put('/volumes/%s/metadata' % id,
+                            {'metadata': dict(metadata, **kept)})
+        if size is not None:
+            self.volume.post('/volumes/%s/action' % id,
+                             {'os-extend': {'new_size': size}})
+        return self._get_volume(id)
+
+    def _delete_volume(self, id):
+        self.volume.delete('/volumes/%s' % id)
+
+    def _list_volume(self, **filters):
+        return self.volume.get('/volumes/detail?%s' % _query(
+            **filters))['volumes']
+
+    # attachments: Nova's, found through the volume
+    def _create_volume_attachment(self, body, key):
+        self.nova.post('/servers/%s/os-volume_attachments' % body[
+            'server_id'], {'volumeAttachment': {
+                k: v for k, v in (('volumeId', body['volume_id']),
+                                  ('device', body.get('device')))
+                if v}})
+        return self._get_volume_attachment(body['volume_id']) or {
+            'id': body['volume_id'], 'volume_id': body['volume_id'],
+            'server_id': body['server_id'], 'status': 'attaching'}
+
+    def _find_volume_attachment(self, key, body):
+        found = self._get_volume_attachment(body.get('volume_id'))
+        if found and found.get('server_id') == body.get('server_id'):
+            return found
+        return None
+
+    def _get_volume_attachment(self, id):
+        volume = self._get_volume(id) if id else None
+        if volume is None:
+            return None
+        status = volume.get('status')
+        for att in volume.get('attachments') or []:
+            return {'id': id, 'volume_id': id,
+                    'server_id': att.get('server_id'),
+                    'device': att.get('device'),
+                    'status': 'detaching' if status == 'detaching'
+                    else 'attached' if status == 'in-use' else 'attaching'}
+        if status in ('attaching', 'reserved'):
+            return {'id': id, 'volume_id': id, 'server_id': None,
+                    'device': None, 'status': 'attaching'}
+        return None
+
+    def _delete_volume_attachment(self, id):
+        found = self._get_volume_attachment(id)
+        if found is None or not found.get('server_id'):
+            return
+        self.nova.delete('/servers/%s/os-volume_attachments/%s' % (
+            found['server_id'], id))
+
+    # -- Glance ---------------------------------------------------------------
+    def _create_image(self, body, key):
+        body = dict(body)
+        location = body.pop('location', None)
+        body[cloud_mod.KEY_NAME] = key
+        made = self.image.post('/v2/images', body)
+        if location:
+            self.image.post('/v2/images/%s/import' % made['id'], {
+                'method': {'name': 'web-download', 'uri': location}})
+        return made
+
+    def _find_image(self, key, body):
+        # Glance filters by any property of the image
+        found = self.image.get('/v2/images?%s' % _query(
+            **{cloud_mod.KEY_NAME: key}))['images']
+        return found[0] if found else None
+
+    def _get_image(self, id):
+        found = self.image.get('/v2/images/%s' % id, ok404=True)
+        if found and found.get('status') == 'deleted':
+            return None
+        return found
+
+    def _update_image(self, id, body):
+        patch = [{'op': 'replace', 'path': '/' + k, 'value': v}
+                 for k, v in body.items()]
+        self.image.call('PATCH', '/v2/images/%s' % id, body=patch, headers={
+            'Content-Type': 'application/openstack-images-v2.1-json-patch'})
+        return self._get_image(id)
+
+    def _delete_image(self, id):
+        self.image.delete('/v2/images/%s' % id)
+
+    def _list_image(self, **filters):
+        return self.image.get('/v2/images?%s' % _query(**filters))['images']
+
+    # -- Nova: key pairs, server groups, flavors ------------------------------
+    def _create_keypair(self, body, key):
+        return self.nova.post('/os-keypairs', {'keypair': body})['keypair']
+
+    def _find_keypair(self, key, body):
+        return self._get_keypair(body.get('name'))
+
+    def _get_keypair(self, id):
+        if not id:
+            return None
+        found = self.nova.get('/os-keypairs/%s' % urllib.parse.quote(id),
+                              ok404=True)
+        if not found:
+            return None
+        pair = found['keypair']
+        pair['id'] = pair.get('name')
+        return pair
+
+    def _delete_keypair(self, id):
+        self.nova.delete('/os-keypairs/%s' % urllib.parse.quote(id))
+
+    def _list_keypair(self, **filters):
+        return [k['keypair'] for k in self.nova.get('/os-keypairs')[
+            'keypairs']]
+
+    def _create_server_group(self, body, key):
+        return self.nova.post('/os-server-groups',
+                              {'server_group': body})['server_group']
+
+    def _find_server_group(self, key, body):
+        for group in self._list_server_group():
+            if group.get('name') == body.get('name'):
+                return group
+        return None
+
+    def _get_server_group(self, id):
+        found = self.nova.get('/os-server-groups/%s' % id, ok404=True)
+        return found['server_group'] if found else None
+
+    def _delete_server_group(self, id):
+        self.nova.delete('/os-server-groups/%s' % id)
+
+    def _list_server_group(self, **filters):
+        return self.nova.get('/os-server-groups')['server_groups']
+
+    def _create_flavor(self, body, key):
+        body = dict(body)
+        specs = body.pop('extra_specs', None) or {}
+        tenants = body.pop('tenants', None) or []
+        if 'ephemeral' in body:
+            body['OS-FLV-EXT-DATA:ephemeral'] = body.pop('ephemeral')
+        made = self.nova.post('/flavors', {'flavor': body})['flavor']
+        self._flavor_extras(made['id'], specs, tenants)
+        return self._get_flavor(made['id'])
+
+    def _flavor_extras(self, id, specs, tenants):
+        if specs:
+            self.nova.post('/flavors/%s/os-extra_specs' % id,
+                           {'extra_specs': specs})
+        for tenant in tenants:
+            try:
+                self.nova.post('/flavors/%s/action' % id,
+                               {'addTenantAccess': {'tenant': tenant}})
+            except exception.CloudError as e:
+                if e.code != 409:   # granted already
+                    raise
+
+    def _find_flavor(self, key, body):
+        for flavor in self._list_flavor():
+            if flavor.get('name') == body.get('name'):
+                return flavor
+        return None
+
+    def _get_flavor(self, id):
+        found = self.nova.get('/flavors/%s' % id, ok404=True)
+        return found['flavor'] if found else None
+
+    def _update_flavor(self, id, body):
+        specs = body.get('extra_specs')
+        if specs is not None:
+            current = self.nova.get('/flavors/%s/os-extra_specs' % id)[
+                'extra_specs']
+            for gone in set(current) - set(specs):
+                self.nova.delete('/flavors/%s/os-extra_specs/%s' % (
+                    id, gone))
+        self._flavor_extras(id, specs or {}, body.get('tenants') or [])
+        return self._get_flavor(id)
+
+    def _delete_flavor(self, id):
+        self.nova.delete('/flavors/%s' % id)
+
+    def _list_flavor(self, **filters):
+        return self.nova.get('/flavors/detail?is_public=None')['flavors']
+
+
+_DEFAULT_RULE = {'ethertype': 'IPv4'}
+
+
+def _same(a, b):
+    return (a in (None, '') and b in (None, '')) or a == b
+
+
+# -- servers ----------------------------------------------------------------
+def _server(raw):
+    """A Nova server as the Server plug-in reads one (the simulator's
+    shape): ``image`` its id, ``flavor`` its name, ``task_state`` Nova's
+    OS-EXT-STS:task_state."""
+    out = dict(raw)
+    image = raw.get('image')
+    out['image'] = image.get('id') if isinstance(image, dict) else (
+        image or None)
+    flavor = raw.get('flavor')
+    if isinstance(flavor, dict):
+        out['flavor'] = flavor.get('original_name') or flavor.get('id')
+    out['task_state'] = raw.get('OS-EXT-STS:task_state')
+    out.setdefault('progress', raw.get('progress') or 0)
+    return out
+
+
+class ServerWatch:
+    """What this process knows of the servers it watches, refreshed for
+    all of them by one list call per `WATCH_INTERVAL` (Nova's
+    ``changes-since``: only the servers that changed since the last list,
+    deleted ones included), instead of a GET per server per look."""
+
+    def __init__(self, nova, interval=WATCH_INTERVAL):
+        self._nova = nova
+        self.interval = interval
+        self._lock = threading.Lock()
+        self._known = {}        # id -> server (raw)
+        self._listed_at = None  # the cloud's time of the last list
+        self._local_at = 0.0
+
+    def look(self, server_id):
+        """The server as of at most `interval` ago, or None when this
+        watch has not seen it yet (the caller GETs it once)."""
+        with self._lock:
+            if time.monotonic() - self._local_at > self.interval:
+                self._refresh()
+            return self._known.get(server_id)
+
+    def remember(self, server):
+        with self._lock:
+            self._known[server['id']] = server
+
+    def forget(self, server_id):
+        with self._lock:
+            self._known.pop(server_id, None)
+
+    def _refresh(self):
+        started = time.monotonic()
+        now = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(
+            time.time() - 2 * self.interval - 1))
+        query = 'changes-since=%s' % self._listed_at if self._listed_at \
+            else ''
+        found = self._nova.get('/servers/detail?%s' % query)['servers']
+        for server in found:
+            self._known[server['id']] = server
+        # the next list asks for changes since a little before this one
+        # (the cloud's and this host's clocks may differ by a second)
+        self._listed_at = now
+        self._local_at = started
+
+
+class OpenStackCompute:
+    """The Server plug-in's calls (as drivers/sim's SimCompute answers
+    them) on Nova, with the key as a server tag."""
+
+    in_process = False
+
+    def __init__(self, cloud):
+        self._cloud = cloud
+        self._nova = cloud.nova
+        self.watch = ServerWatch(self._nova)
+
+    def image_ref(self, image):
+        """What a server's ``image`` reads for the image a template names
+        (its id)."""
+        return self._cloud.resolve('image', image) if image else image
+
+    def flavor_ref(self, flavor):
+        """What a server's ``flavor`` reads for the flavor a template
+        names (its name, as Nova shows it since 2.47)."""
+        if not flavor:
+            return flavor
+        flavor_id = self._cloud.resolve('flavor', flavor)
+        if flavor_id == flavor:
+            found = self._cloud._get_flavor(flavor_id) or {}
+            return found.get('name', flavor)
+        return flavor
+
+    def _nics(self, networks, key):
+        if networks == 'none':
+            return 'none'
+        nics = []
+        for i, nic in enumerate(networks or []):
+            if nic.get('port'):
+                nics.append({'port': self._cloud.resolve('port',
+                                                         nic['port'])})
+                continue
+            if nic.get('subnet') and not nic.get('network'):
+                # Nova cannot pick a subnet: a port on it, found again by
+                # its key on a retried create
+                subnet = self._cloud.resolve('subnet', nic['subnet'])
+                fixed = {'subnet_id': subnet}
+                if nic.get('fixed_ip'):
+                    fixed['ip_address'] = nic['fixed_ip']
+                net = self._cloud.get('subnet', subnet)['network_id']
+                port = self._cloud.create('port', {
+                    'network_id': net, 'fixed_ips': [fixed]},
+                    '%s-nic%d' % (key, i))
+                nics.append({'port': port['id']})
+                continue
+            entry = {'uuid': self._cloud.resolve('network', nic['network'])}
+            if nic.get('fixed_ip'):
+                entry['fixed_ip'] = nic['fixed_ip']
+            if nic.get('tag'):
+                entry['tag'] = nic['tag']
+            nics.append(entry)
+        return nics or 'auto'
+
+    def create_server(self, name, image, flavor, networks=None,
+                      metadata=None, user_data=None, key_name=None,
+                      idempotency_key=None, resource=None, tags=None,
+                      security_groups=None, block_device_mapping_v2=None,
+                      block_device_mapping=None, scheduler_hints=None,
+                      availability_zone=None, config_drive=None,
+                      admin_pass=None, disk_config=None,
+                      user_data_format=None, **ignored):
+        if idempotency_key:
+            found = self.find_server_by_key(idempotency_key)
+            if found is not None:
+                return found
+        server = {'name': name,
+                  'flavorRef': self._cloud.resolve('flavor', flavor),
+                  'networks': self._nics(networks, idempotency_key),
+                  'metadata': metadata or {},
+                  'tags': list(tags or [])}
+        if idempotency_key:
+            server['tags'].append(cloud_mod.key_tag(idempotency_key))
+        if image:
+            server['imageRef'] = self._cloud.resolve('image', image)
+        if user_data:
+            server['user_data'] = base64.b64encode(
+                user_data.encode()).decode()
+        if key_name:
+            server['key_name'] = key_name
+        if security_groups:
+            server['security_groups'] = [{'name': g}
+                                         for g in security_groups]
+        if availability_zone:
+            server['availability_zone'] = availability_zone
+        if config_drive is not None:
+            server['config_drive'] = bool(config_drive)
+        if admin_pass:
+            server['adminPass'] = admin_pass
+        if disk_config:
+            server['OS-DCF:diskConfig'] = disk_config
+        bdm = self._bdm(block_device_mapping_v2, block_device_mapping)
+        if bdm:
+            server['block_device_mapping_v2'] = bdm
+        body = {'server': server}
+        if scheduler_hints:
+            body['os:scheduler_hints'] = scheduler_hints
+        made = self._nova.post('/servers', body)['server']
+        found = self.get_server(made['id'])
+        return found
+
+    def _bdm(self, v2, v1):
+        out = []
+        for m in v1 or []:
+            out.append({k: v for k, v in (
+                ('device_name', m.get('device_name')),
+                ('source_type', 'snapshot' if m.get('snapshot_id')
+                 else 'volume'),
+                ('destination_type', 'volume'),
+                ('uuid', m.get('volume_id') or m.get('snapshot_id')),
+                ('volume_size', m.get('volume_size')),
+                ('delete_on_termination', m.get('delete_on_termination')),
+                ('boot_index', 0 if m.get('device_name') == 'vda' else None),
+            ) if v is not None})
+        for m in v2 or []:
+            entry = {k: m[k] for k in (
+                'device_name', 'device_type', 'disk_bus', 'boot_index',
+                'volume_size', 'delete_on_termination', 'guest_format')
+                if m.get(k) is not None}
+            image = m.get('image') or m.get('image_id')
+            if m.get('volume_id'):
+                entry.update(source_type='volume', destination_type='volume',
+                             uuid=m['volume_id'])
+            elif m.get('snapshot_id'):
+                entry.update(source_type='snapshot',
+                             destination_type='volume',
+                             uuid=m['snapshot_id'])
+            elif image:
+                entry.update(source_type='image', destination_type='volume',
+                             uuid=self._cloud.resolve('image', image))
+            elif m.get('swap_size'):
+                entry.update(source_type='blank', destination_type='local',
+                             guest_format='swap',
+                             volume_size=m['swap_size'] // 1024 or 1)
+            else:
+                entry.update(source_type='blank', destination_type='local',
+                             volume_size=m.get('ephemeral_size'))
+                if m.get('ephemeral_format'):
+                    entry['guest_format'] = m['ephemeral_format']
+            if m.get('volume_size') is not None:
+                entry['volume_size'] = m['volume_size']
+            out.append(entry)
+        return out
+
+    def find_server_by_key(self, idempotency_key):
+        found = self._nova.get('/servers/detail?%s' % _query(
+            tags=cloud_mod.key_tag(idempotency_key)))['servers']
+        live = [s for s in found if s.get('status') not in ('DELETED',
+                                                            'SOFT_DELETED')]
+        return _server(live[0]) if live else None
+
+    def get_server(self, server_id):
+        raw = self.watch.look(server_id)
+        if raw is None:
+            raw = self._nova.get('/servers/%s' % server_id)['server']
+            self.watch.remember(raw)
+        if raw.get('status') == 'DELETED':
+            raise exception.CloudNotFound(
+                'Instance %s could not be found.' % server_id)
+        return _server(raw)
+
+    def list_servers(self):
+        return [_server(s) for s in self._nova.get('/servers/detail')[
+            'servers']]
+
+    def delete_server(self, server_id):
+        self._nova.call('DELETE', '/servers/%s' % server_id)
+        self.watch.forget(server_id)
+
+    def _action(self, server_id, action):
+        self._nova.post('/servers/%s/action' % server_id, action)
+        self.watch.forget(server_id)
+        return self.get_server(server_id)
+
+    def rebuild_server(self, server_id, image):
+        return self._action(server_id, {'rebuild': {
+            'imageRef': self._cloud.resolve('image', image)}})
+
+    def resize_server(self, server_id, flavor):
+        return self._action(server_id, {'resize': {
+            'flavorRef': self._cloud.resolve('flavor', flavor)}})
+
+    def confirm_resize(self, server_id):
+        return self._action(server_id, {'confirmResize': None})
+
+    def update_server(self, server_id, name=None, metadata=None):
+        if name is not None:
+            self._nova.put('/servers/%s' % server_id,
+                           {'server': {'name': name}})
+        if metadata is not None:
+            self._nova.put('/servers/%s/metadata' % server_id,
+                           {'metadata': metadata})
+        self.watch.forget(server_id)
+        return self.get_server(server_id)
+
+    def stop_server(self, server_id):
+        return self._action(server_id, {'os-stop': None})
+
+    def start_server(self, server_id):
+        return self._action(server_id, {'os-start': None})
+
+    def reboot_server(self, server_id):
+        return self._action(server_id, {'reboot': {'type': 'SOFT'}})
