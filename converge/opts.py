@@ -103,7 +103,7 @@ DEFAULT_OPTS = [
                 help='Listeners every engine process loads: names of entry '
                      'points of the converge.listeners group, each told of '
                      'every unit of work, message cast and resource lock '
-                     '(see converge/engine/listeners.py). converge-bench '
+                     '(see converge/listeners.py). converge-bench '
                      'sets "bench" on the workers it starts.'),
 ]
 

@@ -55,7 +55,7 @@ class Deployment(fleet.Deployment):
     def coordinator(self):
         """A tooz member of this deployment's backend that joins nothing
         (to list the group, try locks); stop() it."""
-        from converge.engine import locks
+        from converge.coordination import locks
         return locks.Locks(self._coordination_url(),
                            'probe-%s' % uuid.uuid4().hex[:8])
 

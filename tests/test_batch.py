@@ -9,7 +9,7 @@ import time
 import pytest
 
 from converge.db import api
-from converge.engine import rpc
+from converge.messaging import rpc
 from converge.engine import stacks
 from converge.workers import pool
 from converge.workers import reconcile

@@ -12,7 +12,7 @@ from converge.bench import heat
 from converge.bench import measure
 from converge.bench import rollout
 from converge.bench import scenarios
-from converge.engine import listeners
+from converge import listeners
 
 DIAMOND = {'a': set(), 'b': {'a'}, 'c': {'a'}, 'd': {'b', 'c'}}
 CHAIN = {'a': set(), 'b': {'a'}, 'c': {'b'}, 'd': {'c'}, 'e': {'d'}}

@@ -123,7 +123,7 @@ def test_three_workers_500_resources_one_killed(dist, tmp_path):
 
     # no lock is left held
     from converge import conf
-    from converge.engine import locks
+    from converge.coordination import locks
     conf.setup(['--config-file', dist.conf], log=False)
     probe = locks.Locks(conf.coordination_url(), 'probe-%d' % time.time())
     try:

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from converge.db import api
 from converge.db import models
-from converge.engine import rpc
+from converge.messaging import rpc
 from converge.engine import stacks
 from converge.workers import reconcile
 from tests import enginetools as et
@@ -646,7 +646,7 @@ def test_converge_settles_a_row_left_in_progress(engine, tmp_path):
 
 
 def test_drift_scan_reports_what_changed_outside(engine, tmp_path):
-    from converge.observers import drift
+    from converge.engine import drift
     b = et.bundle(tmp_path, et.hot({
         'up': {'type': 'OS::Nova::Server',
                'properties': {'image': 'cirros', 'flavor': 'm1.tiny'}},
@@ -759,7 +759,7 @@ def test_a_fan_out_is_sent_in_at_most_fanout_messages_in_order():
     and each exactly once; a few go together, one alone; in process, a
     message to each idle worker thread first."""
     from converge import conf
-    from converge.engine import listeners
+    from converge import listeners
 
     class Broker:
         def __init__(self):

@@ -1,4 +1,4 @@
-"""Embedded resource locks (engine/filelocks.py): one holder across
+"""Embedded resource locks (coordination/filelocks.py): one holder across
 threads and processes, every lock a byte of one file."""
 
 import os
@@ -6,7 +6,7 @@ import subprocess
 import sys
 import threading
 
-from converge.engine import filelocks
+from converge.coordination import filelocks
 
 
 def test_a_held_lock_keeps_out_other_holders_until_released(tmp_path):
@@ -48,7 +48,7 @@ def test_another_process_cannot_take_a_held_lock(tmp_path):
     locks = filelocks.FileLocks(str(tmp_path))
     lock = locks.get_lock('converge-res-y')
     assert lock.acquire()
-    probe = ('import sys; from converge.engine import filelocks; '
+    probe = ('import sys; from converge.coordination import filelocks; '
              'l = filelocks.FileLocks(sys.argv[1])'
              '.get_lock("converge-res-y"); '
              'print(l.acquire(blocking=False))')

@@ -32,7 +32,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from converge import conf
-from converge.engine import listeners
+from converge import listeners
 from converge.engine import request
 from converge.engine import service
 from converge.engine import views
@@ -526,7 +526,7 @@ def remote(dist):
     two converge-worker processes walk them."""
     from converge.db import session
     from converge.engine import context
-    from converge.engine import rpc
+    from converge.messaging import rpc
     dist.start_worker()
     dist.start_worker()
     conf.setup(['--config-file', dist.conf], log=False)

@@ -12,7 +12,11 @@ FORBIDDEN = {
     'graph': {'template', 'engine', 'db', 'workers', 'cmd', 'bench'},
     'db': {'engine', 'workers', 'cmd', 'bench'},
     'resources': {'engine', 'db', 'workers', 'cmd', 'bench'},
-    'engine': {'workers', 'cmd', 'bench'},
+    'engine': {'workers', 'observers', 'cmd', 'bench'},
+    # below the engine: what it uses to reach other processes
+    'messaging': {'engine', 'db', 'workers', 'observers', 'cmd', 'bench'},
+    'coordination': {'engine', 'db', 'workers', 'observers', 'cmd',
+                     'bench'},
     'observers': {'workers', 'cmd', 'bench'},
     'drivers': {'engine', 'workers', 'cmd', 'bench'},
     'workers': {'cmd', 'bench'},

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from converge.db import api
 from converge.db import models
-from converge.engine import rpc
+from converge.messaging import rpc
 from converge.engine import stacks
 from converge.workers import sweeper
 from tests import enginetools as et

@@ -1,13 +1,13 @@
 """A batch's resource locks on Redis, taken and let go in one round trip
-each (engine/redislocks.py), exclude and are excluded by tooz's own
+each (coordination/redislocks.py), exclude and are excluded by tooz's own
 locks, are kept alive by tooz's heartbeat, and are gone once released."""
 
 import uuid
 
 import pytest
 
-from converge.engine import locks as locks_mod
-from converge.engine import redislocks
+from converge.coordination import locks as locks_mod
+from converge.coordination import redislocks
 from tests.distributed import require
 
 pytestmark = pytest.mark.distributed

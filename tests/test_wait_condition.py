@@ -17,7 +17,7 @@ from converge import exception
 from converge.db import models
 from converge.drivers import tokens
 from converge.engine import request, service, stacks
-from converge.engine import rpc
+from converge.messaging import rpc
 from converge.engine import waitconditions
 from converge.resources import wait_condition
 from converge.workers import pool

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from converge import conf
 from converge import exception
 from converge.db import models
-from converge.engine import rpc
+from converge.messaging import rpc
 from converge.engine import stacks
 from converge.resources import test_resource
 from converge.workers import pool

@@ -94,7 +94,8 @@ def parse_args(argv):
         description='Benchmark traversals of generated HOT graphs, or run a '
                     'Rally task on the engine.')
     what = ap.add_mutually_exclusive_group(required=True)
-    what.add_argument('--scenario', nargs='+', choices=scenarios.NAMES,
+    what.add_argument('--scenario', nargs='+',
+                      choices=scenarios.NAMES + ('cloud',),
                       help='wide: N independent resources; deep: 20 layers, '
                            'each resource needs one of the layer before; '
                            'fanin: 20 layers, each resource needs %d hubs of '
@@ -113,6 +114,12 @@ def parse_args(argv):
     what.add_argument('--rally', metavar='TASK',
                       help='run a Rally task file (HeatStacks scenarios) '
                            'on the engine')
+    ap.add_argument('--os-cloud', metavar='NAME',
+                    default=os.environ.get('OS_CLOUD'),
+                    help='the cloud (clouds.yaml) of the cloud scenario: N '
+                         'servers with a port each, made by converge beside '
+                         'the same burst made by openstacksdk directly '
+                         '(and through Heat with --heat) (Env: OS_CLOUD)')
     ap.add_argument('--api', metavar='URL',
                     help='with --rally: run it through Heat\'s REST API '
                          'at URL (http://HOST:PORT/v1/PROJECT: a '
@@ -202,6 +209,12 @@ def parse_args(argv):
         ap.error('--api runs a Rally task: give --rally TASK')
     if args.api and not args.api_token:
         ap.error('--api needs a token: --api-token or OS_TOKEN')
+    if args.scenario and 'cloud' in args.scenario:
+        if args.scenario != ['cloud']:
+            ap.error('the cloud scenario runs alone')
+        if not args.os_cloud:
+            ap.error('the cloud scenario needs --os-cloud (or OS_CLOUD)')
+        return args
     if args.heat:
         problem = heat.missing(args.heat_bench, args.heat_venv)
         if problem:
@@ -531,12 +544,24 @@ def main(argv=None):
     try:
         if args.rally:
             return run_rally(args)
+        if args.scenario == ['cloud']:
+            return run_cloud(args)
         rows = run(args, on_row=_dot)
     except harness_mod.BenchError as e:
         print('\nconverge-bench: %s' % e, file=sys.stderr)
         return 2
     print('', file=sys.stderr)
     print(table(rows))
+    write_json(args.json, rows)
+    return 0 if all(r['status'] == 'ok' for r in rows) else 1
+
+
+def run_cloud(args):
+    from converge.bench import cloud
+    rows = cloud.run(args.os_cloud, args.n or [50], heat=args.heat,
+                     threads=args.worker_threads or 8, on_row=_dot)
+    print('', file=sys.stderr)
+    print(cloud.table(rows))
     write_json(args.json, rows)
     return 0 if all(r['status'] == 'ok' for r in rows) else 1
 

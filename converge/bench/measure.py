@@ -11,7 +11,7 @@ import threading
 
 from sqlalchemy import event
 
-from converge.engine import listeners
+from converge import listeners
 
 
 # -- arithmetic ---------------------------------------------------------------
@@ -155,7 +155,7 @@ class Recorder(listeners.Listener):
         self._started = self._listening = False
         self.threads = None
 
-    # the engine's hooks (converge/engine/listeners.py) -------------------
+    # the engine's hooks (converge/listeners.py) -------------------
     def on_unit(self, traversal_id, node, seconds):
         with self._lock:
             self.units[traversal_id].append(seconds)

@@ -106,7 +106,7 @@ class ConvergeApp(app.App):
 
     def initialize_app(self, argv):
         # oslo.messaging's options are registered when first asked for
-        # (conf.transport_url(), engine/rpc.py): a command that sends no
+        # (conf.transport_url(), messaging/rpc.py): a command that sends no
         # message (against a converge-api, or one that only reads the
         # database) does without oslo.messaging
         conf_mod.setup([], home=self.options.home,

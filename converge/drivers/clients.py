@@ -162,7 +162,13 @@ class StackClients:
     def compute(self):
         if self.cloud_name is None:
             return self._base.compute
-        return self._openstack().compute
+        real = self._openstack()
+        if real.limited is None:
+            from converge.drivers import limits
+            # [compute] limits hold on a real cloud too
+            real.limited = limits.LimitedCompute(real.compute, self._base._db) \
+                if limits.LimitedCompute.limited() else real.compute
+        return real.limited
 
     @property
     def cloud(self):

@@ -203,7 +203,8 @@ def _query(**filters):
 
 
 # -- Neutron ---------------------------------------------------------------
-#: kind -> (collection, body key); every one of them carries tags
+#: kind -> (path, body key); every one of them carries tags. A list
+#: answers under the path's name with underscores
 NEUTRON = {
     'network': ('networks', 'network'),
     'subnet': ('subnets', 'subnet'),
@@ -213,6 +214,12 @@ NEUTRON = {
     'floating_ip': ('floatingips', 'floatingip'),
     'security_group_rule': ('security-group-rules', 'security_group_rule'),
 }
+
+
+def _listed(answer, path):
+    return answer[path.replace('-', '_')]
+
+
 #: fields of a rule that make it the same rule (Neutron refuses a twin)
 RULE_FIELDS = ('direction', 'ethertype', 'protocol', 'port_range_min',
                'port_range_max', 'remote_ip_prefix', 'remote_group_id')
@@ -233,6 +240,9 @@ class OpenStackCloud(cloud_mod.Cloud):
         self.nova = Rest(conn.compute, 'compute', self.calls,
                          COMPUTE_MICROVERSION)
         self.compute = OpenStackCompute(self)
+        #: the compute the plug-ins get ([compute] limits around it, set
+        #: by drivers/clients.py)
+        self.limited = None
         self._resolved = {}
         #: whether Neutron takes tags in a create's body (newer Neutron);
         #: None until the first create tells
@@ -257,8 +267,8 @@ class OpenStackCloud(cloud_mod.Cloud):
         if finder is not None:
             return finder(key, body or {})
         coll, item = NEUTRON[kind]
-        found = self.network.get('/%s?%s' % (coll, _query(
-            tags=cloud_mod.key_tag(key))))[coll]
+        found = _listed(self.network.get('/%s?%s' % (coll, _query(
+            tags=cloud_mod.key_tag(key)))), coll)
         return found[0] if found else None
 
     def get(self, kind, id):
@@ -288,7 +298,8 @@ class OpenStackCloud(cloud_mod.Cloud):
         if lister is not None:
             return lister(**filters)
         coll, _ = NEUTRON[kind]
-        return self.network.get('/%s?%s' % (coll, _query(**filters)))[coll]
+        return _listed(self.network.get('/%s?%s' % (
+            coll, _query(**filters))), coll)
 
     def resolve(self, kind, name_or_id):
         """An id from a name or id (kept: ids of what a template names
@@ -317,11 +328,11 @@ class OpenStackCloud(cloud_mod.Cloud):
             matches = [s['id'] for s in self.nova.get(
                 '/servers?%s' % _query(name='^%s$' % ref))['servers']]
         elif kind == 'image':
-            if _is_uuid(ref) and self.image.get('/v2/images/%s' % ref,
+            if _is_uuid(ref) and self.image.get('/images/%s' % ref,
                                                 ok404=True):
                 return ref
             matches = [i['id'] for i in self.image.get(
-                '/v2/images?%s' % _query(name=ref))['images']]
+                '/images?%s' % _query(name=ref))['images']]
         elif kind == 'flavor':
             flavors = self.nova.get('/flavors/detail?is_public=None')[
                 'flavors']
@@ -339,8 +350,8 @@ class OpenStackCloud(cloud_mod.Cloud):
             if _is_uuid(ref) and self.network.get(
                     '/%s/%s' % (coll, ref), ok404=True):
                 return ref
-            matches = [o['id'] for o in self.network.get(
-                '/%s?%s' % (coll, _query(name=ref)))[coll]]
+            matches = [o['id'] for o in _listed(self.network.get(
+                '/%s?%s' % (coll, _query(name=ref))), coll)]
             title = None
         else:
             raise exception.CloudError('Cannot look up a %s by name' % kind,
@@ -361,6 +372,11 @@ class OpenStackCloud(cloud_mod.Cloud):
     # -- Neutron ---------------------------------------------------------------
     def _neutron_create(self, kind, body, key):
         coll, item = NEUTRON[kind]
+        if kind == 'security_group_rule':
+            # rules take no tags (the tag extension covers rules on newer
+            # Neutron only): a rule is found by its fields, as Neutron
+            # refuses a twin (_find_security_group_rule)
+            return self.network.post('/%s' % coll, {item: body})[item]
         tag = cloud_mod.key_tag(key)
         if self._tags_in_body is not False:
             try:
@@ -520,20 +536,20 @@ class OpenStackCloud(cloud_mod.Cloud):
         body = dict(body)
         location = body.pop('location', None)
         body[cloud_mod.KEY_NAME] = key
-        made = self.image.post('/v2/images', body)
+        made = self.image.post('/images', body)
         if location:
-            self.image.post('/v2/images/%s/import' % made['id'], {
+            self.image.post('/images/%s/import' % made['id'], {
                 'method': {'name': 'web-download', 'uri': location}})
         return made
 
     def _find_image(self, key, body):
         # Glance filters by any property of the image
-        found = self.image.get('/v2/images?%s' % _query(
+        found = self.image.get('/images?%s' % _query(
             **{cloud_mod.KEY_NAME: key}))['images']
         return found[0] if found else None
 
     def _get_image(self, id):
-        found = self.image.get('/v2/images/%s' % id, ok404=True)
+        found = self.image.get('/images/%s' % id, ok404=True)
         if found and found.get('status') == 'deleted':
             return None
         return found
@@ -541,15 +557,15 @@ class OpenStackCloud(cloud_mod.Cloud):
     def _update_image(self, id, body):
         patch = [{'op': 'replace', 'path': '/' + k, 'value': v}
                  for k, v in body.items()]
-        self.image.call('PATCH', '/v2/images/%s' % id, body=patch, headers={
+        self.image.call('PATCH', '/images/%s' % id, body=patch, headers={
             'Content-Type': 'application/openstack-images-v2.1-json-patch'})
         return self._get_image(id)
 
     def _delete_image(self, id):
-        self.image.delete('/v2/images/%s' % id)
+        self.image.delete('/images/%s' % id)
 
     def _list_image(self, **filters):
-        return self.image.get('/v2/images?%s' % _query(**filters))['images']
+        return self.image.get('/images?%s' % _query(**filters))['images']
 
     # -- Nova: key pairs, server groups, flavors ------------------------------
     def _create_keypair(self, body, key):

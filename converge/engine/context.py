@@ -18,8 +18,8 @@ from converge.db import session as db_session
 from converge.drivers import clients as clients_mod
 from converge.engine import definitions
 from converge.engine import gate
-from converge.engine import listeners as listeners_mod
-from converge.engine import locks as locks_mod
+from converge import listeners as listeners_mod
+from converge.coordination import locks as locks_mod
 from converge.engine import nested
 from converge.resources import base
 from converge.resources import nested as nested_resource
@@ -74,7 +74,7 @@ class Engine:
     def client(self):
         if self._client is None:
             # oslo.messaging, loaded here: a read-only command sends nothing
-            from converge.engine import rpc
+            from converge.messaging import rpc
             self._client = rpc.WorkerClient(self.listeners,
                                             idle=self.idle_threads)
         return self._client

@@ -13,159 +13,24 @@ waiting for it is made due at once (traversal.ended).
 """
 
 import datetime
-import hashlib
-import json
-import uuid
 
 import sqlalchemy as sa
 
-from converge import exception
 from converge import template
 from converge.db import api
 from converge.db import models
 from converge.engine import changes
+from converge.engine import children
 from converge.engine import definitions
 from converge.engine import rows as rows_mod
 from converge.engine import stacks
 from converge.engine import traversal
 from converge.engine import views
-from converge.template import providers
-
-#: child stack ids are derived from the owning resource's uuid, so a
-#: create asked again (a unit that died after asking) finds its child
-_NAMESPACE = uuid.UUID('0b7c2a52-53f6-4bd1-a6c3-2f1b1d0b6a11')
 
 _STACKS = models.Stack.__table__
 _RUNNING = sa.select(_STACKS.c.status, _STACKS.c.current_traversal,
                      _STACKS.c.deleted_at).where(
     _STACKS.c.id == sa.bindparam('b_id')).with_for_update()
-
-
-def child_id(key):
-    return str(uuid.uuid5(_NAMESPACE, key))
-
-
-def child_name(parent_name, resource_name, stack_id):
-    """Heat's name for a nested stack: parent-resource-shortid (the
-    parent's part cut so that it fits the column)."""
-    tail = '-%s-%s' % (resource_name, stack_id.replace('-', '')[:12])
-    return parent_name[:max(1, 255 - len(tail))] + tail
-
-
-def child_environment(env, resource_name):
-    """The environment a child inherits: the registry (the entries kept
-    for `resource_name` under ``resources`` become the child's own
-    per-resource entries) and the parameter defaults; not the parent's
-    parameters (the child's are the resource's properties)."""
-    registry = {k: v for k, v in (env.get('resource_registry') or {}).items()
-                if k != 'resources'}
-    mine = ((env.get('resource_registry') or {}).get('resources') or {}).get(
-        resource_name)
-    if isinstance(mine, dict):
-        inner = {k: v for k, v in mine.items() if isinstance(v, dict)}
-        if inner:
-            registry['resources'] = inner
-    out = {'resource_registry': registry,
-           'parameter_defaults': dict(env.get('parameter_defaults') or {})}
-    for key in ('parameter_merge_strategies', 'event_sinks'):
-        if env.get(key):
-            out[key] = env[key]
-    return out
-
-
-def child_bundle(pbundle, parent_name, resource_name, child):
-    """The Bundle of the child stack `child` describes ({template: a map
-    or text, path: a provider's files-map key, facade}), built from the
-    parent's Bundle `pbundle`."""
-    tmpl = child['template']
-    path = child.get('path') or '%s.%s' % (parent_name, resource_name)
-    if path.startswith('file://'):   # named as the user knows it
-        path = template.url_path(path)
-    text = pbundle.files.get(child['path']) if child.get('path') else None
-    if isinstance(tmpl, str):
-        text = tmpl
-        tmpl = template.parse_text(tmpl, path)
-    if not isinstance(tmpl, dict):
-        raise exception.InvalidTemplate(
-            'The nested stack\'s template is not a YAML mapping',
-            filename=path)
-    env = child_environment(pbundle.environment, resource_name)
-    # a provider's references are relative to its own file; an inline
-    # template's to the parent's
-    base = child['path'] if '://' in (child.get('path') or '') \
-        else pbundle.base_url
-    return template.Bundle(tmpl, pbundle.files, env, path, text,
-                           facade=child.get('facade'), base_url=base)
-
-
-def _refs(tmpl):
-    """The get_file targets and template-file types a template names."""
-    found = []
-    template.walk_get_file(tmpl, [], found)
-    template.walk_types(tmpl.get('resources'), [], found)
-    return [name for name, _ in found]
-
-
-def files_read(bundle):
-    """The files-map keys a child stack reads: its get_file targets and
-    provider templates, theirs in turn, and the registry's templates."""
-    registry = bundle.environment.get('resource_registry') or {}
-    todo = [(bundle.template, bundle.base_url)]
-    todo += [(None, v) for v in _registry_values(registry)
-             if template.is_provider(v)]
-    seen = set()
-    while todo:
-        tmpl, base = todo.pop()
-        if tmpl is None:   # a registry entry: a key already
-            refs, base = [base], None
-        else:
-            refs = _refs(tmpl)
-        for ref in refs:
-            key = ref if ref in bundle.files or not base \
-                else template.join_url(base, ref)
-            if key in seen or key not in bundle.files:
-                continue
-            seen.add(key)
-            if template.is_provider(key):
-                try:
-                    parsed = providers.provider_class(
-                        key, bundle.files, ()).provider_template
-                except exception.InvalidTemplate:
-                    continue   # the child's own validation says so
-                todo.append((parsed, key))
-    return sorted(seen)
-
-
-def _registry_values(registry):
-    for key, value in registry.items():
-        if isinstance(value, str):
-            yield value
-        elif key == 'resources' and isinstance(value, dict):
-            for sub in value.values():
-                if isinstance(sub, dict):
-                    yield from (v for v in sub.values()
-                                if isinstance(v, str))
-
-
-def digest(bundle, params):
-    """What a child is made of, digested: a change to any of it (its
-    template, parameters, environment, the owner's facade, a file it
-    reads) updates the child; nothing else does."""
-    files = {k: bundle.files[k] for k in files_read(bundle)}
-    return hashlib.sha256(json.dumps(
-        [bundle.template, params, bundle.environment, bundle.facade, files],
-        sort_keys=True, default=str).encode()).hexdigest()
-
-
-def surroundings(bundle):
-    """What the child's resources read beside their own definitions,
-    digested: the environment and the files (a provider template, a
-    get_file target). A group updates every member when it changes, in
-    batches as its policy says."""
-    files = {k: bundle.files[k] for k in files_read(bundle)}
-    return hashlib.sha256(json.dumps(
-        [bundle.environment, files], sort_keys=True,
-        default=str).encode()).hexdigest()
 
 
 def tree(engine, stack_id):
@@ -191,21 +56,22 @@ class NestedStacks:
 
     def _bundle(self, parent, resource_name, child):
         defn = self.engine.definition(parent.template_id, parent)
-        return child_bundle(defn.bundle, parent.name, resource_name, child), \
+        return children.child_bundle(defn.bundle, parent.name,
+                                     resource_name, child), \
             dict(child.get('params') or {})
 
     def digest(self, parent, resource_name, child):
         """The digest of what the child `child` describes is made of
         (resources/nested.py compares it with the one applied)."""
         bundle, params = self._bundle(parent, resource_name, child)
-        return digest(bundle, params)
+        return children.digest(bundle, params)
 
     def surroundings(self, parent, resource_name, child):
         """The digest of the environment and files the child's
         resources read (resources/group.py compares it with the one its
         members last had)."""
         bundle, _ = self._bundle(parent, resource_name, child)
-        return surroundings(bundle)
+        return children.surroundings(bundle)
 
     def quiet_members(self, parent, resource_name, child, stack_id, names):
         """Of the members `names` of the child `child` (the stack
@@ -247,7 +113,8 @@ class NestedStacks:
             rows = api.resources_layout(s, stack_id) if st else []
         if st is None or st.status != 'COMPLETE':
             return True
-        cbundle = child_bundle(bundle, parent.name, resource_name, child)
+        cbundle = children.child_bundle(bundle, parent.name,
+                                        resource_name, child)
         defn = template.StackDefinition(
             cbundle, dict(child.get('params') or {}), stack_name=st.name,
             stack_id=st.id, project_id=st.project_id,
@@ -259,7 +126,7 @@ class NestedStacks:
     def create(self, parent, resource_name, key, child):
         """The child of `parent`'s resource, created and its traversal
         started unless it exists already: (child id, traversal id)."""
-        new_id = child_id(key)
+        new_id = children.child_id(key)
         with self.engine.db.read() as s:
             found = api.stack_record(s, new_id)
             prow = api.stack_record(s, parent.id)
@@ -268,7 +135,8 @@ class NestedStacks:
         bundle, params = self._bundle(parent, resource_name, child)
         depth = (prow.nested_depth or 0) + 1 if prow is not None else 1
         return stacks.create(
-            self.engine, child_name(parent.name, resource_name, new_id),
+            self.engine,
+            children.child_name(parent.name, resource_name, new_id),
             bundle, params, timeout=child.get('timeout'),
             project_id=parent.project_id, stack_id=new_id,
             parent=(parent.id, resource_name, depth))

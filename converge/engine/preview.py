@@ -38,7 +38,7 @@ def update(engine, ident, bundle=None, params=None, existing=False,
     visits it (`visit`: its change set, engine/changes.py) and why
     (`visit_reason`). A drifted resource the change set leaves out is
     repaired by `--converge`, not by a plain update."""
-    from converge.observers import drift as drift_mod
+    from converge.engine import drift as drift_mod
     stack, bundle, params, defn = stacks.planned(
         engine, ident, bundle, params, existing, clear_parameters,
         project_id)
@@ -119,7 +119,7 @@ def converge(engine, stack):
     deployment of a recreated server runs again). A list of items with
     the action (create, update, re-run) and why, in dependency order of
     each stack, parents' first."""
-    from converge.observers import drift as drift_mod
+    from converge.engine import drift as drift_mod
     found = drift_mod.scan(engine, stack)
     drifted = {(d.stack_name, d.name): d for d in found}
     out = []

@@ -342,7 +342,7 @@ class Service:
         """Observe every resource, nested stacks' too (one list call per
         driver), and record what was seen; what differs from what was
         applied."""
-        from converge.observers import drift
+        from converge.engine import drift
         stack = self._stack(ctx, ident)
         return [{'resource_name': d.name, 'stack_name': d.stack_name,
                  'physical_resource_id': d.physical_id, 'kind': d.kind,

@@ -13,6 +13,7 @@ from converge import memory
 from converge import template
 from converge.db import api
 from converge.db import models
+from converge.engine import children
 from converge.engine import definitions
 from converge.engine import policies
 from converge.engine import traversal
@@ -94,7 +95,6 @@ def validate(bundle, params, stack_name='stack', stack_id='',
 def _nested_children(defn):
     """(resource name, child bundle, known parameters) of each nested
     stack whose template is known before anything is created."""
-    from converge.engine import nested
     for name, rdef in defn.resources.items():
         plan = getattr(rdef.plugin, 'child_to_validate', None)
         child = plan(defn.known_properties(name)) if plan else None
@@ -103,7 +103,7 @@ def _nested_children(defn):
         child['params'] = {k: v for k, v in
                            (child.get('params') or {}).items()
                            if v is not None and not template.is_unknown(v)}
-        yield name, nested.child_bundle(defn.bundle, defn.stack_name, name,
+        yield name, children.child_bundle(defn.bundle, defn.stack_name, name,
                                         child), child['params']
 
 

@@ -12,7 +12,7 @@ death of the engine that took it: it stays due, and the next engine to
 look takes it (a 300 s lease in the database had left a stack whose
 observer was killed mid-pass unobserved for five minutes).
 
-A pass observes the stack tree (observers/drift.py: one call per
+A pass observes the stack tree (engine/drift.py: one call per
 driver). A software deployment with a CHECK config is observed by running
 it: when nothing else drifted, the pass starts a `stack check` and the
 pass after its end reads what it found. In repair mode, drift starts a
@@ -37,7 +37,7 @@ from converge.db import models
 from converge.drivers import facts as drivers_facts
 from converge.engine import policies
 from converge.engine import stacks
-from converge.observers import drift as drift_mod
+from converge.engine import drift as drift_mod
 
 LOG = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ import oslo_messaging
 from converge import conf as conf_mod
 from converge.db import api
 from converge.engine import notify
-from converge.engine import rpc
+from converge.messaging import rpc
 from converge.engine import stacks
 from converge.observers import loop as observer_loop
 from converge.workers import reconcile

@@ -39,11 +39,11 @@ from oslo_log import log as logging
 from converge import conf as conf_mod
 from converge import exception
 from converge.db import api
-from converge.engine import listeners
+from converge import listeners
 from converge.engine import rows as rows_mod
 from converge.engine import traversal as traversal_mod
 from converge.graph import plan
-from converge.observers import observe as observe_mod
+from converge.resources import observe as observe_mod
 from converge.resources import base
 from converge.workers import decide as decide_mod
 from converge.workers import limits

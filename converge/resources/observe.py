@@ -1,7 +1,7 @@
 """Observing one resource: what is really there.
 
 The one way to ask, used by the unit of work before it decides
-(workers/reconcile.py) and by `stack drift` (drift.py) alike.
+(workers/reconcile.py) and by `stack drift` (engine/drift.py) alike.
 """
 
 import contextlib

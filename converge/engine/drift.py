@@ -13,7 +13,7 @@ import dataclasses
 
 from converge.db import api
 from converge.engine import views
-from converge.observers import observe as observe_mod
+from converge.resources import observe as observe_mod
 
 #: a resource in one of these actions is not compared: never made, being
 #: deleted, or suspended on purpose (its server is SHUTOFF by design)

@@ -26,9 +26,9 @@ from oslo_log import log as logging
 from tooz import coordination
 
 from converge import exception
-from converge.engine import filelocks
-from converge.engine import listeners as listeners_mod
-from converge.engine import redislocks
+from converge.coordination import filelocks
+from converge import listeners as listeners_mod
+from converge.coordination import redislocks
 
 LOG = logging.getLogger(__name__)
 

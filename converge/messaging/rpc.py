@@ -11,8 +11,8 @@ import threading
 import oslo_messaging
 
 from converge import conf as conf_mod
-from converge.engine import inproc
-from converge.engine import listeners as listeners_mod
+from converge.messaging import inproc
+from converge import listeners as listeners_mod
 
 # transport_url and control_exchange with converge's defaults, whatever
 # asks for them first (conf.setup registers them too)
