@@ -569,7 +569,9 @@ class OpenStackCloud(cloud_mod.Cloud):
 
     # -- Nova: key pairs, server groups, flavors ------------------------------
     def _create_keypair(self, body, key):
-        return self.nova.post('/os-keypairs', {'keypair': body})['keypair']
+        pair = self.nova.post('/os-keypairs', {'keypair': body})['keypair']
+        pair['id'] = pair.get('name')   # Nova names a key pair by its name
+        return pair
 
     def _find_keypair(self, key, body):
         return self._get_keypair(body.get('name'))
@@ -589,8 +591,8 @@ class OpenStackCloud(cloud_mod.Cloud):
         self.nova.delete('/os-keypairs/%s' % urllib.parse.quote(id))
 
     def _list_keypair(self, **filters):
-        return [k['keypair'] for k in self.nova.get('/os-keypairs')[
-            'keypairs']]
+        return [dict(k['keypair'], id=k['keypair'].get('name'))
+                for k in self.nova.get('/os-keypairs')['keypairs']]
 
     def _create_server_group(self, body, key):
         return self.nova.post('/os-server-groups',
