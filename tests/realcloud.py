@@ -29,9 +29,9 @@ def _ci():
     return os.environ.get('CI') == 'true'
 
 
-def up():
-    """`tools/devcloud up` once per process; the `export` lines of
-    `tools/devcloud env` as a dict."""
+def up(*flags):
+    """`tools/devcloud up` (with `flags`) once per process; the `export`
+    lines of `tools/devcloud env` as a dict."""
     if _ENV:
         return dict(_ENV)
     distributed.require('mariadb')
@@ -40,7 +40,7 @@ def up():
         if _ci():
             pytest.fail('CI=true: ' + msg)
         pytest.skip(msg)
-    proc = subprocess.run([sys.executable, DEVCLOUD, 'up'],
+    proc = subprocess.run([sys.executable, DEVCLOUD, 'up'] + list(flags),
                           capture_output=True, text=True,
                           timeout=UP_TIMEOUT, stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
@@ -95,3 +95,40 @@ def wait_for(predicate, timeout=180, interval=0.1):
             return value
         time.sleep(interval)
     raise AssertionError('condition not met in %ss' % timeout)
+
+
+def purge(conn):
+    """Leave the project of `conn` as tools/devcloud made it: what an
+    earlier run that died left behind would otherwise be counted as this
+    run's (servers, floating IPs, routers with their interfaces, ports,
+    networks, volumes, key pairs, security groups, server groups)."""
+    project = conn.current_project_id
+    for server in list(conn.compute.servers()):
+        conn.compute.delete_server(server, ignore_missing=True)
+    for fip in list(conn.network.ips(project_id=project)):
+        conn.network.delete_ip(fip, ignore_missing=True)
+    for router in list(conn.network.routers(project_id=project)):
+        for port in conn.network.ports(device_id=router.id):
+            if port.device_owner.startswith('network:router_interface'):
+                conn.network.remove_interface_from_router(
+                    router, port_id=port.id)
+        conn.network.delete_router(router, ignore_missing=True)
+    wait_for(lambda: not list(conn.compute.servers()), timeout=300,
+             interval=0.5)
+    for port in list(conn.network.ports(project_id=project)):
+        if not port.device_owner.startswith('network:'):
+            conn.network.delete_port(port, ignore_missing=True)
+    for net in list(conn.network.networks(project_id=project)):
+        if not net.is_router_external:
+            conn.network.delete_network(net, ignore_missing=True)
+    for volume in list(conn.block_storage.volumes()):
+        conn.block_storage.delete_volume(volume, ignore_missing=True)
+    for pair in list(conn.compute.keypairs()):
+        conn.compute.delete_keypair(pair, ignore_missing=True)
+    for group in list(conn.network.security_groups(project_id=project)):
+        if group.name != 'default':
+            conn.network.delete_security_group(group, ignore_missing=True)
+    for group in list(conn.compute.server_groups()):
+        conn.compute.delete_server_group(group, ignore_missing=True)
+    wait_for(lambda: not list(conn.block_storage.volumes()), timeout=300,
+             interval=0.5)

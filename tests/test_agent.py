@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from converge.agent import bootstrap
+from converge import userdata
 from converge.agent import hooks
 from converge.agent import journal
 from converge.agent import runner
@@ -306,7 +306,7 @@ def test_lost_signal_is_sent_again_not_rerun(stub, agents, tmp_path):
 def test_user_data_mode_and_bad_arguments(stub, agents, tmp_path):
     creds = stub.add_agent()
     path = tmp_path / 'user_data'
-    path.write_text(bootstrap.encode('#!/bin/sh\n', **creds))
+    path.write_text(userdata.encode('#!/bin/sh\n', **creds))
     proc = subprocess.Popen(
         [sys.executable, '-m', 'converge.agent.cli', '--user-data',
          str(path), '--disk', str(tmp_path / 'disk')])

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from converge.agent import bootstrap
+from converge import userdata
 from converge.agent import firstboot
 from converge.agent import hooks
 from converge.agent import rootfs
@@ -49,9 +49,9 @@ def test_parts_are_what_cloud_init_acts_on():
         (CLOUD_CONFIG, 'cloud-config'), (SCRIPT, 'x-shellscript')))] == [
         'text/cloud-config', 'text/x-shellscript']
     # a SOFTWARE_CONFIG server's bootstrap alone: nothing to run
-    agent_only = bootstrap.encode('', 'http://x', 'a', 't')
+    agent_only = userdata.encode('', 'http://x', 'a', 't')
     assert firstboot.parts(agent_only) == []
-    with_script = bootstrap.encode(SCRIPT, 'http://x', 'a', 't')
+    with_script = userdata.encode(SCRIPT, 'http://x', 'a', 't')
     assert firstboot.parts(with_script) == [('text/x-shellscript', SCRIPT)]
 
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from converge.agent import bootstrap
+from converge import userdata
 from converge.agent import journal
 from converge.drivers import sim
 from converge.drivers.sim import agents
@@ -53,7 +53,7 @@ def cloud_of(home):
 def boot(cloud, stub, name='vm'):
     creds = stub.add_agent()
     server = cloud.create_server(
-        name, 'img', 'm1', user_data=bootstrap.encode('#!/bin/sh\n',
+        name, 'img', 'm1', user_data=userdata.encode('#!/bin/sh\n',
                                                       **creds))
     return server, creds
 

@@ -36,7 +36,7 @@ AUTOSCALING = {
     # the corpus's AutoScalingGroup templates: valid, or stopped only by
     # types other than the group's and its policies'
     'heat-templates/hot/asg_of_servers.yaml': 'valid',
-    'heat-templates/hot/asg_of_stacks.yaml': 'unsupported',
+    'heat-templates/hot/asg_of_stacks.yaml': 'valid',
     'heat-templates/hot/autohealing/autohealing_group.yaml': 'unsupported',
     'heat-templates/hot/autoscaling.yaml': 'unsupported',
 }

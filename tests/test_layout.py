@@ -18,7 +18,9 @@ FORBIDDEN = {
     'coordination': {'engine', 'db', 'workers', 'observers', 'cmd',
                      'bench'},
     'observers': {'workers', 'cmd', 'bench'},
-    'drivers': {'engine', 'workers', 'cmd', 'bench'},
+    # the simulated cloud boots what a server carries (userdata.py), and
+    # never imports the software that runs on it
+    'drivers': {'engine', 'workers', 'cmd', 'bench', 'agent'},
     'workers': {'cmd', 'bench'},
     'cmd': {'db', 'bench'},
     # it runs on the servers (docs/software.md)

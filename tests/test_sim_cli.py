@@ -22,6 +22,9 @@ COMMANDS = {
     'sim fault clear': sim_cmd.ClearFault,
     'sim fault list': sim_cmd.ListFault,
     'sim log': sim_cmd.ShowLog,
+    'sim object list': sim_cmd.ListObject,
+    'sim object show': sim_cmd.ShowObject,
+    'sim object delete': sim_cmd.DeleteObject,
 }
 
 
@@ -237,3 +240,73 @@ def test_log(run, cloud):
     failed = run.json('sim', 'log', '--failed')
     assert [r['Op'] for r in failed] == ['get']
     assert run.json('sim', 'log', '--key', 'k1')[0]['Server'] == s['id']
+
+
+# -- the cloud's other kinds -------------------------------------------------
+
+def _port(url):
+    from converge.drivers.sim import objects
+    tenant = objects.SimCloud(url, 'tenant')
+    net = tenant.create('network', {'name': 'web-net'}, 'k-net')
+    tenant.create('subnet', {'network_id': net['id'],
+                             'cidr': '192.168.5.0/24'}, 'k-sub')
+    return tenant, tenant.create('port', {'network_id': net['id'],
+                                          'name': 'web-port'}, 'k-port')
+
+
+def test_object_list_and_show(run, url):
+    nets = run.json('sim', 'object', 'list', 'network')
+    assert {n['Name']: n['Project'] for n in nets} == {
+        'private': 'admin', 'public': 'admin'}
+    assert nets[1]['Details'] == 'subnets=1 shared router:external'
+    tenant, port = _port(url)
+    ports = run.json('sim', 'object', 'list', 'port', '--project', 'tenant',
+                     '--long')
+    assert [(p['ID'], p['Status'], p['Key']) for p in ports] == [
+        (port['id'], 'DOWN', 'k-port')]
+    assert ports[0]['Details'] == '192.168.5.2'
+    shown = run.json('sim', 'object', 'show', 'port', 'web-port')
+    assert shown['id'] == port['id']
+    assert shown['fixed_ips'] == port['fixed_ips']
+    rc, out = run('sim', 'object', 'show', 'port', 'nothing')
+    assert rc == 3
+    with pytest.raises(SystemExit):   # argparse: not a kind
+        run('sim', 'object', 'list', 'gadget')
+
+
+def test_object_delete_behind_the_engines_back(run, url, cloud):
+    tenant, port = _port(url)
+    server = cloud.create_server('web', 'cirros', 'm1.tiny',
+                                 networks=[{'port': port['id']}])
+    assert server['addresses']['web-net'][0]['addr'] == '192.168.5.2'
+    assert run('sim', 'object', 'delete', 'port', port['id'])[0] == 0
+    assert tenant.get('port', port['id']) is None
+    # the server lost its address with its port, as with Nova
+    assert cloud.get_server(server['id'])['addresses'] == {}
+    deleted = [e for e in cloud.api_log(op='port.delete')]
+    assert deleted[0]['object_id'] == port['id']
+    assert deleted[0]['detail']['admin'] is True
+    log = run.json('sim', 'log', '--object', port['id'], '--long')
+    assert [(e['Op'], e['Object']) for e in log] == [
+        ('port.create', port['id']), ('port.delete', port['id']),
+        ('port.get', port['id'])]
+    # the cloud's refusals hold for its operator too
+    tenant.create('port', {'network_id': port['network_id']}, 'k-port2')
+    rc, out = run('sim', 'object', 'delete', 'network', 'web-net')
+    assert rc == 1
+    assert tenant.get('network', port['network_id'])['status'] == 'ACTIVE'
+
+
+def test_fault_set_takes_other_kinds_ops(run, cloud, url):
+    from converge.drivers.sim import objects
+    row = run.json('sim', 'fault', 'set', 'volume.create', '--fail-count',
+                   '1', '--code', '409')
+    assert row['Op'] == 'volume.create' and row['Code'] == 409
+    tenant = objects.SimCloud(url, 'tenant')
+    with pytest.raises(exception.CloudError) as e:
+        tenant.create('volume', {'size': 1}, 'k-vol')
+    assert e.value.code == 409
+    assert tenant.create('volume', {'size': 1}, 'k-vol')['status'] == \
+        'available'
+    rc, _ = run('sim', 'fault', 'set', 'volume.explode', '--latency', '1')
+    assert rc != 0

@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 
 from converge import conf
-from converge.agent import bootstrap
+from converge import userdata
 from converge.api import server as api_server
 from converge.engine import stacks
 from converge.engine import views
@@ -68,7 +68,7 @@ class Agent:
     def __init__(self, engine, server=None):
         if server is None:
             [server] = _servers(engine, 1)
-        self.settings = bootstrap.decode(server['user_data'])
+        self.settings = userdata.decode(server['user_data'])
         assert self.settings is not None, 'no agent part in user_data'
         self.version = None
 

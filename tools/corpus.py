@@ -103,7 +103,7 @@ def _types(doc):
 
 #: program payloads the corpus left out (its NOTICE lists them): a
 #: placeholder stands in for each
-PROGRAMS = ('.sh', '.py', '.bash')
+PROGRAMS = ('.sh', '.py', '.bash', '.pp')
 
 
 def _placeholders(doc, path):

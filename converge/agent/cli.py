@@ -21,7 +21,7 @@ import signal
 import sys
 import time
 
-from converge.agent import bootstrap
+from converge import userdata
 
 LOG = logging.getLogger('converge.agent')
 SIM_URL_ENV = 'CONVERGE_SIM_CONNECTION'
@@ -102,14 +102,14 @@ def _standalone(parser, args):
     if args.user_data:
         try:
             with open(args.user_data) as f:
-                creds = bootstrap.decode(f.read())
+                creds = userdata.decode(f.read())
         except OSError as e:
             parser.error('cannot read --user-data %s: %s'
                          % (args.user_data, e))
         if creds is None:
             parser.error('--user-data %s has no %s part (was the server '
                          'booted with user_data_format SOFTWARE_CONFIG?)'
-                         % (args.user_data, bootstrap.CONTENT_TYPE))
+                         % (args.user_data, userdata.CONTENT_TYPE))
     else:
         missing = [o for o, v in (('--endpoint', args.endpoint),
                                   ('--agent-id', args.agent_id),

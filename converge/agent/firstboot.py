@@ -27,7 +27,6 @@ power) is recorded interrupted, not run again. Output goes to
 """
 
 import base64
-import email
 import hashlib
 import json
 import logging
@@ -39,6 +38,7 @@ import threading
 
 import yaml
 
+from converge import userdata
 from converge.agent import hooks
 from converge.agent import journal as journal_mod
 from converge.agent import rootfs
@@ -46,8 +46,10 @@ from converge.agent import rootfs
 LOG = logging.getLogger(__name__)
 
 JOURNAL = 'firstboot.json'
-CLOUD_CONFIG = 'text/cloud-config'
-SHELLSCRIPT = 'text/x-shellscript'
+CLOUD_CONFIG = userdata.CLOUD_CONFIG
+SHELLSCRIPT = userdata.SHELLSCRIPT
+#: the parts of a user_data cloud-init acts on (converge/userdata.py)
+parts = userdata.parts
 OUTPUT_LOG = os.path.join('var', 'log', 'cloud-init-output.log')
 # the default user of an image, by a word of its name (else cloud-user)
 _DEFAULT_USERS = ('ubuntu', 'fedora', 'centos', 'debian', 'cirros')
@@ -69,45 +71,6 @@ except (KeyError, IndexError, ValueError, TypeError):
         args.index('--key') + 1])
 print(value if isinstance(value, str) else json.dumps(value))
 '''
-
-
-def parts(user_data):
-    """[(content type, text)] of the parts cloud-init acts on, in order;
-    [] when there are none (cheap for user_data without any)."""
-    if not user_data or not any(mark in user_data for mark in (
-            '#cloud-config', '#!', CLOUD_CONFIG, SHELLSCRIPT)):
-        return []
-    if not user_data.lstrip().startswith(('#cloud-config', '#!')):
-        try:
-            doc = email.message_from_string(user_data)
-        except Exception:   # not MIME: nothing cloud-init would run
-            return []
-        if doc.is_multipart():
-            found = []
-            for part in doc.walk():
-                if part.is_multipart():
-                    continue
-                payload = part.get_payload(decode=True)
-                if payload is None:
-                    continue
-                kind = _kind(part.get_content_type(),
-                             payload.decode('utf-8', 'replace'))
-                if kind is not None:
-                    found.append(kind)
-            return found
-    kind = _kind('text/plain', user_data)
-    return [kind] if kind is not None else []
-
-
-def _kind(content_type, text):
-    if content_type in (CLOUD_CONFIG, SHELLSCRIPT):
-        return content_type, text
-    if content_type == 'text/plain':
-        if text.startswith('#cloud-config'):
-            return CLOUD_CONFIG, text
-        if text.startswith('#!'):
-            return SHELLSCRIPT, text
-    return None
 
 
 def public_key(key_name):

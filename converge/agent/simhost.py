@@ -29,7 +29,7 @@ import time
 
 import sqlalchemy as sa
 
-from converge.agent import bootstrap
+from converge import userdata
 from converge.agent import client
 from converge.agent import firstboot
 from converge.agent import rootfs
@@ -191,7 +191,7 @@ class SimHost:
                     continue
                 if row.id not in self._creds:
                     boot = conn.execute(_BOOT_DATA, {'id': row.id}).first()
-                    self._creds[row.id] = bootstrap.decode(boot.user_data)
+                    self._creds[row.id] = userdata.decode(boot.user_data)
                     self._boots[row.id] = (
                         firstboot.parts(boot.user_data)
                         if row.first_boot else [],

@@ -1,4 +1,5 @@
-"""`converge sim server list|show|delete|stop|start|reboot`, `sim fault
+"""`converge sim server list|show|delete|stop|start|reboot`, `sim object
+list|show|delete KIND` (networks, ports, volumes, ...), `sim fault
 set|clear`, `sim log`, `sim shutdown`: look at and tamper with the
 simulated cloud.
 
@@ -31,6 +32,16 @@ class _Json(columns.FormattableColumn):
 
 def _sim(app):
     return app.sim().admin()
+
+
+def _cloud(app):
+    """The cloud's other kinds (objects.py), as its operator sees them:
+    every project's."""
+    from converge.drivers.sim import objects
+    from converge.drivers.sim import rows
+    compute = app.sim()
+    return objects.SimCloud(compute.url, rows.ADMIN_PROJECT,
+                            compute).admin()
 
 
 def _networks(server):
@@ -230,6 +241,163 @@ class Shutdown(command.Command):
                                   % sim.disks_dir)
 
 
+def _kinds():
+    from converge.drivers import cloud
+    return cloud.KINDS
+
+
+def find_object(found, kind, ref):
+    """The object of `found` (views) whose id, else name, else unique id
+    prefix is `ref`."""
+    for view in found:
+        if view['id'] == ref:
+            return view
+    named = [v for v in found if v.get('name') == ref]
+    if len(named) == 1:
+        return named[0]
+    if named:
+        raise exception.Conflict(
+            'More than one %s is named %s (%s): use an ID' % (
+                kind, ref, ', '.join(v['id'] for v in named)))
+    prefixed = [v for v in found if len(ref) >= 4 and
+                v['id'].startswith(ref)]
+    if len(prefixed) == 1:
+        return prefixed[0]
+    raise exception.NotFound('No %s with a name or ID of %s exists in the '
+                             'sim cloud' % (kind, ref))
+
+
+def _summary(kind, view):
+    """The few fields that tell one object of `kind` from another."""
+    def ips(fixed):
+        return ', '.join(f['ip_address'] for f in fixed or [])
+    if kind == 'network':
+        flags = [f for f in ('shared', 'router:external') if view.get(f)]
+        return 'subnets=%d%s' % (len(view.get('subnets') or []), ''.join(
+            ' ' + f for f in flags))
+    if kind == 'subnet':
+        return '%s gateway=%s' % (view['cidr'], view['gateway_ip'])
+    if kind == 'port':
+        text = ips(view.get('fixed_ips'))
+        if view.get('device_id'):
+            text += ' device=%s (%s)' % (view['device_id'],
+                                         view['device_owner'])
+        return text
+    if kind == 'router':
+        info = view.get('external_gateway_info') or {}
+        return 'gateway=%s' % ips(info.get('external_fixed_ips')) \
+            if info else ''
+    if kind == 'floating_ip':
+        return '%s -> %s' % (view['floating_ip_address'],
+                             view.get('fixed_ip_address') or '-')
+    if kind == 'security_group_rule':
+        return '%s %s %s %s-%s %s' % (
+            view['direction'], view['ethertype'], view['protocol'] or 'any',
+            view['port_range_min'] or '', view['port_range_max'] or '',
+            view['remote_ip_prefix'] or view['remote_group_id'] or '')
+    if kind == 'volume':
+        servers = [a['server_id'] for a in view.get('attachments') or []]
+        return '%d GB%s' % (view['size'], ''.join(
+            ' attached to %s' % s for s in servers))
+    if kind == 'volume_attachment':
+        return '%s on %s' % (view['device'], view['server_id'])
+    if kind == 'image':
+        return view.get('visibility') or ''
+    if kind == 'flavor':
+        return '%s MB, %s vCPU, %s GB' % (view['ram'], view['vcpus'],
+                                          view['disk'])
+    if kind == 'server_group':
+        return '%s members=%d' % (view['policy'], len(view['members']))
+    return ''
+
+
+class _ObjectCommand(command.Command):
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('kind', metavar='<kind>', choices=_kinds(),
+                            help='Kind of object: %s' % ', '.join(_kinds()))
+        return parser
+
+
+class ListObject(_ObjectCommand, lister.Lister):
+    """List the sim cloud's objects of a kind (every project's; deleted
+    ones are not shown, a volume being deleted shows "deleting")."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--project', metavar='<project-id>',
+                            help='Only objects of this project')
+        parser.add_argument('--long', action='store_true',
+                            help='Also show the key converge made it with '
+                                 'and its creation time')
+        return parser
+
+    def take_action(self, args):
+        cols = ['ID', 'Name', 'Status', 'Project', 'Details']
+        if args.long:
+            cols += ['Key', 'Created']
+        rows = []
+        for entry in _cloud(self.app).inventory(args.kind):
+            view = entry['view']
+            if args.project is not None and entry['project'] != args.project:
+                continue
+            row = [view['id'], view.get('name'), view.get('status'),
+                   entry['project'], _summary(args.kind, view)]
+            if args.long:
+                row += [entry['key'], entry['created']]
+            rows.append(row)
+        return cols, rows
+
+
+class ShowObject(_ObjectCommand, show.ShowOne):
+    """Show one object of the sim cloud, as its API shows it."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('object', metavar='<object>',
+                            help='Object (name or ID)')
+        return parser
+
+    def take_action(self, args):
+        found = [e['view'] for e in _cloud(self.app).inventory(args.kind)]
+        view = find_object(found, args.kind, args.object)
+        cols = sorted(view)
+        return cols, [_Json(view[c]) if isinstance(view[c], (dict, list))
+                      else view[c] for c in cols]
+
+
+class DeleteObject(_ObjectCommand):
+    """Delete object(s) of the sim cloud behind the engine's back, as its
+    operator: a port a server is on is taken from the server (its
+    address goes), a router's or floating IP's own port may go too. The
+    cloud's refusals still hold (a network with ports, a volume in
+    use)."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('objects', metavar='<object>', nargs='+',
+                            help='Object(s) to delete (name or ID)')
+        return parser
+
+    def take_action(self, args):
+        cloud = _cloud(self.app)
+        found = [e['view'] for e in cloud.inventory(args.kind)]
+        failures = []
+        for ref in args.objects:
+            try:
+                view = find_object(found, args.kind, ref)
+                cloud.delete(args.kind, view['id'])
+            except exception.ConvergeError as e:
+                failures.append(e)
+                LOG.error('Failed to delete %s %s: %s', args.kind, ref, e)
+        if failures:
+            if len(args.objects) == 1:
+                raise failures[0]
+            raise exception.ConvergeError('%d of %d %ss failed to delete' % (
+                len(failures), len(args.objects), args.kind))
+
+
 def _fault_row(fault):
     return (fault['op'], fault['latency'], fault['fail_rate'],
             fault['fail_count'], fault['code'], fault['message'])
@@ -247,13 +415,23 @@ class SetFault(show.ShowOne):
         from converge.drivers import sim
         parser = super().get_parser(prog_name)
         parser.add_argument('op', metavar='<op>',
-                            help='Operation: %s, or * for all'
-                                 % ', '.join(sim.OPS))
+                            help='Operation: a server\'s (%s); another '
+                                 'kind\'s as KIND.OP (KIND one of %s; OP one '
+                                 'of %s: network.create, volume.delete); or '
+                                 '* for all'
+                                 % (', '.join(sim.OPS), ', '.join(_kinds()),
+                                    ', '.join(sim.OBJECT_OPS)))
         parser.add_argument('--latency', metavar='<seconds>', type=float,
                             help='create, rebuild, resize, delete: how long '
                                  'the server stays BUILD, REBUILD, RESIZE '
                                  'or deleting (the call returns at once); '
-                                 'other operations: delay each call')
+                                 'volume.create, volume.update (a growing '
+                                 'size), volume.delete, image.create, '
+                                 'volume_attachment.create and .delete: how '
+                                 'long the object stays creating, '
+                                 'extending, deleting, importing, attaching '
+                                 'or detaching; other operations: delay '
+                                 'each call')
         parser.add_argument('--fail-rate', metavar='<0..1>', type=float,
                             help='Probability that a call fails')
         parser.add_argument('--fail-count', metavar='<n>', type=int,
@@ -315,22 +493,28 @@ class ShowLog(lister.Lister):
                             help='Only calls with this idempotency key')
         parser.add_argument('--failed', action='store_true',
                             help='Only calls that failed')
+        parser.add_argument('--object', metavar='<object-id>',
+                            help='Only calls on this object (of another '
+                                 'kind than servers)')
         parser.add_argument('--long', action='store_true',
-                            help='Also show the details of each call')
+                            help='Also show the object of each call (of '
+                                 'another kind than servers) and its '
+                                 'details')
         return parser
 
     def take_action(self, args):
         cols = ['ID', 'Time', 'Op', 'Server', 'Key', 'Resource', 'OK']
         if args.long:
-            cols.append('Detail')
+            cols += ['Object', 'Detail']
         rows = []
         for e in self.app.sim().api_log(op=args.op, resource=args.resource,
-                                        idempotency_key=args.key):
+                                        idempotency_key=args.key,
+                                        object_id=args.object):
             if args.failed and e['ok']:
                 continue
             row = [e['id'], _time(e['ts']), e['op'], e['server_id'],
                    e['idempotency_key'], e['resource'], e['ok']]
             if args.long:
-                row.append(_Json(e['detail']))
+                row += [e['object_id'], _Json(e['detail'])]
             rows.append(row)
         return cols, rows

@@ -52,7 +52,18 @@ _CONNECT_LOCK = threading.Lock()
 def connect(cloud_name, project_id=None):
     """The driver for `cloud_name` (a clouds.yaml entry), acting in
     `project_id` when given (else the project its credentials name)."""
-    return OpenStackCloud(_connection(cloud_name, project_id), cloud_name)
+    try:
+        return OpenStackCloud(_connection(cloud_name, project_id),
+                              cloud_name)
+    except exception.ConvergeError:
+        raise
+    except Exception as e:
+        if getattr(e, 'http_status', None) in (401, 403):
+            raise exception.CloudError(
+                'Keystone refused the credentials of cloud %s: %s' % (
+                    cloud_name, e), e.http_status)
+        raise exception.CloudTransient(
+            'Cannot reach cloud %s: %s' % (cloud_name, e))
 
 
 def _connection(cloud_name, project_id=None):
@@ -146,8 +157,10 @@ class Calls:
 class Rest:
     """One service's REST calls, errors turned into converge's."""
 
-    def __init__(self, proxy, service, calls, microversion=None):
+    def __init__(self, proxy, service, calls, microversion=None,
+                 cloud_name=None):
         self._proxy = proxy
+        self._cloud_name = cloud_name
         self.service = service
         self._calls = calls
         self._microversion = microversion
@@ -163,7 +176,15 @@ class Rest:
         self._calls.add(self.service, method)
         try:
             resp = self._proxy.request(url, method, **kwargs)
-        except Exception as e:   # connection refused, reset, timed out
+        except Exception as e:
+            status = getattr(e, 'http_status', None)
+            if status in (401, 403):
+                # Keystone refused the credentials (a trust deleted, a
+                # password changed): no retry makes them good
+                raise exception.CloudError(
+                    'Keystone refused the credentials of cloud %s: %s' % (
+                        self._cloud_name, e), status)
+            # connection refused, reset, timed out; Keystone away
             raise exception.CloudTransient(
                 '%s %s %s: %s' % (self.service, method, url, e))
         code = resp.status_code
@@ -234,11 +255,13 @@ class OpenStackCloud(cloud_mod.Cloud):
         self.name = name
         self.project_id = conn.current_project_id
         self.calls = Calls()
-        self.network = Rest(conn.network, 'network', self.calls)
-        self.volume = Rest(conn.block_storage, 'volume', self.calls)
-        self.image = Rest(conn.image, 'image', self.calls)
+        self.network = Rest(conn.network, 'network', self.calls,
+                            cloud_name=name)
+        self.volume = Rest(conn.block_storage, 'volume', self.calls,
+                           cloud_name=name)
+        self.image = Rest(conn.image, 'image', self.calls, cloud_name=name)
         self.nova = Rest(conn.compute, 'compute', self.calls,
-                         COMPUTE_MICROVERSION)
+                         COMPUTE_MICROVERSION, cloud_name=name)
         self.compute = OpenStackCompute(self)
         #: the compute the plug-ins get ([compute] limits around it, set
         #: by drivers/clients.py)
@@ -284,7 +307,20 @@ class OpenStackCloud(cloud_mod.Cloud):
         if updater is not None:
             return updater(id, body)
         coll, item = NEUTRON[kind]
-        return self.network.put('/%s/%s' % (coll, id), {item: body})[item]
+        body = dict(body)
+        tags = body.pop('tags', None)
+        if body:
+            found = self.network.put('/%s/%s' % (coll, id), {item: body})[item]
+        else:
+            found = self.get(kind, id)
+        if tags is not None and found is not None:
+            # a resource's PUT takes no tags: the tags' own call, keeping
+            # converge's key
+            keys = [t for t in found.get('tags') or []
+                    if t.startswith(cloud_mod.KEY_NAME + '=')]
+            found['tags'] = self.network.put('/%s/%s/tags' % (coll, id), {
+                'tags': list(tags) + keys})['tags']
+        return found
 
     def delete(self, kind, id):
         deleter = getattr(self, '_delete_' + kind, None)
@@ -555,8 +591,12 @@ class OpenStackCloud(cloud_mod.Cloud):
         return found
 
     def _update_image(self, id, body):
-        patch = [{'op': 'replace', 'path': '/' + k, 'value': v}
-                 for k, v in body.items()]
+        # JSON patch: 'add' sets a property whether or not it is there;
+        # None takes one away
+        current = self._get_image(id) or {}
+        patch = [{'op': 'remove', 'path': '/' + k} if v is None else
+                 {'op': 'add', 'path': '/' + k, 'value': v}
+                 for k, v in body.items() if v is not None or k in current]
         self.image.call('PATCH', '/images/%s' % id, body=patch, headers={
             'Content-Type': 'application/openstack-images-v2.1-json-patch'})
         return self._get_image(id)

@@ -54,6 +54,8 @@ def _prop(schema):
             if v is not None}})
     if schema.pattern:
         constraints.append({'allowed_pattern': schema.pattern})
+    if getattr(schema, 'constraint', None):
+        constraints.append({'custom_constraint': schema.constraint})
     if constraints:
         out['constraints'] = constraints
     if isinstance(schema.schema, dict):

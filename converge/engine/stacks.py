@@ -66,11 +66,13 @@ def _lineage(parent):
 
 
 def validate(bundle, params, stack_name='stack', stack_id='',
-             validate_values=True, project_id=None, depth=0):
+             validate_values=True, project_id=None, depth=0, cloud=None):
     """The stack definition, checked through: its graph, and the nested
     stacks its provider templates (and inline OS::Heat::Stack templates)
     make, down to max_nested_stack_depth, with the property values
-    known before anything is created."""
+    known before anything is created; with `cloud` (a driver, the
+    stack's), the values that must name something in it (custom
+    constraints: an image, a flavor, a network ...)."""
     defn = template.StackDefinition(bundle, params, stack_name=stack_name,
                                     stack_id=stack_id,
                                     project_id=project_id or engine_project(),
@@ -78,6 +80,8 @@ def validate(bundle, params, stack_name='stack', stack_id='',
                                     limits=definitions.limits())
     try:
         dependencies.check(defn.dependencies())
+        if cloud is not None and validate_values:
+            check_in_cloud(defn, cloud)
     except exception.InvalidTemplate as exc:
         raise exc.locate(bundle.template_path, bundle.line_of(exc.path))
     for name, child, child_params in _nested_children(defn):
@@ -90,6 +94,24 @@ def validate(bundle, params, stack_name='stack', stack_id='',
         validate(child, child_params, stack_name='%s-%s' % (stack_name, name),
                  validate_values=False, project_id=project_id, depth=depth + 1)
     return defn
+
+
+def check_in_cloud(defn, cloud):
+    """Heat's custom constraints, against the stack's cloud: every
+    parameter's ``custom_constraint`` and every property whose schema
+    names one, each name looked up once."""
+    from converge.resources import constraints
+    cache = {}
+    for name, schema in defn.schemas.items():
+        for kind, arg, _ in schema.constraints:
+            if kind == 'custom_constraint':
+                constraints.check_value(arg, defn.parameters.get(name),
+                                        cloud, ['parameters', name], cache)
+    for name, rdef in defn.resources.items():
+        if rdef.plugin is None:
+            continue
+        constraints.check(rdef.plugin, defn.unmade_properties(name), cloud,
+                          ['resources', name, 'properties'], cache=cache)
 
 
 def _nested_children(defn):
@@ -135,7 +157,9 @@ def create(engine, name, bundle, params, disable_rollback=True,
     stack_id = stack_id or api.new_id()
     defn = validate(bundle, params, stack_name=name, stack_id=stack_id,
                     project_id=project_id,
-                    depth=parent[2] if parent else 0)
+                    depth=parent[2] if parent else 0,
+                    cloud=None if parent else engine.clients.for_stack(
+                        cloud, project_id).cloud)
     try:
         with engine.db.write() as s:
             if api.stack_name_taken(s, project_id, name):
@@ -273,7 +297,10 @@ def planned(engine, ident, bundle=None, params=None, existing=False,
         raise exception.InvalidInput('Need a template to update with '
                                      '(-t), or --existing')
     defn = validate(bundle, params or {}, stack_name=stack.name,
-                    stack_id=stack.id, project_id=stack.project_id)
+                    stack_id=stack.id, project_id=stack.project_id,
+                    cloud=None if stack.parent_id else
+                    engine.clients.for_stack(stack.cloud,
+                                             stack.project_id).cloud)
     return stack, bundle, params, defn
 
 

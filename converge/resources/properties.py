@@ -40,11 +40,16 @@ class Schema:
     def __init__(self, type, description='', required=False, default=None,
                  update_allowed=False, allowed_values=None, min=None,
                  max=None, min_length=None, max_length=None, pattern=None,
-                 schema=None, immutable=False):
+                 schema=None, immutable=False, constraint=None):
         """
         :param schema: for map, a dict name -> Schema of known keys; for list,
             a Schema every item must match (or a dict, meaning items are maps
             with those keys)
+        :param constraint: the name of a custom constraint (Heat's, e.g.
+            'glance.image'): the value must name something that exists in
+            the stack's cloud. Checked against the cloud at validate
+            (converge/resources/constraints.py), not here: this module
+            never talks to a cloud
         """
         self.type = type
         self.description = description
@@ -57,6 +62,7 @@ class Schema:
         self.pattern = pattern
         self.schema = schema
         self.immutable = immutable
+        self.constraint = constraint
 
 
 def _err(msg, path):

@@ -31,7 +31,7 @@ import time
 import uuid as uuid_mod
 
 from converge import exception
-from converge.agent import bootstrap
+from converge import userdata
 from converge.resources import base
 from converge.resources import none
 from converge.resources import properties as p
@@ -56,7 +56,8 @@ _BDM = {
         required=True),
     'volume_id': p.Schema(
         p.STRING, 'The ID of the volume to boot from. Only one of '
-        'volume_id or snapshot_id should be provided.'),
+        'volume_id or snapshot_id should be provided.',
+        constraint='cinder.volume'),
     'snapshot_id': p.Schema(
         p.STRING, 'The ID of the snapshot to create a volume from.'),
     'volume_size': p.Schema(
@@ -73,12 +74,15 @@ _BDM_V2 = {
         'system at /dev/device_name. This value is typically vda.'),
     'volume_id': p.Schema(
         p.STRING, 'The volume_id can be boot or non-boot device to the '
-        'server.'),
+        'server.',
+        constraint='cinder.volume'),
     'image_id': p.Schema(
         p.STRING, 'The ID of the image to create a volume from '
-        '(deprecated: use image).'),
+        '(deprecated: use image).',
+        constraint='glance.image'),
     'image': p.Schema(
-        p.STRING, 'The ID or name of the image to create a volume from.'),
+        p.STRING, 'The ID or name of the image to create a volume from.',
+        constraint='glance.image'),
     'snapshot_id': p.Schema(
         p.STRING, 'The ID of the snapshot to create a volume from.'),
     'swap_size': p.Schema(p.INTEGER, 'The size of the swap, in MB.'),
@@ -108,9 +112,11 @@ _BDM_V2 = {
 _NETWORK = {
     'uuid': p.Schema(
         p.STRING, 'ID of network to create a port on (deprecated: use '
-        'network).'),
+        'network).',
+        constraint='neutron.network'),
     'network': p.Schema(
-        p.STRING, 'Name or ID of network to create a port on.'),
+        p.STRING, 'Name or ID of network to create a port on.',
+        constraint='neutron.network'),
     'allocate_network': p.Schema(
         p.STRING, 'The special string values of network, auto: means either '
         'a network that is already available to the project will be used, '
@@ -120,16 +126,19 @@ _NETWORK = {
         'keys.', allowed_values=('none', 'auto'), update_allowed=True),
     'fixed_ip': p.Schema(
         p.STRING, 'Fixed IP address to specify for the port created on the '
-        'requested network.'),
+        'requested network.',
+        constraint='ip_addr'),
     'port': p.Schema(
-        p.STRING, 'ID of an existing port to associate with this server.'),
+        p.STRING, 'ID of an existing port to associate with this server.',
+        constraint='neutron.port'),
     'port_extra_properties': p.Schema(
         p.MAP, 'Dict, which has expand properties for port. Used only if '
         'port property is not specified for creating port.'),
     'subnet': p.Schema(
         p.STRING, 'Subnet in which to allocate the IP address for port. '
         'Used for creating port, based on derived properties. If subnet is '
-        'specified, network property becomes optional.'),
+        'specified, network property becomes optional.',
+        constraint='neutron.subnet'),
     'floating_ip': p.Schema(
         p.STRING, 'ID of the floating IP to associate.'),
     'tag': p.Schema(
@@ -185,7 +194,8 @@ class Server(base.Resource):
         'name': p.Schema(p.STRING, 'Server name.', update_allowed=True),
         'image': p.Schema(
             p.STRING, 'The ID or name of the image to boot with.',
-            update_allowed=True),
+            update_allowed=True,
+            constraint='glance.image'),
         'block_device_mapping': p.Schema(
             p.LIST, 'Block device mappings for this server.', schema=_BDM),
         'block_device_mapping_v2': p.Schema(
@@ -193,7 +203,8 @@ class Server(base.Resource):
             schema=_BDM_V2),
         'flavor': p.Schema(
             p.STRING, 'The ID or name of the flavor to boot onto.',
-            required=True, update_allowed=True),
+            required=True, update_allowed=True,
+            constraint='nova.flavor'),
         'flavor_update_policy': p.Schema(
             p.STRING, 'Policy on how to apply a flavor update; either by '
             'requesting a server resize or by replacing the entire server.',
@@ -205,7 +216,8 @@ class Server(base.Resource):
             default='REBUILD', allowed_values=IMAGE_POLICIES,
             update_allowed=True),
         'key_name': p.Schema(
-            p.STRING, 'Name of keypair to inject into the server.'),
+            p.STRING, 'Name of keypair to inject into the server.',
+            constraint='nova.keypair'),
         'admin_user': p.Schema(
             p.STRING, 'Name of the administrative user to use on the server '
             '(deprecated, ignored).'),
@@ -441,7 +453,7 @@ class Server(base.Resource):
             endpoint, token = agents.register(
                 self.agent_id, self.stack.id,
                 getattr(self.stack, 'project_id', 'converge'), self.name)
-            ud = bootstrap.encode(ud, endpoint, self.agent_id, token)
+            ud = userdata.encode(ud, endpoint, self.agent_id, token)
         return ud
 
     @property

@@ -664,6 +664,18 @@ class StackDefinition:
             raise self._locate(e)
         return values if isinstance(values, dict) else {}
 
+    def unmade_properties(self, name):
+        """known_properties, with what reads another resource UNKNOWN
+        (a get_resource too, which known_properties gives as the
+        resource's name): what can be checked against the cloud before
+        anything is made."""
+        rd = self._resource(name)
+        try:
+            values = fn.resolve(rd._properties, fn.Context(self, _UNMADE))
+        except exception.InvalidTemplate as e:
+            raise self._locate(e)
+        return values if isinstance(values, dict) else {}
+
     def resolve_metadata(self, name, data):
         rd = self._resource(name)
         try:
@@ -703,3 +715,17 @@ class StackDefinition:
         if self.parameter_groups:
             info['ParameterGroups'] = self.parameter_groups
         return info
+
+
+class _Unmade:
+    """Run-time data before anything is created: every reference and
+    attribute unknown."""
+
+    def reference_id(self, name):
+        return UNKNOWN
+
+    def attributes(self, name):
+        return UNKNOWN
+
+
+_UNMADE = _Unmade()

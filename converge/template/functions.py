@@ -300,6 +300,8 @@ class GetAttr(Function):
         attrs = ctx.data.attributes(name)
         if attrs is None:
             return None
+        if attrs is UNKNOWN:   # not made yet (definition.unmade_properties)
+            return UNKNOWN
         if len(args) == 1:
             return attrs
         value = attrs.get(args[1]) if isinstance(attrs, dict) else None

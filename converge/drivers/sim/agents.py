@@ -27,8 +27,7 @@ import time
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
-from converge.agent import bootstrap
-from converge.agent import firstboot
+from converge import userdata
 from converge.drivers.sim import store
 
 LOCK_FILE = 'agent-host.lock'   # as converge.agent.simhost
@@ -54,15 +53,15 @@ def default_disks_dir():
 def has_agent(user_data):
     """Whether a server with this user_data runs an agent (cheap: only a
     user_data naming the bootstrap part is decoded)."""
-    return bool(user_data) and bootstrap.CONTENT_TYPE in user_data and \
-        bootstrap.decode(user_data) is not None
+    return bool(user_data) and userdata.CONTENT_TYPE in user_data and \
+        userdata.decode(user_data) is not None
 
 
 def first_boot(user_data):
     """Whether a server created now with this user_data has it run as
     cloud-init would ([sim] run_user_data, and parts it would act on)."""
     from converge import conf
-    return bool(conf.CONF.sim.run_user_data and firstboot.parts(user_data))
+    return bool(conf.CONF.sim.run_user_data and userdata.parts(user_data))
 
 
 def boots(server):

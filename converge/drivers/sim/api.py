@@ -13,6 +13,12 @@ a delete keeps the server visible with ``task_state`` deleting, then it
 is not found. ``progress`` (0..100) tells how far the action is. Other
 calls take their latency as their own response time.
 
+A server's nics may name the cloud's ports, networks or subnets, its
+block devices volumes, its scheduler hints a server group (objects.py):
+its create and delete then bind, make or let go of them in their own
+transaction (wiring.py). The default server (no nics, or ``private`` by
+name) runs the statements it always ran.
+
 Errors follow HTTP: 404 is CloudNotFound, 5xx and 429 are CloudTransient
 (worth retrying), other 4xx a plain CloudError. When the sim's own
 database connection drops, the call is retried a few times at once where
@@ -31,15 +37,23 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from converge import exception
+from converge.drivers import cloud
 from converge.drivers.sim import agents
 from converge.db import prepared
+from converge.drivers.sim import seed
 from converge.drivers.sim import store
+from converge.drivers.sim import wiring
 
 LOG = logging.getLogger(__name__)
 
 OPS = ('create', 'get', 'find', 'list', 'delete', 'rebuild', 'resize',
        'confirm_resize', 'update', 'stop', 'start', 'reboot')
 READ_OPS = ('get', 'find', 'list')
+#: the calls on the cloud's other kinds (objects.py): KIND.OP, faults
+#: and the log naming them so (``network.create``, ``volume.delete``)
+OBJECT_OPS = ('create', 'find', 'get', 'update', 'delete', 'list',
+              'resolve')
+OBJECT_READ_OPS = ('find', 'get', 'list', 'resolve')
 #: ops whose latency is how long the server stays in a transitional
 #: status; the call itself returns at once
 TASK_OPS = ('create', 'rebuild', 'resize', 'delete')
@@ -61,6 +75,12 @@ _CREATE_ATTEMPTS = 5
 #: between them (doubling)
 DB_ATTEMPTS = 4
 DB_RETRY_DELAY = 0.05
+
+
+def is_object_op(op):
+    """Whether `op` names a call on another kind than servers."""
+    kind, dot, name = op.partition('.')
+    return bool(dot) and kind in cloud.KINDS and name in OBJECT_OPS
 
 
 def clock():
@@ -357,16 +377,19 @@ class SimCompute:
             % (what, error)) from error
 
     def _log(self, conn, op, ok, server_id=None, idempotency_key=None,
-             resource=None, **detail):
+             resource=None, object_id=None, **detail):
         if self._admin:
-            if op in READ_OPS:
+            if op in READ_OPS or op.partition('.')[2] in OBJECT_READ_OPS:
                 return
             detail['admin'] = True
         detail = {k: v for k, v in detail.items() if v is not None}
-        _LOG.run(conn, {
+        entry = {
             'ts': time.time(), 'op': op, 'server_id': server_id,
             'idempotency_key': idempotency_key, 'resource': resource,
-            'ok': bool(ok), 'detail': _dumps(detail) if detail else None})
+            'ok': bool(ok), 'detail': _dumps(detail) if detail else None}
+        if object_id is not None:   # a call on another kind (objects.py)
+            entry['object_id'] = object_id
+        _LOG.run(conn, entry)
 
     def _owner(self, conn, server_id):
         """(idempotency_key, resource) of a server, for the log."""
@@ -396,7 +419,7 @@ class SimCompute:
         return rows
 
     def _fail_maybe(self, conn, op, rows, latency, server_id=None,
-                    idempotency_key=None, resource=None):
+                    idempotency_key=None, resource=None, object_id=None):
         """Use up an injected failure of `op` when one applies: it is
         logged and raised as _Failed (the transaction still commits)."""
         for row in rows:
@@ -423,33 +446,37 @@ class SimCompute:
             if server_id is not None and owner is None:
                 key, owner = self._owner(conn, server_id)
             self._log(conn, op, False, server_id=server_id,
-                      idempotency_key=key, resource=owner, error=message,
+                      idempotency_key=key, resource=owner,
+                      object_id=object_id, error=message,
                       injected=how, fault=row.op, code=code,
                       latency=latency or None)
             raise _Failed(_cloud_error(message, code))
 
     def _call(self, op, fn, server_id=None, idempotency_key=None,
-              resource=None, repeatable=True, faults=True):
+              resource=None, repeatable=True, faults=True, task=None,
+              object_id=None):
         """Run fn(conn, latency, now) in one write transaction, after the
         faults configured for `op` (read in that same transaction).
 
-        The latency of a long action (TASK_OPS) is how long the server
-        stays in its transitional status; any other op takes it as its
-        own response time, slept outside any transaction. fn may raise
-        _Failed(error): the transaction (with the failure logged by fn)
-        commits, then the error is raised."""
+        The latency of a long action (TASK_OPS, or `task` for a call on
+        another kind) is how long the server (the object) stays in its
+        transitional status; any other op takes it as its own response
+        time, slept outside any transaction. fn may raise _Failed(error):
+        the transaction (with the failure logged by fn) commits, then the
+        error is raised."""
         slept = [False]
 
         def body(conn):
             rows = self._faults(conn, op) if faults else []
             latency = sum(r.latency or 0.0 for r in rows if r.latency)
-            if latency > 0 and op not in TASK_OPS and not slept[0]:
+            if latency > 0 and not slept[0] and not (
+                    op in TASK_OPS if task is None else task):
                 return _SLEEP, latency
             try:
                 self._fail_maybe(conn, op, rows, latency,
                                  server_id=server_id,
                                  idempotency_key=idempotency_key,
-                                 resource=resource)
+                                 resource=resource, object_id=object_id)
                 return fn(conn, latency, clock()), None
             except _Failed as e:
                 return None, e      # commit: the failure is logged
@@ -606,9 +633,20 @@ class SimCompute:
                 row = self._holder_of_key(conn, key)
                 if row is not None:
                     return adopt(conn, row, latency, now)
+            ident = uuid.uuid4()
+            wired = None
+            if not wiring.plain(networks, extra):
+                # nics naming the cloud's ports or networks, volumes, a
+                # server group (never the default server's)
+                wired = self._wire(conn, key, resource, latency, lambda: (
+                    wiring.Wiring(conn, now, networks, extra, str(ident),
+                                  HOSTS)))
             mine = {}  # given to this server already, per network
             chosen = []  # (net, fixed address or None)
-            for item in networks:
+            for index, item in enumerate(networks):
+                if wired is not None and index in wired.nics:
+                    chosen.append((None, index))   # its port's: below
+                    continue
                 net = _net_name(item)
                 used = mine.setdefault(net, set())
                 fixed = item.get('fixed_ip')
@@ -624,6 +662,9 @@ class SimCompute:
                             'network %s' % (fixed, net), 409))
                     used.add(str(fixed))
                 chosen.append((net, str(fixed) if fixed else None))
+            if wired is not None:
+                chosen = self._wire(conn, key, resource, latency,
+                                    lambda: wired.ports(chosen, mine))
             auto = iter(self._next_ips(conn, now, [
                 (net, mine[net]) for net, addr in chosen if addr is None]))
             addresses = {}
@@ -631,7 +672,8 @@ class SimCompute:
                 addresses.setdefault(net, []).append(
                     {'addr': addr or next(auto), 'version': 4,
                      'OS-EXT-IPS:type': 'fixed'})
-            ident = uuid.uuid4()
+            if wired is not None:
+                wired.describe(addresses)
             stamp = _now()
             values = dict(
                 id=str(ident), name=name or '',
@@ -647,6 +689,8 @@ class SimCompute:
                 first_boot=first_boot, reboots=None,
                 **self._task('spawning', 'BUILD', latency, now,
                              status='ACTIVE'))
+            if wired is not None:
+                values.update(wired.values())
             seq = _SERVER_ADD.run(conn, values).inserted_primary_key[0]
             _ADDRESSES_ADD.run(conn, [
                 {'seq': seq, 'net': net, 'addr': entry['addr']}
@@ -690,6 +734,17 @@ class SimCompute:
         raise exception.CloudError(
             'Could not create server %s: idempotency key %s kept '
             'conflicting' % (name, key), 409)
+
+    def _wire(self, conn, key, resource, latency, step):
+        """A step of a server's ties to the cloud's objects (wiring.py):
+        the cloud's refusal is the create's, logged."""
+        try:
+            return step()
+        except exception.CloudError as e:
+            self._log(conn, 'create', False, idempotency_key=key,
+                      resource=resource, error=str(e), code=e.code,
+                      latency=latency or None)
+            raise _Failed(e)
 
     def find_server_by_key(self, idempotency_key):
         key = str(idempotency_key)
@@ -739,6 +794,8 @@ class SimCompute:
                           resource=row.resource, noop=True,
                           latency=latency or None)
                 return
+            if row.wired:   # ports, volumes, a group to let go of
+                wiring.unwire(conn, now, row)
             if latency > 0:
                 # it stops whatever it was doing and shows what it is now
                 status, flavor, _task, _progress = _state(row, now)
@@ -823,10 +880,13 @@ class SimCompute:
 
     # -- observation and faults ------------------------------------------
 
-    def api_log(self, op=None, idempotency_key=None, resource=None):
+    def api_log(self, op=None, idempotency_key=None, resource=None,
+                object_id=None):
         q = sa.select(store.api_log).order_by(store.api_log.c.id)
         if op is not None:
             q = q.where(store.api_log.c.op == op)
+        if object_id is not None:
+            q = q.where(store.api_log.c.object_id == str(object_id))
         if idempotency_key is not None:
             q = q.where(store.api_log.c.idempotency_key ==
                         str(idempotency_key))
@@ -838,19 +898,24 @@ class SimCompute:
                  'server_id': r.server_id,
                  'idempotency_key': r.idempotency_key,
                  'resource': r.resource, 'ok': bool(r.ok),
+                 'object_id': r.object_id,
                  'detail': _loads(r.detail, {})} for r in rows]
 
     def set_fault(self, op, latency=None, fail_rate=None, fail_count=None,
                   message=None, code=None):
-        """Set (replace) the fault for `op` ('*' for every op).
+        """Set (replace) the fault for `op`: a server's (OPS), another
+        kind's as KIND.OP (``volume.create``: objects.py), or '*' for
+        every op.
 
         `code` is the HTTP status of the injected failures (default 500):
         5xx and 429 are transient (the engine retries), 404 is not found,
         other 4xx are fatal."""
-        if op != '*' and op not in OPS:
+        if op != '*' and op not in OPS and not is_object_op(op):
             raise exception.ConvergeError(
-                'Unknown sim operation %r: use one of %s or *'
-                % (op, ', '.join(OPS)))
+                'Unknown sim operation %r: use one of %s, KIND.OP (KIND one '
+                'of %s; OP one of %s) or *' % (
+                    op, ', '.join(OPS), ', '.join(cloud.KINDS),
+                    ', '.join(OBJECT_OPS)))
         if latency is not None and latency < 0:
             raise exception.ConvergeError('latency must be >= 0')
         if fail_rate is not None and not 0 <= fail_rate <= 1:
@@ -893,10 +958,12 @@ class SimCompute:
                 for r in rows]
 
     def reset(self):
-        """Drop every server, log entry and fault (tests)."""
+        """Drop every server, log entry and fault, and every object but
+        those the cloud starts with (tests)."""
         with store.write(self._engine) as conn:
             for table in (store.api_log, store.addresses, store.servers,
-                          store.faults):
+                          store.faults, store.ips, store.objects):
                 conn.execute(table.delete())
             conn.execute(store.counters.update().values(value=0))
+            seed.plant(conn)
         store.faults_changed(self._engine)

@@ -14,6 +14,11 @@ columns added since are added to an older database on first use, all of
 them nullable). Tables carry a ``sim_`` prefix so the sim may share a
 database with the engine.
 
+Every other object of the cloud (networks, ports, volumes, images, ...:
+objects.py) is a row of ``sim_objects``; the addresses ports hold are in
+``sim_ips``. A new database is planted with the objects every sim
+starts with (seed.py).
+
 A server in the middle of a long action (a build, rebuild, resize or
 delete) carries the end of that action as a time (``ready_at``,
 ``gone_at``) and what it becomes then (``outcome``); readers decide from
@@ -87,6 +92,11 @@ servers = sa.Table(
     sa.Column('first_boot', sa.Boolean),
     # times it was rebooted: the host restarts its agent when this moves
     sa.Column('reboots', sa.Integer),
+    # it holds objects of the cloud (ports bound or made for it, volumes
+    # attached, a server group's membership) that its delete lets go of
+    # (wiring.py); NULL for the servers of the default network, whose
+    # delete then reads nothing more
+    sa.Column('wired', sa.Boolean),
 )
 
 api_log = sa.Table(
@@ -99,6 +109,9 @@ api_log = sa.Table(
     sa.Column('resource', sa.String(255), index=True),
     sa.Column('ok', sa.Boolean, nullable=False),
     sa.Column('detail', sa.Text),         # JSON
+    # the object of a call on another kind than servers (objects.py);
+    # longer than a uuid: a router interface's is ROUTER:SUBNET
+    sa.Column('object_id', sa.String(128), index=True),
 )
 
 faults = sa.Table(
@@ -137,6 +150,64 @@ counters = sa.Table(
     'sim_counters', metadata,
     sa.Column('name', sa.String(64), primary_key=True),
     sa.Column('value', sa.Integer, nullable=False),
+)
+
+# Every object of the cloud besides servers (drivers/cloud.py's kinds:
+# networks, ports, volumes, images, ...), one row each, its API view's
+# own fields in `body` (JSON). A delete keeps the row (deleted), as for
+# servers. Columns beside the body are what calls look objects up by.
+objects = sa.Table(
+    'sim_objects', metadata,
+    sa.Column('seq', sa.Integer, primary_key=True, autoincrement=True),
+    # a uuid, or what the kind's id is made of (a key pair's name, a
+    # router interface's ROUTER:SUBNET)
+    sa.Column('id', sa.String(128), nullable=False, index=True),
+    sa.Column('kind', sa.String(32), nullable=False),
+    # the owner ('' for the ports Neutron owns itself: a router's
+    # gateway, a floating IP's)
+    sa.Column('project_id', sa.String(255), nullable=False),
+    sa.Column('name', sa.String(255), index=True),
+    sa.Column('key', sa.String(255)),
+    # 'KIND:KEY' while the object lives, NULL once deleted: the unique
+    # constraint makes "look for the key, then insert" race-free in every
+    # process (as servers' live_key)
+    sa.Column('live_key', sa.String(300), unique=True),
+    # the natural identity of kinds that have one (a key pair's project
+    # and name, a flavor's name, a router interface's id, a rule's
+    # fields), unique while the object lives
+    sa.Column('live_ident', sa.String(300), unique=True),
+    # what it hangs off (a subnet's or port's network, a rule's group, a
+    # router interface's router, an attachment's volume) and the device
+    # it serves (a port's device_id, an attachment's server): the looks
+    # of deletes ("ports still in use") and of servers
+    sa.Column('parent', sa.String(128), index=True),
+    sa.Column('device', sa.String(128), index=True),
+    # other projects see it (a shared or external network and its
+    # subnets, a public image or flavor)
+    sa.Column('shared', sa.Boolean, nullable=False, default=False),
+    sa.Column('status', sa.String(32)),
+    sa.Column('body', sa.Text, nullable=False),
+    sa.Column('created', sa.String(32), nullable=False),
+    sa.Column('updated', sa.String(32), nullable=False),
+    # an action under way (a volume creating, extending, attaching): when
+    # it ends and what the object is then (JSON: status, fields), read
+    # from the clock by every reader, as servers' ready_at
+    sa.Column('ready_at', sa.Double),
+    sa.Column('outcome', sa.Text),
+    # a delete under way (a volume deleting): gone from this time on
+    sa.Column('gone_at', sa.Double),
+    sa.Column('deleted', sa.Boolean, nullable=False, default=False),
+)
+sa.Index('ix_sim_objects_kind_project', objects.c.kind, objects.c.project_id)
+
+# Neutron's IP allocations: an address of a subnet is held by one port
+# (the primary key makes two processes' picks of one address collide)
+ips = sa.Table(
+    'sim_ips', metadata,
+    sa.Column('subnet_id', sa.String(64), primary_key=True),
+    sa.Column('ip_address', sa.String(64), primary_key=True),
+    sa.Column('network_id', sa.String(64), nullable=False, index=True),
+    sa.Column('port_id', sa.String(64), nullable=False, index=True),
 )
 
 _LOCK = threading.Lock()
@@ -269,8 +340,18 @@ def _add_missing_columns(engine):
                 raise
 
 
+def _seed(engine):
+    """The objects a new cloud has (seed.py: its networks, images,
+    flavors), planted once per database. Imported here, on first use of
+    a database: the seed is made by the kinds' own code, which reads and
+    writes through this module."""
+    from converge.drivers.sim import seed
+    seed.ensure(engine)
+
+
 def get_engine(url):
-    """One engine per URL per process; the schema exists once returned."""
+    """One engine per URL per process; the schema (and the seeded
+    objects) exist once returned."""
     key = str(url)
     with _LOCK:
         engine = _ENGINES.get(key)
@@ -283,6 +364,7 @@ def get_engine(url):
                                           pool_recycle=3600)
             _create_schema(engine)
             _add_missing_columns(engine)
+            _seed(engine)
             _ENGINES[key] = engine
         return engine
 

@@ -1,6 +1,9 @@
-"""How a server learns where to pull its deployments from, and as whom.
+"""A server's user_data, as both sides read it: the engine and the
+simulated cloud (which boots what it finds there) and the software on the
+server (agent/). A room of its own so that neither imports the other.
 
-A server booted with ``user_data_format: SOFTWARE_CONFIG`` carries, in its
+How a server learns where to pull its deployments from, and as whom: a
+server booted with ``user_data_format: SOFTWARE_CONFIG`` carries, in its
 user_data, a MIME multipart with one part of type ``text/x-converge-agent``:
 JSON ``{"endpoint", "agent_id", "token"}``. The template's own user_data, if
 any, travels as another part, as cloud-init expects. The engine writes it
@@ -52,4 +55,48 @@ def decode(user_data):
         if isinstance(found, dict) and {'endpoint', 'agent_id',
                                         'token'} <= set(found):
             return found
+    return None
+
+
+# -- what cloud-init acts on (agent/firstboot.py runs it on the sim) -------
+CLOUD_CONFIG = 'text/cloud-config'
+SHELLSCRIPT = 'text/x-shellscript'
+
+
+def parts(user_data):
+    """[(content type, text)] of the parts cloud-init acts on, in order;
+    [] when there are none (cheap for user_data without any)."""
+    if not user_data or not any(mark in user_data for mark in (
+            '#cloud-config', '#!', CLOUD_CONFIG, SHELLSCRIPT)):
+        return []
+    if not user_data.lstrip().startswith(('#cloud-config', '#!')):
+        try:
+            doc = email.message_from_string(user_data)
+        except Exception:   # not MIME: nothing cloud-init would run
+            return []
+        if doc.is_multipart():
+            found = []
+            for part in doc.walk():
+                if part.is_multipart():
+                    continue
+                payload = part.get_payload(decode=True)
+                if payload is None:
+                    continue
+                kind = _kind(part.get_content_type(),
+                             payload.decode('utf-8', 'replace'))
+                if kind is not None:
+                    found.append(kind)
+            return found
+    kind = _kind('text/plain', user_data)
+    return [kind] if kind is not None else []
+
+
+def _kind(content_type, text):
+    if content_type in (CLOUD_CONFIG, SHELLSCRIPT):
+        return content_type, text
+    if content_type == 'text/plain':
+        if text.startswith('#cloud-config'):
+            return CLOUD_CONFIG, text
+        if text.startswith('#!'):
+            return SHELLSCRIPT, text
     return None
