@@ -801,8 +801,8 @@ class OpenStackCompute:
         return flavor
 
     def _nics(self, networks, key):
-        if networks == 'none':
-            return 'none'
+        if networks in ('none', 'auto'):
+            return networks
         nics = []
         for i, nic in enumerate(networks or []):
             if nic.get('port'):

@@ -410,13 +410,15 @@ class Server(base.Resource):
 
     @staticmethod
     def _nics(networks):
+        """The nics to boot with, or Nova's 'none' / 'auto' when the
+        template asks for them (allocate_network)."""
         nics = []
         for net in networks or []:
             if not isinstance(net, dict):
                 continue
             nic = {k: v for k, v in net.items() if v is not None}
-            if nic.get('allocate_network') == 'none':
-                continue
+            if nic.get('allocate_network') in ('none', 'auto'):
+                return nic['allocate_network']
             if 'uuid' in nic and 'network' not in nic:
                 nic['network'] = nic.pop('uuid')
             nics.append(nic)
@@ -770,6 +772,7 @@ class Server(base.Resource):
         observed = self._look(observed, action)
         if isinstance(observed, base.Wait):
             return observed
+        self._check_ended(action, observed)
         server_id = self.physical_id
 
         # image: rebuild (or replace, by policy)
@@ -815,6 +818,25 @@ class Server(base.Resource):
         if observed.get('status') == 'SHUTOFF':
             self.compute.start_server(server_id)
         return None
+
+    def _check_ended(self, action, server):
+        """A rebuild or resize that settled without taking effect failed
+        (Nova puts the server back as it was when, say, no host can take
+        the new flavor): say so, as Heat does, rather than ask again and
+        again."""
+        flavor, image = self.properties.get('flavor'), self._boot_image()
+        if action == 'resize' and flavor is not None and \
+                server.get('flavor') != self._ref('flavor', flavor):
+            self.data.pop('waiting', None)
+            raise exception.ResourceFailure(
+                "Resizing to '%s' failed, status '%s'" % (
+                    flavor, server.get('status')))
+        if action == 'rebuild' and image is not None and \
+                server.get('image') != self._ref('image', image):
+            self.data.pop('waiting', None)
+            raise exception.ResourceFailure(
+                "Rebuilding server %s to image '%s' failed, status '%s'" % (
+                    server.get('id'), image, server.get('status')))
 
     def delete(self):
         """Delete the server and wait (base.Wait) until the cloud no longer

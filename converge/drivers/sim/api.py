@@ -120,7 +120,12 @@ def _net_name(item):
 
 
 def _normalise_networks(networks):
-    if not networks:
+    """The nics asked for; Nova's special values as Nova takes them:
+    'none' is no network at all, 'auto' (and nothing) the one network
+    the project has (the sim's `private`)."""
+    if networks == 'none':
+        return []
+    if not networks or networks == 'auto':
         return [{'network': 'private'}]
     result = []
     for item in networks:
