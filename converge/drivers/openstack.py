@@ -784,6 +784,13 @@ class OpenStackCompute:
         self._nova = cloud.nova
         self.watch = ServerWatch(self._nova)
 
+    @property
+    def look_interval(self):
+        """A look at a server costs no call of its own (the watch lists
+        them all once per interval): the Server plug-in looks this often
+        at most, not at its backoff's five seconds."""
+        return self.watch.interval
+
     def image_ref(self, image):
         """What a server's ``image`` reads for the image a template names
         (its id)."""

@@ -154,6 +154,10 @@ class Server(base.Resource):
     logical = False
     # created with idempotency_key=self.idempotency_key (see the top)
     adopts_by_key = True
+    #: the simulated cloud boots a server on any network or subnet it
+    #: names (one of that name of its own; TripleO's ctlplane, say): not
+    #: checked there (resources/constraints.py); a real cloud's must exist
+    sim_lenient = ('neutron.network', 'neutron.subnet')
 
     @property
     def computes_locally(self):
@@ -621,6 +625,14 @@ class Server(base.Resource):
         waiting['split'] = waiting.get('split', 0) + 1
         return at - late - now
 
+    def _poll_max(self):
+        """The longest wait between two looks without progress: a cloud
+        whose looks cost no call of their own (openstack's ServerWatch:
+        one list per interval for every server) is looked at about as
+        often as it lists, so an end is seen within that interval."""
+        cheap = getattr(self.compute, 'look_interval', None)
+        return min(self.poll_max, cheap) if cheap else self.poll_max
+
     def _next_poll(self, elapsed, polls, progress):
         """Seconds until the next look at a busy server.
 
@@ -649,7 +661,7 @@ class Server(base.Resource):
                 left = elapsed * (100 - progress) / progress
             after = min(self.poll_estimate_max, left)
         else:
-            after = min(self.poll_max,
+            after = min(self._poll_max(),
                         self.poll_first * self.poll_growth ** polls)
             after *= random.uniform(1, 1 + self.poll_jitter)
         return max(self.poll_min, after)
