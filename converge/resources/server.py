@@ -630,7 +630,8 @@ class Server(base.Resource):
         whose looks cost no call of their own (openstack's ServerWatch:
         one list per interval for every server) is looked at about as
         often as it lists, so an end is seen within that interval."""
-        cheap = getattr(self.compute, 'look_interval', None)
+        compute = getattr(getattr(self, 'clients', None), 'compute', None)
+        cheap = getattr(compute, 'look_interval', None)
         return min(self.poll_max, cheap) if cheap else self.poll_max
 
     def _next_poll(self, elapsed, polls, progress):
