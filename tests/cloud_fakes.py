@@ -75,11 +75,11 @@ class FakeCloud(cloud_mod.Cloud):
             raise exc
 
     # -- the contract ---------------------------------------------------
-    def create(self, kind, body, key):
+    def create(self, kind, body, key, fresh=False):
         self.calls.append(('create', kind, key))
         self._maybe_fail('create')
-        found = self.find(kind, key, body, log=False) if key or \
-            kind == 'security_group_rule' else None
+        found = self.find(kind, key, body, log=False) if (
+            key and not fresh) or kind == 'security_group_rule' else None
         if found is not None:
             return found
         obj = copy.deepcopy(body)

@@ -78,6 +78,39 @@ def pytest_collection_modifyitems(config, items):
             item._id = NodeId.parse(item.nodeid + suffix)
 
 
+def _real_home():
+    """What the user's own ~/.converge holds: every test keeps to its own
+    temporary home, so this must read the same after each test."""
+    path = os.path.join(os.path.expanduser('~'), '.converge')
+    seen = {}
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            full = os.path.join(root, name)
+            try:
+                seen[full] = os.lstat(full).st_mtime_ns
+            except FileNotFoundError:
+                pass
+    try:
+        seen[path] = os.lstat(path).st_mtime_ns
+    except FileNotFoundError:
+        pass
+    return seen
+
+
+@pytest.fixture(autouse=True)
+def real_home_untouched(request):
+    before = _real_home()
+    yield
+    after = _real_home()
+    if after != before:
+        changed = sorted(set(after.items()) ^ set(before.items()))
+        pytest.fail('%s wrote into the real ~/.converge (a test must use a '
+                    'home of its own): %s' % (
+                        request.node.nodeid,
+                        ', '.join(sorted({p for p, _ in changed}))[:500]),
+                    pytrace=False)
+
+
 @pytest.fixture
 def stub():
     """A stand-in converge-api on loopback (tests/agent_stub.py)."""

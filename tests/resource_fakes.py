@@ -32,10 +32,11 @@ class FakeCompute:
 
     def create_server(self, name, image, flavor, networks=None,
                       metadata=None, user_data=None, key_name=None,
-                      idempotency_key=None, resource=None, **extra):
+                      idempotency_key=None, resource=None, fresh=False,
+                      **extra):
         self.calls.append(('create', name, idempotency_key))
         self._maybe_fail('create')
-        if idempotency_key is not None:
+        if idempotency_key is not None and not fresh:
             found = self.find_server_by_key(idempotency_key, log=False)
             if found is not None:
                 return found

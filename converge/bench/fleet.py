@@ -82,7 +82,10 @@ class Deployment:
                 'transport_url': 'rabbit://guest:guest@127.0.0.1:5672/',
                 'control_exchange': self.name,
                 'worker_topic': self.name,
-                'graceful_shutdown_timeout': 5},
+                'graceful_shutdown_timeout': 5,
+                # what a process keeps of its own (the sim's disks, file
+                # locks) stays in this directory, not in ~/.converge
+                'home': str(directory)},
             'database': {'connection': self.url},
             'coordination': {
                 'backend_url': 'redis://127.0.0.1:6379?timeout=5',

@@ -127,12 +127,15 @@ class Cloud:
     name = None
     project_id = None
 
-    def create(self, kind, body, key):
+    def create(self, kind, body, key, fresh=False):
         """Create an object of `kind` from `body`, marked with `key`; an
         object made before with the same key (or the same natural
         identity, see the top) is returned instead. Returns the object
         as the service shows it right after the call (its status may
-        not have settled yet)."""
+        not have settled yet). ``fresh``: the caller knows no earlier
+        try with this key can have reached the cloud (the engine claimed
+        this first try before it), so a driver whose look-up is a call
+        of its own may skip it."""
         raise NotImplementedError
 
     def find(self, kind, key, body=None):

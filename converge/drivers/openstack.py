@@ -276,8 +276,8 @@ class OpenStackCloud(cloud_mod.Cloud):
                                                    self.project_id)
 
     # -- the contract --------------------------------------------------------
-    def create(self, kind, body, key):
-        found = self.find(kind, key, body)
+    def create(self, kind, body, key, fresh=False):
+        found = None if fresh else self.find(kind, key, body)
         if found is not None:
             return found
         creator = getattr(self, '_create_' + kind, None)
@@ -739,6 +739,7 @@ class ServerWatch:
         self.interval = interval
         self._lock = threading.Lock()
         self._known = {}        # id -> server (raw)
+        self._assumed = {}      # id -> when: known from our own call only
         self._listed_at = None  # the cloud's time of the last list
         self._local_at = 0.0
 
@@ -748,15 +749,29 @@ class ServerWatch:
         with self._lock:
             if time.monotonic() - self._local_at > self.interval:
                 self._refresh()
+            assumed = self._assumed.get(server_id)
+            if assumed is not None and \
+                    time.monotonic() - assumed > 3 * self.interval:
+                # no list has shown it since: seen for real, once
+                return None
             return self._known.get(server_id)
 
     def remember(self, server):
         with self._lock:
             self._known[server['id']] = server
+            self._assumed.pop(server['id'], None)
+
+    def assume(self, server):
+        """What our own call just did to `server` (made it, asked it to
+        go), until a list shows it: no GET to learn what we know."""
+        with self._lock:
+            self._known[server['id']] = server
+            self._assumed[server['id']] = time.monotonic()
 
     def forget(self, server_id):
         with self._lock:
             self._known.pop(server_id, None)
+            self._assumed.pop(server_id, None)
 
     def _refresh(self):
         started = time.monotonic()
@@ -767,6 +782,7 @@ class ServerWatch:
         found = self._nova.get('/servers/detail?%s' % query)['servers']
         for server in found:
             self._known[server['id']] = server
+            self._assumed.pop(server['id'], None)
         # the next list asks for changes since a little before this one
         # (the cloud's and this host's clocks may differ by a second)
         self._listed_at = now
@@ -807,7 +823,7 @@ class OpenStackCompute:
             return found.get('name', flavor)
         return flavor
 
-    def _nics(self, networks, key):
+    def _nics(self, networks, key, fresh=False):
         if networks in ('none', 'auto'):
             return networks
         nics = []
@@ -826,7 +842,7 @@ class OpenStackCompute:
                 net = self._cloud.get('subnet', subnet)['network_id']
                 port = self._cloud.create('port', {
                     'network_id': net, 'fixed_ips': [fixed]},
-                    '%s-nic%d' % (key, i))
+                    '%s-nic%d' % (key, i), fresh=fresh)
                 nics.append({'port': port['id']})
                 continue
             entry = {'uuid': self._cloud.resolve('network', nic['network'])}
@@ -844,14 +860,14 @@ class OpenStackCompute:
                       block_device_mapping=None, scheduler_hints=None,
                       availability_zone=None, config_drive=None,
                       admin_pass=None, disk_config=None,
-                      user_data_format=None, **ignored):
-        if idempotency_key:
+                      user_data_format=None, fresh=False, **ignored):
+        if idempotency_key and not fresh:
             found = self.find_server_by_key(idempotency_key)
             if found is not None:
                 return found
         server = {'name': name,
                   'flavorRef': self._cloud.resolve('flavor', flavor),
-                  'networks': self._nics(networks, idempotency_key),
+                  'networks': self._nics(networks, idempotency_key, fresh),
                   'metadata': metadata or {},
                   'tags': list(tags or [])}
         if idempotency_key:
@@ -881,8 +897,14 @@ class OpenStackCompute:
         if scheduler_hints:
             body['os:scheduler_hints'] = scheduler_hints
         made = self._nova.post('/servers', body)['server']
-        found = self.get_server(made['id'])
-        return found
+        # building, as Nova answers a create (it returns only the id): the
+        # watch's next list tells the rest, no GET of its own
+        raw = dict(server, id=made['id'], status='BUILD', progress=0,
+                   **{'OS-EXT-STS:task_state': 'scheduling'})
+        raw.pop('user_data', None)
+        raw.pop('adminPass', None)
+        self.watch.assume(raw)
+        return _server(raw)
 
     def _bdm(self, v2, v1):
         out = []
@@ -950,7 +972,14 @@ class OpenStackCompute:
 
     def delete_server(self, server_id):
         self._nova.call('DELETE', '/servers/%s' % server_id)
-        self.watch.forget(server_id)
+        known = self.watch.look(server_id)
+        if known is None:
+            self.watch.forget(server_id)
+        else:
+            # going, as Nova shows it once asked: the watch's lists tell
+            # when it is gone, no GET of its own
+            self.watch.assume(dict(known, **{
+                'OS-EXT-STS:task_state': 'deleting'}))
 
     def _action(self, server_id, action):
         self._nova.post('/servers/%s/action' % server_id, action)

@@ -126,6 +126,14 @@ class Resource:
     #: call and its record leaves the row INIT; the next create (or the
     #: delete, through observe()) finds the real thing by its key
     adopts_by_key = False
+    #: such a plug-in whose look-up is a call to a remote service (a real
+    #: cloud) answers True: the engine then claims its create all the
+    #: same (one local transaction) and marks the first try ``fresh``,
+    #: which looks nothing up: a cloud call fewer per object made
+    looks_up_remotely = False
+    #: set by the engine on a create's first try, claimed before it: no
+    #: earlier try can have made anything with this resource's key
+    fresh = False
     #: a plug-in that reads its resource's resolved metadata and deletion
     #: policy (``self.metadata``, ``self.deletion_policy``) sets this; the
     #: engine resolves them for it only

@@ -173,6 +173,10 @@ class CloudObject(base.Resource):
         except Exception:  # no cloud reachable: not ours to report here
             return False
 
+    @property
+    def looks_up_remotely(self):
+        return self.clients is not None and not self.computes_locally
+
     def physical_name(self, prop='name'):
         """The template's name, or Heat's ``<stack>-<resource>-<id>``."""
         return self.properties.get(prop) or \
@@ -292,7 +296,8 @@ class CloudObject(base.Resource):
             return self._discard(obj)
         if obj is None:
             body = self.make_body()
-            obj = self.cloud.create(self.kind, body, key=self.idempotency_key)
+            obj = self.cloud.create(self.kind, body, key=self.idempotency_key,
+                                    fresh=self.fresh)
             conflict = self.identity_conflict(obj, body) \
                 if self.natural_identity else None
             if conflict:
@@ -416,6 +421,9 @@ class CloudObject(base.Resource):
         return seen == wanted
 
     def delete(self):
+        if self.physical_id and self.kind not in cloud_mod.SETTLING and \
+                type(self).in_use is CloudObject.in_use:
+            return self._delete_at_once()
         obj = self._get() if self.physical_id else self._find()
         if obj is None:
             self.data.pop('waiting', None)
@@ -451,6 +459,24 @@ class CloudObject(base.Resource):
                     self.label(obj), status_reason(obj)))
         return self._wait(obj, 'delete', reason='%s is being deleted' %
                           self.label(obj))
+
+    def _delete_at_once(self):
+        """An object gone when its delete call returns (no status that
+        settles: Neutron's, key pairs, flavors): asked at once, with no
+        look before or after (two calls fewer); a 404 is gone too, a 409
+        in use (asked again later)."""
+        try:
+            self.cloud.delete(self.kind, self.physical_id)
+        except exception.CloudNotFound:
+            pass
+        except exception.CloudTransient:
+            raise
+        except exception.CloudError as exc:
+            if exc.code == 409:
+                return self._in_use({'id': self.physical_id}, str(exc))
+            raise
+        self.data.pop('waiting', None)
+        return None
 
     def in_use(self, obj):
         """Why `obj` cannot be deleted yet (a volume still attached), or

@@ -100,7 +100,8 @@ class KeyPair(co.CloudObject):
         except exception.CloudNotFound:
             pass
         body = self.make_body()
-        obj = self.cloud.create(self.kind, body, key=self.idempotency_key)
+        obj = self.cloud.create(self.kind, body, key=self.idempotency_key,
+                                fresh=self.fresh)
         self.physical_id = obj['id']
         self.data['applied'] = body
         self.after_create_call(obj)

@@ -163,6 +163,10 @@ class Server(base.Resource):
     def computes_locally(self):
         return getattr(self.compute, 'in_process', False)
 
+    @property
+    def looks_up_remotely(self):
+        return self.clients is not None and not self.computes_locally
+
     # While the cloud builds, rebuilds, resizes or deletes a server, a step
     # returns base.Wait(after=...) and is called again (see _next_poll);
     # the stack timeout bounds the whole wait.
@@ -689,7 +693,7 @@ class Server(base.Resource):
             # the create adopts a server made with our key before (a crash
             # between the call and recording it), so no look-up first
             asked = time.time()
-            server = self._boot()
+            server = self._boot(fresh=self.fresh)
         if server.get('status') == 'ERROR' and not self._mine(server):
             # a failed earlier try: discard it and boot again
             try:
@@ -725,7 +729,7 @@ class Server(base.Resource):
                             self.name)
             agents.bind(self.agent_id, self.physical_id)
 
-    def _boot(self):
+    def _boot(self, fresh=False):
         return self.compute.create_server(
             self._server_name(), self._boot_image(),
             self.properties.get('flavor'),
@@ -734,7 +738,7 @@ class Server(base.Resource):
             user_data=self._user_data(),
             key_name=self.properties.get('key_name'),
             idempotency_key=self.idempotency_key,
-            resource=self._resource_label(),
+            resource=self._resource_label(), fresh=fresh,
             **self._extra())
 
     def needs_replace(self, prior):

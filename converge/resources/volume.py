@@ -277,7 +277,8 @@ class VolumeAttachment(co.CloudObject):
             self.physical_id = None
             self.data['applied'] = None
         if not self.physical_id:
-            obj = self.cloud.create(self.kind, want, key=self.idempotency_key)
+            obj = self.cloud.create(self.kind, want, key=self.idempotency_key,
+                                    fresh=self.fresh)
             self.physical_id = obj['id']
             self.data['applied'] = want
             self.data['waiting'] = {'action': 'update', 'id': obj['id'],

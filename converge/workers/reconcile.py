@@ -807,6 +807,7 @@ class Unit:
             return None
         if self.plugin is not None and (self.plugin.logical or (
                 action == 'CREATE' and self.plugin.adopts_by_key
+                and not self.plugin.looks_up_remotely
                 and not limits.stack_cap())):
             # written with its outcome (one transaction fewer): a create
             # that finds what an earlier try made cannot make it twice
@@ -825,6 +826,10 @@ class Unit:
             api.event_add(conn, self.stack.id, self.trav.id, self.name,
                           row.type, row.physical_id, action, 'IN_PROGRESS',
                           'state changed')
+        if self.plugin is not None and action == 'CREATE' and \
+                row.action == 'INIT':
+            # claimed before its first try: nothing of it can exist yet
+            self.plugin.fresh = True
         row.atomic_key = key
         row.status, row.action = 'IN_PROGRESS', action
         row.engine_id = self.engine.engine_id

@@ -617,11 +617,14 @@ class SimCompute:
 
     def create_server(self, name, image, flavor, networks=None,
                       metadata=None, user_data=None, key_name=None,
-                      idempotency_key=None, resource=None, **extra):
+                      idempotency_key=None, resource=None, fresh=False,
+                      **extra):
         """Boot a server: BUILD for the create latency, then ACTIVE.
 
         A live server made with the same idempotency key is returned
         instead (adopted); one being deleted does not count."""
+        # `fresh` changes nothing: the look-up by key is part of the
+        # create's own transaction, no call of its own
         networks = _normalise_networks(networks)
         key = str(idempotency_key) if idempotency_key else None
         first_boot = agents.first_boot(user_data) or None

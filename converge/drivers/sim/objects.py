@@ -182,7 +182,9 @@ class SimCloud(cloud.Cloud):
 
     # -- the contract -------------------------------------------------------
 
-    def create(self, kind, body, key):
+    def create(self, kind, body, key, fresh=False):
+        # `fresh` changes nothing here: the look-up by key is part of the
+        # create's own transaction, no call of its own
         body = dict(body or {})
         key = str(key) if key else None
 
