@@ -120,6 +120,11 @@ def parse_args(argv):
                          'servers with a port each, made by converge beside '
                          'the same burst made by openstacksdk directly '
                          '(and through Heat with --heat) (Env: OS_CLOUD)')
+    ap.add_argument('--heat-cloud', metavar='NAME', default=None,
+                    help='with --scenario cloud --heat: the cloud that '
+                         'reaches Heat (default: OS_CLOUD-heat if '
+                         'clouds.yaml has it, as tools/devcloud up '
+                         '--with-heat writes, else --os-cloud)')
     ap.add_argument('--api', metavar='URL',
                     help='with --rally: run it through Heat\'s REST API '
                          'at URL (http://HOST:PORT/v1/PROJECT: a '
@@ -209,6 +214,8 @@ def parse_args(argv):
         ap.error('--api runs a Rally task: give --rally TASK')
     if args.api and not args.api_token:
         ap.error('--api needs a token: --api-token or OS_TOKEN')
+    if args.heat_cloud and not (args.heat and args.scenario == ['cloud']):
+        ap.error('--heat-cloud goes with --scenario cloud --heat')
     if args.scenario and 'cloud' in args.scenario:
         if args.scenario != ['cloud']:
             ap.error('the cloud scenario runs alone')
@@ -559,7 +566,8 @@ def main(argv=None):
 def run_cloud(args):
     from converge.bench import cloud
     rows = cloud.run(args.os_cloud, args.n or [50], heat=args.heat,
-                     threads=args.worker_threads or 8, on_row=_dot)
+                     threads=args.worker_threads or 8, on_row=_dot,
+                     heat_cloud_name=args.heat_cloud)
     print('', file=sys.stderr)
     print(cloud.table(rows))
     write_json(args.json, rows)

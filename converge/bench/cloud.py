@@ -10,18 +10,24 @@ and deleted three ways in one run on the same cloud:
   the cloud itself takes for the burst;
 - ``converge``: the same as a stack, created and deleted by the embedded
   engine (``--os-cloud``);
-- ``heat`` (``--heat``): the same template through the cloud's Heat
-  (`tools/devcloud up --with-heat`), if its catalog has one.
+- ``heat`` (``--heat``): the same template through Heat (the cloud
+  ``--heat-cloud``, default CLOUD-heat if clouds.yaml has it, as
+  `tools/devcloud up --with-heat` writes, else CLOUD); its calls per
+  server and engine CPU from the devcloud's heat-engine log and process
+  group when $DEVCLOUD_HOME is set (`tools/devcloud env`), else '-'.
 
 Each row: create and delete wall time, the ratio to the ``sdk`` row
 (``x_cloud``), API calls per server, and the engine's CPU seconds.
 """
 
 import concurrent.futures
+import os
+import re
 import shutil
 import tempfile
 import threading
 import time
+import urllib.parse
 import uuid
 
 import yaml
@@ -161,41 +167,135 @@ def run_converge(cloud, n, threads, image, flavor, timeout):
         shutil.rmtree(home, ignore_errors=True)
 
 
-def run_heat(conn, n, image, flavor, timeout):
-    """The same template through the cloud's own Heat."""
+def heat_cloud(cloud, name=None):
+    """The clouds.yaml cloud that reaches Heat: NAME, else CLOUD-heat if
+    clouds.yaml has it (tools/devcloud up --with-heat writes one per user:
+    Heat beside converge-api), else CLOUD itself (its catalog's
+    orchestration); a connection, checked to answer."""
+    import openstack
+    from openstack import config
+    from openstack import exceptions
+    if name is None:
+        name = cloud + '-heat'
+        try:
+            config.OpenStackConfig().get_one(cloud=name)
+        except exceptions.ConfigException:
+            name = cloud
     try:
-        conn.orchestration.get_endpoint()
+        conn = openstack.connect(cloud=name)
+        next(iter(conn.orchestration.stacks(limit=1)), None)
     except Exception as e:
-        raise harness_mod.BenchError('the cloud has no Heat (tools/devcloud '
-                                     'up --with-heat): %s' % e)
+        raise harness_mod.BenchError(
+            '--heat: no Heat answers through cloud %s (tools/devcloud up '
+            '--with-heat; or --heat-cloud NAME): %s' % (name, e))
+    return conn
+
+
+class HeatEngine:
+    """Heat's calls to the cloud's APIs and its engine's CPU seconds,
+    read from the devcloud's heat-engine log (keystoneauth's "REQ: curl"
+    lines, identity's left out) and the /proc of its process group;
+    nothing (None) where $DEVCLOUD_HOME is not a devcloud's with Heat."""
+
+    REQ = re.compile(r'REQ: curl .*? -X [A-Z]+ (\S+)')
+
+    def __init__(self, conn):
+        home = os.environ.get('DEVCLOUD_HOME')
+        self.log = os.path.join(home, 'log', 'heat-engine.log') \
+            if home else None
+        self.pidfile = os.path.join(home, 'run', 'heat-engine.pid') \
+            if home else None
+        auth = urllib.parse.urlsplit(conn.config.get_auth_args()['auth_url'])
+        self.identity = '%s://%s' % (auth.scheme, auth.netloc)
+
+    def mark(self):
+        try:
+            return os.path.getsize(self.log), self.cpu()
+        except (OSError, TypeError):
+            return None
+
+    def since(self, mark):
+        """(calls, CPU seconds) since mark, or (None, None)."""
+        if mark is None:
+            return None, None
+        calls = 0
+        with open(self.log, errors='replace') as f:
+            f.seek(mark[0])
+            for line in f:
+                found = self.REQ.search(line)
+                if found and not found.group(1).startswith(self.identity):
+                    calls += 1
+        cpu = self.cpu()
+        return calls, (cpu - mark[1] if None not in (cpu, mark[1])
+                       else None)
+
+    def cpu(self):
+        """utime + stime of the heat-engine process group (its workers)."""
+        try:
+            with open(self.pidfile) as f:
+                pgid = int(f.read().split()[0])
+        except (OSError, ValueError, TypeError):
+            return None
+        ticks = 0
+        for pid in filter(str.isdigit, os.listdir('/proc')):
+            try:
+                with open('/proc/%s/stat' % pid) as f:
+                    fields = f.read().rsplit(')', 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid:
+                ticks += int(fields[11]) + int(fields[12])
+        return ticks / float(os.sysconf('SC_CLK_TCK'))
+
+
+def run_heat(conn, n, image, flavor, timeout):
+    """The same template through Heat (conn: heat_cloud's)."""
+    from openstack import exceptions
+    engine = HeatEngine(conn)
     name = 'bench-heat-%d-%s' % (n, uuid.uuid4().hex[:6])
+    mark = engine.mark()
     start = time.monotonic()
     stack = conn.orchestration.create_stack(
         name=name, template=template(n, image, flavor), timeout_mins=60)
-    stack = conn.orchestration.wait_for_status(
-        stack, 'CREATE_COMPLETE', failures=['CREATE_FAILED'], interval=1,
-        wait=timeout)
+    try:
+        stack = conn.orchestration.wait_for_status(
+            stack, 'CREATE_COMPLETE', failures=['CREATE_FAILED'],
+            interval=1, wait=timeout)
+    except exceptions.SDKException as e:
+        conn.orchestration.delete_stack(stack, ignore_missing=True)
+        raise harness_mod.BenchError('Heat: stack %s: %s' % (name, e))
     create_s = time.monotonic() - start
     start = time.monotonic()
     conn.orchestration.delete_stack(stack)
-    conn.orchestration.wait_for_delete(stack, interval=1, wait=timeout)
+    try:
+        conn.orchestration.wait_for_status(
+            stack, 'DELETE_COMPLETE', failures=['DELETE_FAILED'],
+            interval=1, wait=timeout)
+    except exceptions.NotFoundException:
+        pass
+    except exceptions.SDKException as e:
+        raise harness_mod.BenchError('Heat: stack %s: %s' % (name, e))
     delete_s = time.monotonic() - start
+    calls, cpu = engine.since(mark)
     return {'engine': 'heat', 'n': n, 'create_s': create_s,
-            'delete_s': delete_s, 'calls_per_server': None, 'cpu_s': None,
-            'status': 'ok'}
+            'delete_s': delete_s,
+            'calls_per_server': None if calls is None else calls / float(n),
+            'cpu_s': cpu, 'status': 'ok'}
 
 
 def run(cloud, sizes, threads=8, heat=False, image='cirros',
-        flavor='m1.tiny', timeout=1800, on_row=None):
+        flavor='m1.tiny', timeout=1800, on_row=None, heat_cloud_name=None):
     import openstack
     conn = openstack.connect(cloud=cloud)
+    if heat:    # before any row: a run without the Heat it asks for ends
+        heat_conn = heat_cloud(cloud, heat_cloud_name)
     rows = []
     for n in sizes:
         base = run_sdk(conn, n, threads, image, flavor, timeout)
         group = [base, run_converge(cloud, n, threads, image, flavor,
                                     timeout)]
         if heat:
-            group.append(run_heat(conn, n, image, flavor, timeout))
+            group.append(run_heat(heat_conn, n, image, flavor, timeout))
         for row in group:
             row['label'] = 'cloud'
             row['x_cloud'] = row['create_s'] / base['create_s']

@@ -13,6 +13,7 @@ driver or openstacksdk is done here, one subcommand per step:
                               providers listed
   wait-cinder SPEC.json       cinder-volume heartbeating, pools in scheduler
   seed SPEC.json              flavors, image, public network + subnet
+  wait-heat SPEC.json         heat-engine's workers reporting since its start
 
 Database settings come from the environment: DEVCLOUD_DB_KIND (mysql or
 postgresql), DEVCLOUD_DB_HOST, DEVCLOUD_DB_PORT, DEVCLOUD_DB_USER,
@@ -203,8 +204,45 @@ def cmd_keystone_setup(args):
         u = user(name, password, p)
         grant(u, p, 'member')
 
+    heat = spec.get('heat')
+    if heat:
+        for name in heat['roles']:
+            if ident.find_role(name) is None:
+                ident.create_role(name=name)
+                log('role %s created' % name)
+        hdomain = ident.find_domain(heat['domain'])
+        if hdomain is None:
+            hdomain = ident.create_domain(
+                name=heat['domain'],
+                description='users Heat makes for its stacks')
+            log('domain %s created' % heat['domain'])
+        admin = ident.find_user(heat['admin'], domain_id=hdomain.id)
+        if admin is None:
+            admin = ident.create_user(name=heat['admin'],
+                                      password=heat['password'],
+                                      domain_id=hdomain.id)
+            log('user %s created in domain %s' % (heat['admin'],
+                                                  heat['domain']))
+        else:
+            ident.update_user(admin, password=heat['password'])
+        ident.assign_domain_role_to_user(hdomain, admin, roles['admin'])
+
     region = spec['region']
     services = list(ident.services())
+    # a service of a type the spec has but not named in it goes (converge's
+    # `orchestration` once only Heat runs, or the other way round): else
+    # clients would pick either
+    wanted = {(e['type'], e['name']) for e in spec['catalog']}
+    for svc in services:
+        if svc.type in {t for t, _ in wanted} and \
+                (svc.type, svc.name) not in wanted:
+            for endpoint in ident.endpoints(service_id=svc.id):
+                ident.delete_endpoint(endpoint)
+            ident.delete_service(svc)
+            log('service %s (%s) removed from the catalog' % (svc.name,
+                                                              svc.type))
+    services = [s for s in services if s.type not in {t for t, _ in wanted}
+                or (s.type, s.name) in wanted]
     for entry in spec['catalog']:
         svc = next((s for s in services if s.type == entry['type']
                     and s.name == entry['name']), None)
@@ -215,7 +253,11 @@ def cmd_keystone_setup(args):
                                        is_enabled=True)
             log('service %s (%s) created' % (entry['name'], entry['type']))
         endpoints = list(ident.endpoints(service_id=svc.id))
-        for interface in ('public', 'internal', 'admin'):
+        interfaces = entry.get('interfaces', ['public', 'internal', 'admin'])
+        for endpoint in endpoints:
+            if endpoint.interface not in interfaces:
+                ident.delete_endpoint(endpoint)
+        for interface in interfaces:
             found = [e for e in endpoints if e.interface == interface]
             if found:
                 for extra in found[1:]:
@@ -225,8 +267,9 @@ def cmd_keystone_setup(args):
             else:
                 ident.create_endpoint(service_id=svc.id, interface=interface,
                                       url=entry['url'], region_id=region)
-    # catalog entries the spec no longer has are left alone: a service that
-    # is switched off (say --with-converge not given) keeps its endpoints.
+    # catalog entries of types the spec no longer has are left alone: a
+    # service that is switched off (say --with-converge not given) keeps
+    # its endpoints.
     log('keystone: %d service users, %d tenants, %d catalog entries' % (
         len(spec['service_users']), len(spec['tenants']),
         len(spec['catalog'])))
@@ -376,6 +419,31 @@ def cmd_seed(args):
         log('subnet %s created' % pub['subnet'])
 
 
+def cmd_wait_heat(args):
+    """spec: {"db": heat's database, "since": epoch, "workers": n,
+    "timeout": s}: n heat-engine workers reported since `since`."""
+    spec = _load(args[0])
+    _check_name(spec['db'])
+    since = datetime.datetime.fromtimestamp(
+        int(spec['since']), datetime.timezone.utc).replace(tzinfo=None)
+
+    def reported():
+        kind, conn = _db_connect(spec['db'])
+        quote = '"' if kind == 'postgresql' else '`'   # binary is reserved
+        with conn.cursor() as cur:
+            cur.execute("SELECT created_at, updated_at FROM service WHERE "
+                        "%sbinary%s = 'heat-engine' AND deleted_at IS NULL"
+                        % (quote, quote))
+            rows = cur.fetchall()
+        conn.close()
+        return sum(1 for created, updated in rows
+                   if max(created, updated or created) >= since) >= \
+            spec['workers']
+    _retry('%d heat-engine workers to report' % spec['workers'], reported,
+           spec.get('timeout', 180))
+    log('heat: %d engine workers up' % spec['workers'])
+
+
 COMMANDS = {
     'db-list': cmd_db_list,
     'db-create': cmd_db_create,
@@ -385,6 +453,7 @@ COMMANDS = {
     'wait-nova': cmd_wait_nova,
     'wait-cinder': cmd_wait_cinder,
     'seed': cmd_seed,
+    'wait-heat': cmd_wait_heat,
 }
 
 
