@@ -218,13 +218,26 @@ SIM_OPTS = [
                 help='Servers created while this is set have their '
                      'user_data run at their first boot, as cloud-init '
                      'would: cloud-config users, write_files and runcmd, '
-                     'and shell scripts, once per server, on its disk. '
-                     'Scripts run as the agent host\'s user with their '
-                     'own /tmp, /var/tmp, /home, /etc/passwd and '
-                     '/etc/group (a mount namespace: root on Linux only; '
-                     'elsewhere they are not run), but the rest of this '
-                     'machine\'s filesystem: set it for templates you '
-                     'trust.'),
+                     'and shell scripts, once per server, on its disk, '
+                     'confined as its deployments are (confine_servers; '
+                     'where they cannot be, scripts are not run).'),
+    cfg.BoolOpt('confine_servers', default=True,
+                help='A sim server\'s software (its deployments\' hooks '
+                     'and first-boot scripts) runs in a root of its own: '
+                     'mount, PID and user namespaces, root inside, an '
+                     'unprivileged uid on this machine, its disk and a '
+                     'read-only /usr, not the engine\'s files or '
+                     'processes (docs/software.md). It needs the agent '
+                     'host to run as root on Linux; where it cannot, '
+                     'the hooks fail saying so. False: the software runs '
+                     'unconfined, as the agent host\'s user on this '
+                     'machine; only for templates you trust.'),
+    cfg.IntOpt('server_uid', default=2000000000, min=1,
+               max=2 ** 32 - 2 - 65536,
+               help='First of the 65536 uids (and gids) of this machine '
+                    'that a confined sim server\'s users 0..65535 are '
+                    '(its root is this one). No account of the machine '
+                    'should use them.'),
 ]
 
 API_OPTS = [

@@ -298,3 +298,26 @@ def alive(pid):
             return f.read().split(')')[-1].split()[0] != 'Z'
     except OSError:
         return False
+
+
+def host_pid(disk, pid):
+    """The host's pid of a hook that said its pid was `pid` (``$$``): a
+    simulated server's software runs in a PID namespace of its own
+    (converge/agent/rootfs.py), where pids are not the host's. It is the
+    process working in `disk` whose innermost pid is `pid`; None when
+    none is."""
+    want = os.stat(disk)
+    for name in os.listdir('/proc'):
+        if not name.isdigit():
+            continue
+        try:
+            with open('/proc/%s/status' % name) as f:
+                nspid = [line.split()[1:] for line in f
+                         if line.startswith('NSpid:')]
+            cwd = os.stat('/proc/%s/cwd' % name)
+        except OSError:   # gone, or not ours to look at
+            continue
+        if nspid and int(nspid[0][-1]) == pid and \
+                (cwd.st_dev, cwd.st_ino) == (want.st_dev, want.st_ino):
+            return int(name)
+    return None

@@ -107,3 +107,24 @@ def test_without_namespaces_scripts_are_not_run(tmp_path, monkeypatch):
                           hooks.ProcessRunner())
     assert state['parts'][0]['state'] == 'skipped'
     assert 'not run' in state['parts'][0]['note']
+
+
+@pytest.mark.skipif(not rootfs.available(), reason='no mount namespaces')
+def test_cloud_config_is_applied_before_any_script_runs(tmp_path):
+    """cloud-init's stages: a script part first in the user_data still
+    runs after every cloud-config part was applied (so the host never
+    writes users and files on a disk the server's software changed)."""
+    disk = str(tmp_path / 'disk')
+    os.makedirs(disk)
+    parts = firstboot.parts(mime(
+        ('#!/bin/sh\ncat /tmp/from-config > /tmp/seen\n', 'x-shellscript'),
+        ('#cloud-config\nwrite_files:\n'
+         '  - {path: /tmp/from-config, content: applied}\n'
+         '  - {path: ../../outside, content: escaped}\n', 'cloud-config')))
+    state = firstboot.run(disk, parts, SERVER, hooks.ProcessRunner())
+    assert [(p['type'], p['exit_code']) for p in state['parts']] == [
+        ('text/x-shellscript', 0), ('text/cloud-config', 0)]
+    with open(os.path.join(disk, 'tmp', 'seen')) as f:
+        assert f.read() == 'applied'
+    assert not os.path.exists(tmp_path.parent / 'outside')
+    assert not os.path.exists(tmp_path / 'outside')

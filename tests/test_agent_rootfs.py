@@ -1,5 +1,7 @@
-"""A simulated server's hooks see its own /tmp and /home (its disk), not
-the host's, where the agent may make mount namespaces (root on Linux)."""
+"""A simulated server's hooks run in a root of its own (its disk, its own
+/tmp and /home, a read-only /usr), not as root on the host, where the
+agent host may make one (root on Linux); elsewhere they fail saying so,
+unless the operator turned confinement off."""
 
 import os
 import uuid
@@ -17,7 +19,7 @@ def simulated(monkeypatch):
 
 
 needs_namespaces = pytest.mark.skipif(
-    not rootfs.available(), reason='no mount namespaces here (not root?)')
+    not rootfs.available(), reason='no roots here (not root on Linux?)')
 
 SCRIPT = '''#!/bin/sh
 set -e
@@ -79,18 +81,33 @@ def _read_host_file(tmp_path):
         disk, hooks.ProcessRunner())
 
 
-@pytest.mark.parametrize('state', [{'available': False},
+@pytest.mark.parametrize('state', [{'confine': False},
                                    {'enabled': False}])
-def test_without_namespaces_hooks_run_as_before(tmp_path, monkeypatch,
-                                                state):
-    """Where they cannot be made, and on a real server (a standalone
-    agent), hooks see the machine's own /tmp."""
+def test_unconfined_hooks_run_as_before(tmp_path, monkeypatch, state):
+    """On a real server (a standalone agent), and on the sim when the
+    operator turned confinement off, hooks see the machine's own /tmp."""
     for key, value in state.items():
         monkeypatch.setitem(rootfs._STATE, key, value)
     disk, result = _read_host_file(tmp_path)
     assert result['deploy_stdout'] == 'seen\n', result
     assert rootfs.plan(disk) is None
     assert not os.path.exists(os.path.join(disk, 'tmp'))
+
+
+def test_where_no_root_can_be_made_hooks_fail_saying_so(tmp_path,
+                                                          monkeypatch):
+    """Not root, no util-linux: a simulated server's software is not run
+    unconfined behind the operator's back; its deployment fails naming
+    the setting that would allow it, and nothing is written."""
+    monkeypatch.setitem(rootfs._STATE, 'available', False)
+    monkeypatch.setitem(rootfs._STATE, 'reason', 'the agent host does not '
+                        'run as root')
+    disk, result = _read_host_file(tmp_path)
+    assert result['deploy_status_code'] == 1
+    assert result['deploy_stdout'] == ''
+    assert 'does not run as root' in result['deploy_stderr']
+    assert 'confine_servers = false' in result['deploy_stderr']
+    assert os.listdir(disk) == []
 
 
 @needs_namespaces
@@ -154,3 +171,115 @@ def test_a_kept_namespace_is_started_while_no_script_is_open(monkeypatch):
         rootfs._Spawner().popen(['true'])
     assert seen == [True]
     assert hooks.FORK_LOCK is rootfs.FORK_LOCK
+
+
+def _script(disk, text, outputs=(), inputs=None):
+    return hooks.run({'id': 'd', 'group': 'script', 'config': text,
+                      'inputs': [{'name': k, 'value': v}
+                                 for k, v in (inputs or {}).items()],
+                      'outputs': [{'name': n} for n in outputs]},
+                     disk, hooks.ProcessRunner())
+
+
+@needs_namespaces
+def test_a_script_is_root_in_its_root_and_unprivileged_on_the_host(
+        tmp_path):
+    disk = str(tmp_path / 'disk')
+    os.makedirs(disk)
+    result = _script(disk, '#!/bin/sh\nid -u > "$heat_outputs_path.uid"\n'
+                     'touch made\n', outputs=['uid'])
+    assert result['deploy_status_code'] == 0, result
+    assert result['uid'].strip() == '0'
+    st = os.stat(os.path.join(disk, 'made'))
+    assert (st.st_uid, st.st_gid) == (rootfs.DEFAULT_UID,) * 2
+    assert rootfs.host_id(1001) == rootfs.DEFAULT_UID + 1001
+
+
+@needs_namespaces
+def test_a_script_sees_its_own_processes_only(tmp_path):
+    disk = str(tmp_path / 'disk')
+    os.makedirs(disk)
+    result = _script(disk, '#!/bin/sh\nls /proc | grep -E "^[0-9]+$"\n'
+                     'cat /proc/%d/cmdline\n' % os.getpid())
+    pids = [int(p) for p in result['deploy_stdout'].split()]
+    assert os.getpid() not in pids and 1 in pids, pids
+    assert len(pids) < 10
+    assert 'No such file' in result['deploy_stderr']
+
+
+@needs_namespaces
+def test_a_script_cannot_reach_the_hosts_files(tmp_path):
+    """Not the agent host's environment (the sim's database URL), not a
+    file of the host's outside its disk, not the host's /etc (beyond the
+    few files a server gets), not another server's disk."""
+    other = tmp_path / 'other-disk'
+    other.mkdir()
+    (other / 'private').write_text('not yours\n')
+    (tmp_path / 'engine.db').write_text('the engine\n')
+    disk = str(tmp_path / 'disk')
+    os.makedirs(disk)
+    os.environ['CONVERGE_TEST_SECRET'] = 'sim-db-password'
+    try:
+        result = _script(disk, '#!/bin/sh\n'
+                         'env | grep CONVERGE_TEST_SECRET\n'
+                         'cat "$db" "$other" /etc/shadow /etc/fstab\n'
+                         'ls /etc/hosts /usr/bin/env\n',
+                         inputs={'db': str(tmp_path / 'engine.db'),
+                                 'other': str(other / 'private')})
+    finally:
+        del os.environ['CONVERGE_TEST_SECRET']
+    assert result['deploy_stdout'] == '/etc/hosts\n/usr/bin/env\n', result
+    assert result['deploy_stderr'].count('No such file') == 4, result
+
+
+@needs_namespaces
+def test_links_a_script_leaves_do_not_point_the_agent_at_the_host(
+        tmp_path):
+    """The agent (root on the host) reads the outputs and writes the next
+    script on the disk the server's software may change: an output that
+    is a link to a host file is not read, a script directory replaced by
+    a link does not get the next script written through it."""
+    secret = tmp_path / 'engine.key'
+    secret.write_text('engine key\n')
+    elsewhere = tmp_path / 'elsewhere'
+    elsewhere.mkdir()
+    disk = str(tmp_path / 'disk')
+    os.makedirs(disk)
+    result = _script(disk, '#!/bin/sh\n'
+                     'ln -s %s "$heat_outputs_path.key"\n'
+                     'mkdir "$heat_outputs_path.up"\n'
+                     'rm -rf heat-config-script\n'
+                     'ln -s %s heat-config-script\n' % (secret, elsewhere),
+                     outputs=['key', 'up/../../../engine.key'])
+    assert result['deploy_status_code'] == 0, result
+    assert 'key' not in result
+    assert 'engine key' not in str(result)
+    result = _script(disk, '#!/bin/sh\necho second\n')
+    assert result['deploy_stdout'] == 'second\n', result
+    assert os.listdir(elsewhere) == []
+    assert not os.path.islink(os.path.join(disk, 'heat-config-script'))
+
+
+@needs_namespaces
+def test_a_server_cannot_have_its_next_root_bind_a_host_directory(
+        tmp_path):
+    """The launcher binds the disk's tmp, home, etc/passwd into the
+    root: a server that could swap them for links would have its next
+    root (after a reboot) bind host files of its choosing."""
+    marker = 'host-only-%s' % uuid.uuid4().hex
+    outside = tmp_path / 'outside'
+    outside.mkdir()
+    (outside / 'passwd').write_text(marker + '\n')
+    disk = str(tmp_path / 'disk')
+    os.makedirs(disk)
+    _script(disk, '#!/bin/sh\nmv tmp old-tmp; rm -rf tmp home\n'
+            'ln -s %s tmp; ln -s %s home\n'
+            'mkdir -p etc && ln -s %s/passwd etc/passwd\n'
+            % (outside, outside, outside))
+    assert os.path.isdir(os.path.join(disk, 'tmp'))
+    assert not os.path.islink(os.path.join(disk, 'tmp'))
+    # the server booted again: a new root
+    result = _script(disk, '#!/bin/sh\ncat /tmp/passwd /home/passwd '
+                     '/etc/passwd\n')
+    assert marker not in result['deploy_stdout'], result
+    assert os.listdir(outside) == ['passwd']

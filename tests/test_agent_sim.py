@@ -114,7 +114,8 @@ def test_reboot_interrupts_the_hook_and_shutdown_stops(home, stub):
     wait_until(lambda: (disk / 'hook.pid').exists() and
                (disk / 'hook.pid').read_text().strip(), timeout=60,
                what='the hook to start')
-    hook = int((disk / 'hook.pid').read_text())
+    hook = agent_stub.host_pid(disk, int((disk / 'hook.pid').read_text()))
+    assert hook is not None
     rebooted = cloud.admin().reboot_server(server['id'])
     assert rebooted['status'] == 'ACTIVE'
     stub.wait_for(lambda: stub.signals_of(dep['id']),

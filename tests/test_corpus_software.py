@@ -211,11 +211,12 @@ def test_a_server_booted_with_the_firstboot_userdata_runs_it_once(
                            'authorized_keys')) as f:
         assert f.read() == key
     # chmod and chown -R extrauser:extrauser, with the server's users
+    # (on the host, its uid in the server's range: its root is confined)
     uid = int(users['extrauser'][2])
     assert uid >= 1000
     for path, mode in ((ssh, 0o700), (keys, 0o600)):
         st = os.stat(path)
-        assert (st.st_uid, st.st_gid) == (uid, uid)
+        assert (st.st_uid, st.st_gid) == (rootfs.DEFAULT_UID + uid,) * 2
         assert st.st_mode & 0o777 == mode
     assert not os.path.exists('/home/extrauser')   # not the host's
     # a reboot does not run it again (the script would rewrite the file)

@@ -174,8 +174,9 @@ def test_kill9_of_engine_and_agent_host_runs_every_script_once(
     assert not any(e.get('acked') for n in B
                    for e in journal_of(found[n]))
     # C is cut off mid-hook by the agent host's death, as by a power cut
-    hooks_c = [int(read_lines(os.path.join(found[n], 'hook.pid'))[0])
-               for n in C]
+    hooks_c = [agent_stub.host_pid(found[n], int(read_lines(
+        os.path.join(found[n], 'hook.pid'))[0])) for n in C]
+    assert None not in hooks_c, hooks_c
     assert all(agent_stub.alive(pid) for pid in hooks_c)
     kill9(disks.host_pid())
     wait_until(lambda: not any(agent_stub.alive(p) for p in hooks_c),

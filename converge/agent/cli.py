@@ -22,6 +22,7 @@ import sys
 import time
 
 from converge import userdata
+from converge.agent import rootfs
 
 LOG = logging.getLogger('converge.agent')
 SIM_URL_ENV = 'CONVERGE_SIM_CONNECTION'
@@ -49,6 +50,14 @@ def _parser():
     sim.add_argument('--disks', metavar='DIR',
                      help='Directory of the servers\' disks '
                           '(<DIR>/<server id>)')
+    sim.add_argument('--server-uid', metavar='UID', type=int,
+                     default=rootfs.DEFAULT_UID,
+                     help='First host uid of a confined server\'s 65536 '
+                          '(its root is this one)')
+    sim.add_argument('--unconfined', action='store_true',
+                     help='Run the servers\' software unconfined, as this '
+                          'process\'s user on this machine (trusted '
+                          'templates only)')
     parser.add_argument('--log-file', metavar='PATH',
                         help='Default: agent.log in the disk, '
                              'agent-host.log in the disks directory')
@@ -92,7 +101,8 @@ def _sim_host(args, url):
              args.debug)
     # a second host for the same disks exits at once: that is success
     simhost.serve(url, args.disks, wait=args.poll_wait,
-                  backoff_max=args.max_backoff)
+                  backoff_max=args.max_backoff,
+                  confine=not args.unconfined, uid=args.server_uid)
     return 0
 
 

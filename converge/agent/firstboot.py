@@ -115,7 +115,14 @@ def run(disk, user_data_parts, server, processes):
         return state
     meta = _metadata(disk, server)
     runcmd = []
-    for index, (kind, text) in enumerate(user_data_parts):
+    # cloud-init's order: every cloud-config (its init and config
+    # stages), then the scripts (its final stage) in their order. Here it
+    # also means that what the host writes on the disk as root (users,
+    # homes, write_files) is written before any of the server's software
+    # ran, which could have left links there for it to follow.
+    parts = list(enumerate(user_data_parts))
+    parts.sort(key=lambda p: p[1][0] != CLOUD_CONFIG)
+    for index, (kind, text) in parts:
         entry = state['parts'][index]
         if kind == CLOUD_CONFIG:
             try:
@@ -151,29 +158,28 @@ def _finish(disk, state, entry, code, note=None):
 
 def _script(disk, state, entry, text, processes):
     if not rootfs.plan(disk):
-        entry.update(state='skipped', note='this host cannot give the '
-                     'server its own /tmp and /home: scripts not run')
+        entry.update(state='skipped', note=rootfs.refused() or (
+            'this host does not give the server a root of its own: '
+            'scripts not run'))
         _save(disk, state)
         return
     folder = os.path.join(disk, 'var', 'lib', 'cloud', 'instance',
                           'scripts')
     os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, 'part-%03d' % state['parts'].index(entry))
-    with hooks.FORK_LOCK:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o700)
-        with os.fdopen(fd, 'w') as f:
-            f.write(text)
+    path = hooks.write_in(
+        folder, 'part-%03d' % state['parts'].index(entry), text, 0o700)
     entry['state'] = 'started'
     _save(disk, state)   # before it runs: never twice
-    env = dict(os.environ, HOME='/root')
+    env = rootfs.base_env()
+    env['HOME'] = '/root'
     env['PATH'] = os.path.join(disk, 'var', 'lib', 'cloud', 'bin') + \
         os.pathsep + env.get('PATH', os.defpath)
     try:
         code, out, err = processes.run([path], env, '/', disk=disk)
     except OSError as e:
         code, out, err = 1, b'', ('cannot run: %s' % e).encode()
-    with open(os.path.join(disk, OUTPUT_LOG), 'ab') as log:
-        log.write(out + err)
+    hooks.append_in(os.path.join(disk, os.path.dirname(OUTPUT_LOG)),
+                    os.path.basename(OUTPUT_LOG), out + err)
     _finish(disk, state, entry, code)
 
 
@@ -247,6 +253,8 @@ def _users(disk, users, server, meta):
         home = os.path.join(disk, str(user.get('homedir') or
                                       '/home/' + user['name']).lstrip('/'))
         os.makedirs(home, exist_ok=True)
+        # the server's uid, as the host sees it (its root maps them)
+        uid = rootfs.host_id(uid)
         os.chown(home, uid, uid)
         if keys:
             ssh = os.path.join(home, '.ssh')
@@ -301,10 +309,16 @@ def _write_files(disk, files):
             bytes(content)
         if str(item.get('encoding') or '').lower() in ('b64', 'base64'):
             data = base64.b64decode(data)
-        path = os.path.join(disk, str(item['path']).lstrip('/'))
+        path = os.path.normpath(os.path.join(
+            disk, str(item['path']).lstrip('/')))
+        if not path.startswith(os.path.join(disk, '')):
+            LOG.warning('write_files: %r is not on the server: skipped',
+                        item['path'])
+            continue
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, 'ab' if item.get('append') else 'wb') as f:
             f.write(data)
+            rootfs.give(path)   # root's, on the server (cloud-init's)
         if item.get('permissions'):
             os.chmod(path, int(str(item['permissions']), 8))
 

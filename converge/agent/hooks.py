@@ -20,6 +20,7 @@ import logging
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -76,12 +77,6 @@ def _die_with_parent():
         _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
 
 
-def _die_in_own_root(binds):
-    # in the child (no util-linux tools): what the chain does
-    _die_with_parent()
-    rootfs.enter(binds)
-
-
 class ProcessRunner:
     """Runs the hooks' processes of one server; `kill_all` cuts off the
     ones still running."""
@@ -90,25 +85,26 @@ class ProcessRunner:
         self._lock = threading.Lock()
         self._running = set()
         self._dead = False
-        self._holder = None   # the server's mount namespace, kept
+        self._root = None   # the server's root (rootfs.Root), kept
+        self._closing = False
 
     def run(self, argv, env, cwd, disk=None):
         """(exit code, stdout, stderr) of argv, run to its end; with
-        `disk`, seeing the server's own /tmp, /home... (`rootfs`)."""
-        binds = rootfs.plan(disk) if disk else None
+        `disk`, in the simulated server's own root (`rootfs`)."""
+        prefix = list(_SETPRIV_ARGV)
         # the cheap spawn: tools exec'd in a chain, no Python in the child
         # (a preexec_fn makes subprocess fork the whole agent host)
-        prefix = list(_SETPRIV_ARGV)
         preexec = None if prefix else _die_with_parent
-        if binds:
-            enter = self._enter(binds, cwd) if prefix else None
-            if enter is None:
-                enter = rootfs.chain(binds)
-            if enter is not None and prefix:
-                prefix = enter + prefix
-            else:
-                prefix = []
-                preexec = functools.partial(_die_in_own_root, binds)
+        if disk:
+            refused = rootfs.refused()
+            if refused:
+                raise rootfs.Unconfined(refused)
+            binds = rootfs.plan(disk)
+            if binds is not None:
+                if not prefix:
+                    raise rootfs.Unconfined('setpriv (util-linux) is missing')
+                prefix = self._enter(disk, binds, cwd) + prefix
+                cwd = None   # the root's own path, given to the chain
         with self._lock:
             if self._dead:
                 raise Stopped()
@@ -132,40 +128,40 @@ class ProcessRunner:
         finally:
             with self._lock:
                 self._running.discard(proc)
+                last = self._closing and not self._running
+            if last:
+                self.close()
         if self._dead:
             raise Stopped()
         return proc.returncode, out, err
 
-    def _enter(self, binds, cwd):
-        """argv joining the server's kept mount namespace (made, or made
-        again when its binds changed or it died); None when it cannot be
-        kept here: each hook then makes its own."""
-        if not rootfs.Holder.possible():
-            return None
+    def _enter(self, disk, binds, cwd):
+        """argv joining the server's root (made, or made again when its
+        binds changed or it died)."""
         with self._lock:
             if self._dead:
                 raise Stopped()
-            holder = self._holder
-            if holder is not None and (holder.binds != list(binds) or
-                                       not holder.alive()):
-                holder.close()
-                holder = self._holder = None
-            if holder is None:
-                try:
-                    holder = self._holder = rootfs.Holder(binds)
-                except OSError as e:
-                    LOG.warning('hooks make their own mounts: %s', e)
-                    return None
+            root = self._root
+            if root is not None and (root.binds != list(binds) or
+                                     not root.alive()):
+                root.close()
+                root = self._root = None
+            if root is None:
+                root = self._root = rootfs.Root(disk, binds)
                 # a runner dropped without close() lets it go too
-                weakref.finalize(self, holder.close)
-            return holder.argv(os.path.abspath(cwd or os.getcwd()))
+                weakref.finalize(self, root.close)
+            return root.argv(os.path.abspath(cwd or disk))
 
     def close(self):
-        """Let the kept namespace go (the hooks still running keep it)."""
+        """Let the server's root go once no hook runs in it (a hook still
+        running keeps it)."""
         with self._lock:
-            holder, self._holder = self._holder, None
-        if holder is not None:
-            holder.close()
+            if self._running:
+                self._closing = True
+                return
+            root, self._root = self._root, None
+        if root is not None:
+            root.close()
 
     def kill_all(self):
         with self._lock:
@@ -176,7 +172,11 @@ class ProcessRunner:
                 os.killpg(proc.pid, signal.SIGKILL)
             except OSError:
                 pass
-        self.close()
+        # the power cut: the root goes now, with whatever runs in it
+        with self._lock:
+            root, self._root = self._root, None
+        if root is not None:
+            root.close()
 
 
 class Stopped(Exception):
@@ -186,7 +186,7 @@ class Stopped(Exception):
 def _env(deployment):
     """Heat's script contract: every input an environment variable, lists
     and maps JSON-encoded."""
-    env = dict(os.environ)
+    env = rootfs.base_env()
     for item in deployment.get('inputs') or ():
         name = item.get('name')
         if not name:
@@ -226,20 +226,108 @@ def _tool(name):
     return found
 
 
+# The server's software may change its disk while (or before) the agent
+# reads and writes it there, and the agent runs as root on the host: a
+# directory of the agent's on the disk is opened without following a
+# symlink, and files in it by name (no "/") from that directory, so that
+# a link the server left cannot point the agent at the host's files.
+
+def _open_dir(path):
+    """A descriptor of directory `path` (made, the server's to write),
+    never a symlink's target: a link or file there is replaced."""
+    for _attempt in range(3):
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            pass
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY |
+                         os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as e:
+            if e.errno not in (errno.ELOOP, errno.ENOTDIR):
+                raise
+            os.unlink(path)   # the server's link (or file): not followed
+            continue
+        if rootfs.confining():   # made before its server was confined too
+            os.fchown(fd, rootfs.host_id(0), rootfs.host_id(0))
+        return fd
+    raise OSError(errno.ELOOP, 'the server keeps replacing %s' % path)
+
+
+def _safe_name(name):
+    return bool(name) and '/' not in name and name not in ('.', '..')
+
+
+def write_in(directory, name, data, mode=0o644):
+    """Write `data` (str) to a new file `name` in `directory` (a path
+    on the disk), the server's own; its path."""
+    dfd = _open_dir(directory)
+    try:
+        with FORK_LOCK:   # no process forked while it is open (rootfs)
+            try:
+                os.unlink(name, dir_fd=dfd)
+            except FileNotFoundError:
+                pass
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL |
+                         os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dfd)
+            with os.fdopen(fd, 'w') as f:
+                f.write(data)
+                os.fchmod(f.fileno(), mode)
+                if rootfs.confining():
+                    os.fchown(f.fileno(), rootfs.host_id(0),
+                              rootfs.host_id(0))
+    finally:
+        os.close(dfd)
+    return os.path.join(directory, name)
+
+
+def append_in(directory, name, data):
+    """Append `data` (bytes) to file `name` in `directory` (a path on
+    the disk), never to what a symlink there points at."""
+    dfd = _open_dir(directory)
+    try:
+        fd = os.open(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT |
+                     os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dfd)
+    finally:
+        os.close(dfd)
+    with os.fdopen(fd, 'ab') as f:
+        f.write(data)
+
+
+def _read_in(dfd, name):
+    """The text of regular file `name` in directory `dfd`, or None."""
+    if not _safe_name(name):
+        return None
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK |
+                     os.O_CLOEXEC, dir_fd=dfd)
+    except OSError:   # missing, or a link the server left
+        return None
+    with os.fdopen(fd, 'rb') as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return f.read(MAX_OUTPUT + 1).decode('utf-8', 'replace')
+
+
 def _outputs(disk, kind, deployment):
     """(outputs path, declared names) for Heat's ``heat_outputs_path``
     contract: the hook's tool writes output X to ``<path>.X``. Values a
     previous action left are removed first: they must not leak."""
     outdir = os.path.join(disk, 'heat-config-%s-outputs' % kind)
-    os.makedirs(outdir, exist_ok=True)
     path = os.path.join(outdir, deployment['id'])
     declared = [o['name'] for o in deployment.get('outputs') or ()
                 if o.get('name')]
-    for name in declared:
-        try:
-            os.unlink('%s.%s' % (path, name))
-        except FileNotFoundError:
-            pass
+    dfd = _open_dir(outdir)
+    try:
+        for name in declared:
+            if _safe_name('%s.%s' % (deployment['id'], name)):
+                try:
+                    os.unlink('%s.%s' % (deployment['id'], name),
+                              dir_fd=dfd)
+                except (FileNotFoundError, IsADirectoryError):
+                    pass
+    finally:
+        os.close(dfd)
     return path, declared
 
 
@@ -252,48 +340,54 @@ def _facts_path(disk, deployment):
     ``<path>.KEY`` (as an output to ``heat_outputs_path``); facts a
     previous run left are removed first."""
     factdir = os.path.join(disk, 'converge-facts')
-    os.makedirs(factdir, exist_ok=True)
     path = os.path.join(factdir, deployment['id'])
     prefix = os.path.basename(path) + '.'
-    for name in os.listdir(factdir):
-        if name.startswith(prefix):
-            os.unlink(os.path.join(factdir, name))
+    dfd = _open_dir(factdir)
+    try:
+        for name in os.listdir(dfd):
+            if name.startswith(prefix):
+                try:
+                    os.unlink(name, dir_fd=dfd)
+                except (FileNotFoundError, IsADirectoryError):
+                    pass
+    finally:
+        os.close(dfd)
     return path
 
 
 def _read_facts(path):
     factdir, prefix = os.path.dirname(path), os.path.basename(path) + '.'
     found = {}
-    for name in sorted(os.listdir(factdir)):
-        if name.startswith(prefix) and len(name) > len(prefix):
-            with open(os.path.join(factdir, name), 'rb') as f:
-                found[name[len(prefix):]] = f.read().decode(
-                    'utf-8', 'replace').strip()
+    dfd = _open_dir(factdir)
+    try:
+        for name in sorted(os.listdir(dfd)):
+            if name.startswith(prefix) and len(name) > len(prefix):
+                text = _read_in(dfd, name)
+                if text is not None:
+                    found[name[len(prefix):]] = text.strip()
+    finally:
+        os.close(dfd)
     return found
 
 
 def _read_outputs(path, declared):
     found = {}
-    for name in declared:
-        try:
-            with open('%s.%s' % (path, name), 'rb') as f:
-                found[name] = f.read().decode('utf-8', 'replace')
-        except FileNotFoundError:
-            pass
+    dfd = _open_dir(os.path.dirname(path))
+    try:
+        for name in declared:
+            text = _read_in(dfd, '%s.%s' % (os.path.basename(path), name))
+            if text is not None:
+                found[name] = text
+    finally:
+        os.close(dfd)
     return found
 
 
 def script(deployment, disk, runner):
     """Heat's script hook: the config is the program."""
     dep_id = deployment['id']
-    work = os.path.join(disk, 'heat-config-script')
-    os.makedirs(work, exist_ok=True)
-    path = os.path.join(work, dep_id)
-    with FORK_LOCK:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o700)
-        with os.fdopen(fd, 'w') as f:
-            f.write(deployment.get('config') or '')
-    os.chmod(path, 0o700)
+    path = write_in(os.path.join(disk, 'heat-config-script'), dep_id,
+                     deployment.get('config') or '', 0o700)
     outputs_path, declared = _outputs(disk, 'script', deployment)
     facts_path = _facts_path(disk, deployment)
     env = _env(deployment)
@@ -311,7 +405,7 @@ def script(deployment, disk, runner):
 
 
 def _ansible_env(disk):
-    env = dict(os.environ)
+    env = rootfs.base_env()
     # Ansible's own state (~/.ansible, its temp files) on the server's
     # disk, not in the home of whoever runs the agent
     state = os.path.join(disk, '.ansible')
@@ -342,7 +436,6 @@ def ansible(deployment, disk, runner):
         return _missing('ansible-playbook', 'Ansible')
     dep_id = deployment['id']
     work = os.path.join(disk, 'heat-config-ansible')
-    os.makedirs(work, exist_ok=True)
     outputs_path, declared = _outputs(disk, 'ansible', deployment)
     variables = {'heat_config_id': dep_id}
     for item in deployment.get('inputs') or ():
@@ -350,12 +443,10 @@ def ansible(deployment, disk, runner):
             value = item.get('value')
             variables[item['name']] = '' if value is None else value
     variables['heat_outputs_path'] = outputs_path
-    playbook = os.path.join(work, '%s_playbook.yaml' % dep_id)
-    vars_file = os.path.join(work, '%s_variables.json' % dep_id)
-    with open(playbook, 'w') as f:
-        f.write(deployment.get('config') or '')
-    with open(vars_file, 'w') as f:
-        json.dump(variables, f)
+    playbook = write_in(work, '%s_playbook.yaml' % dep_id,
+                         deployment.get('config') or '')
+    vars_file = write_in(work, '%s_variables.json' % dep_id,
+                          json.dumps(variables))
     options = deployment.get('options') or {}
     inventory = 'localhost,'
     if options.get('inventory'):
@@ -379,15 +470,13 @@ def puppet(deployment, disk, runner):
     tool = _tool('puppet')
     if tool is None:
         return _missing('puppet', 'Puppet')
-    work = os.path.join(disk, 'heat-config-puppet')
-    os.makedirs(work, exist_ok=True)
-    manifest = os.path.join(work, '%s.pp' % deployment['id'])
-    with open(manifest, 'w') as f:
-        f.write(deployment.get('config') or '')
-    env = dict(os.environ)
+    manifest = write_in(os.path.join(disk, 'heat-config-puppet'),
+                         '%s.pp' % deployment['id'],
+                         deployment.get('config') or '')
+    env = rootfs.base_env()
     facts = _env({'inputs': deployment.get('inputs')})
     env.update({'FACTER_' + k: v for k, v in facts.items()
-                if k not in os.environ})
+                if k not in env})
     code, out, err = runner.run(
         [tool, 'apply', '--detailed-exitcodes', manifest], env, disk,
         disk=disk)
@@ -418,4 +507,10 @@ def run(deployment, disk, runner):
     if hook is None:
         return _result(1, '', 'No hook for config group %r on this server '
                        '(entry points of %s)' % (group, GROUP))
-    return hook(deployment, disk, runner)
+    refused = rootfs.refused()
+    if refused:   # before anything is written on the disk
+        return _result(1, '', refused)
+    try:
+        return hook(deployment, disk, runner)
+    except rootfs.Unconfined as e:
+        return _result(1, '', str(e))

@@ -1,32 +1,54 @@
-"""A simulated server's own /tmp, /home, /var/tmp (and /etc/passwd):
-its hooks must not write the host's.
+"""A simulated server's root: the tree its software sees, and the
+launcher that runs a program in it, confined.
 
-Only for simulated servers (`enable`, called by the sim's agent host):
-a standalone agent runs on the server it configures, whose /tmp is its
-own. Many simulated servers share one real machine. A script that writes
-``/tmp/x`` or ``/home/extrauser/.ssh`` would write the host's files, and
-every server would see every other's. Where the agent may (root on
-Linux), each hook process enters a mount namespace of its own in which
-those directories are bind mounts of the server's disk, so ``/tmp/x``
-lands in ``<disk>/tmp/x``: the host's files are untouched and nothing
-outlives the process (the namespace dies with it).
+Only for simulated servers (`enable`, called by the sim's agent host): a
+standalone agent runs on the server it configures. Many simulated
+servers share one real machine with the engine, its database and its
+keys, and their deployment scripts are the tenants' own. So each
+server's hooks and first-boot scripts run, where the agent host may
+(root on Linux):
 
-Left out: a directory holding the agent's own interpreter (its tools
-would vanish) and one that does not exist on the host. Elsewhere (not
-root, not Linux, a container that forbids it) hooks run as before, and
-the agent says so once in its log.
+- in a **mount namespace** whose root is a tmpfs of the server's own
+  (``pivot_root``: the host's tree is not hidden under it, it is gone):
+  the host's ``/usr`` (and ``/bin``, ``/lib``... as the host has them)
+  read-only, a few files of ``/etc`` (`ETC`) copied, ``/dev/null`` and
+  the like, a ``/proc`` of its own, ``/tmp``, ``/var/tmp`` and ``/home``
+  from its disk (and ``/etc/passwd``, ``/etc/group`` once its first boot
+  made them), its disk read-write at its own path, and the directories of
+  the agent's interpreter read-only (a hook runs the agent's Python). The
+  engine's home, database, key files and sockets, and every other
+  server's disk, are not in it;
+- in a **PID namespace**: its ``/proc`` shows its own processes only, and
+  they all die with it (and an IPC namespace: no shared memory or message
+  queue of the host's);
+- in a **user namespace**: root inside, host uids ``[sim] server_uid`` +
+  0..65535 outside (`host_id`), never root on the host.
+
+The network namespace stays the host's: the server's agent endpoint and
+a wait condition's URL are on this machine's loopback, which a network
+namespace of its own would need a bridge or a forwarder to reach.
+
+A root is made once per server (`Root`: a process that built it and
+sleeps as its PID 1) and each hook joins it with util-linux's nsenter:
+``Root(disk, binds(disk)).argv(cwd) + [program, ...]`` runs any program
+there (the hooks' tools today; a server's own agent, os-collect-config,
+would run the same way, from the agent's directories bound read-only).
+Where roots cannot be made (not root, not Linux, a tool missing) the
+hooks of simulated servers fail saying so, unless the operator chose to
+run them unconfined (``[sim] confine_servers = false``).
 """
 
 import concurrent.futures
-import ctypes
 import logging
 import os
 import queue
 import shlex
-import signal
 import shutil
+import signal
+import stat
 import subprocess
 import sys
+import tempfile
 import threading
 
 LOG = logging.getLogger(__name__)
@@ -36,110 +58,393 @@ PRIVATE_DIRS = ('/tmp', '/var/tmp', '/home')
 #: files the server's first boot may have written (users, groups)
 PRIVATE_FILES = ('/etc/passwd', '/etc/group')
 _STICKY = {'/tmp': 0o1777, '/var/tmp': 0o1777}
+#: the host's system directories, read-only (or the same symlink)
+SYSTEM_DIRS = ('/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64',
+               '/libx32')
+#: what of the host's /etc a server gets (copied, its own to change):
+#: name resolution, the dynamic linker, locale and shell basics. Not the
+#: rest: it holds services' configuration and passwords.
+ETC = ('passwd', 'group', 'hosts', 'hostname', 'resolv.conf',
+       'nsswitch.conf', 'host.conf', 'gai.conf', 'ld.so.cache',
+       'ld.so.conf', 'ld.so.conf.d', 'localtime', 'timezone',
+       'alternatives', 'protocols', 'services', 'networks', 'mime.types',
+       'os-release', 'debian_version', 'redhat-release', 'system-release',
+       'profile', 'bash.bashrc', 'environment', 'shells', 'login.defs',
+       'inputrc', 'python3', 'terminfo')
+#: of /etc, bound read-only (too big to copy per server)
+ETC_BOUND = ('ssl', 'pki', 'ca-certificates')
+DEVICES = ('null', 'zero', 'full', 'random', 'urandom')
+#: directories made empty in the root, the server's to write
+EMPTY_DIRS = ('/root', '/run', '/opt', '/srv', '/mnt', '/var/lib',
+              '/var/log', '/var/cache', '/dev/shm')
+#: environment variables of the agent host a server's processes keep
+#: (the rest may name the engine's database, its passwords, its home)
+KEEP_ENV = ('PATH', 'LANG', 'LANGUAGE', 'TZ', 'TERM')
+KEEP_ENV_PREFIXES = ('LC_', 'ANSIBLE_')
+#: the first host uid (and gid) of a server's 65536
+DEFAULT_UID = 2000000000
+UID_COUNT = 65536
+#: the size of a root's own tmpfs (what is written outside its disk)
+ROOT_SIZE = '256m'
+#: where the launcher builds a root, in a mount namespace of its own
+#: (covered there only; nothing a root is made of lives under it)
+_STAGE = '/sys'
 
-_CLONE_NEWNS = 0x00020000
-_MS_BIND = 4096
-_MS_REC = 16384
-_MS_PRIVATE = 1 << 18
-
-
-def _libc():
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.unshare, libc.mount
-    except (OSError, AttributeError):   # not Linux
-        return None, None
-
-
-# looked up here, not in a forked child
-_UNSHARE, _MOUNT = _libc()
-_STATE = {'available': None, 'enabled': False}
+_TOOLS = {name: shutil.which(name) for name in (
+    'setpriv', 'unshare', 'nsenter', 'mount', 'umount', 'pivot_root',
+    'mkdir', 'rmdir', 'cp', 'chown', 'sleep', 'env')}
+_STATE = {'available': None, 'enabled': False, 'confine': True,
+          'uid': DEFAULT_UID, 'reason': None}
 _PROBE_LOCK = threading.Lock()
 
 
-def _call(fn, *args):
-    if fn(*args) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
+class Unconfined(OSError):
+    """A simulated server's software cannot be confined here."""
 
 
-def enter(binds):
-    """In the child, before exec: a mount namespace of its own, nothing
-    shared back with the host's, then each (source, target) bound."""
-    _call(_UNSHARE, _CLONE_NEWNS)
-    _call(_MOUNT, b'none', b'/', None, _MS_REC | _MS_PRIVATE, None)
-    for source, target in binds:
-        _call(_MOUNT, source.encode(), target.encode(), None,
-              _MS_BIND | _MS_REC, None)
+def enable(on=True, confine=True, uid=DEFAULT_UID):
+    """This process runs the hooks of simulated servers (the sim's agent
+    host): confine them (or not, if the operator said so), the server's
+    uids from `uid` on the host."""
+    _STATE.update(enabled=on, confine=confine, uid=int(uid))
 
 
-_UNSHARE_BIN = shutil.which('unshare')
-_MOUNT_BIN = shutil.which('mount')
+def confining():
+    """Whether this process's simulated servers run confined: enabled,
+    not turned off, and possible here."""
+    return bool(_STATE['enabled'] and _STATE['confine'] and available())
 
 
-def chain(binds):
-    """argv that enters a mount namespace of its own, makes `binds`,
-    then execs the rest of its arguments: util-linux's unshare and mount
-    instead of a preexec_fn, so the agent host's spawn is a vfork
-    (a preexec_fn forks the whole host: ~11 ms against ~6 ms, measured
-    here); None when those tools are missing."""
-    if not (_UNSHARE_BIN and _MOUNT_BIN):
+def refused():
+    """Why a simulated server's software must not run here, or None:
+    it is to be confined and cannot be."""
+    if _STATE['enabled'] and _STATE['confine'] and not available():
+        return ('this host cannot confine a simulated server\'s software '
+                '(%s): not run. Run the agent host as root on Linux with '
+                'util-linux, or set [sim] confine_servers = false to run '
+                'it unconfined as %s on this machine (trusted templates '
+                'only)' % (_STATE['reason'], _whoami()))
+    return None
+
+
+def _whoami():
+    try:
+        import pwd
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except (ImportError, KeyError):
+        return 'the agent host\'s user'
+
+
+def available():
+    """Whether roots can be made here (probed once: one is made)."""
+    with _PROBE_LOCK:
+        if _STATE['available'] is None:
+            _STATE['reason'] = _probe()
+            _STATE['available'] = _STATE['reason'] is None
+            if _STATE['reason'] and _STATE['enabled']:
+                LOG.warning('simulated servers cannot be confined: %s',
+                            _STATE['reason'])
+        return _STATE['available']
+
+
+def _probe():
+    """None when a root can be made and run here, else why not."""
+    if not hasattr(os, 'geteuid') or sys.platform != 'linux':
+        return 'not Linux'
+    if os.geteuid() != 0:
+        return 'the agent host does not run as root'
+    missing = sorted(name for name, path in _TOOLS.items() if not path)
+    if missing:
+        return 'missing %s (util-linux, coreutils)' % ', '.join(missing)
+    disk = tempfile.mkdtemp(prefix='converge-root-probe-')
+    root = None
+    try:
+        root = Root(disk, binds(disk))
+        done = subprocess.run(root.argv('/') + ['/bin/sh', '-c', 'id -u'],
+                              stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=60)
+        if done.returncode != 0 or done.stdout.strip() != b'0':
+            return 'a program cannot run in a root made here: %s' % (
+                done.stderr.decode('utf-8', 'replace').strip() or
+                'exit %d' % done.returncode)
         return None
-    return [_UNSHARE_BIN, '--mount', '--propagation', 'private', '--',
-            '/bin/sh', '-c', _chain_script(binds), 'converge-rootfs']
+    except (OSError, subprocess.SubprocessError) as e:
+        return 'a root cannot be made here (%s)' % e
+    finally:
+        if root is not None:
+            root.close()
+        shutil.rmtree(disk, ignore_errors=True)
 
 
-def _chain_script(binds, ready=False):
-    """The shell that makes `binds`, then execs its arguments (or, for
-    a `Holder`, says ready and sleeps)."""
-    mounts = ' && '.join('%s --rbind %s %s' % (
-        shlex.quote(_MOUNT_BIN), shlex.quote(source), shlex.quote(target))
-        for source, target in binds)
-    then = ('echo ready && exec %s infinity' % shlex.quote(_SLEEP_BIN)
-            if ready else 'exec "$@"')
-    return (mounts + ' && ' if mounts else '') + then
+def host_id(inner):
+    """The host's uid (or gid) of a confined server's uid `inner`."""
+    return _STATE['uid'] + inner if confining() else inner
 
 
-_NSENTER_BIN = shutil.which('nsenter')
-_SETPRIV_BIN = shutil.which('setpriv')
-_SLEEP_BIN = shutil.which('sleep')
+def give(path):
+    """Make `path` (on a confined server's disk, made by the host) its
+    root's, so its software may use it."""
+    if confining():
+        os.chown(path, _STATE['uid'], _STATE['uid'], follow_symlinks=False)
 
 
-class Holder:
-    """A server's mount namespace kept for its hooks: a process that
-    entered it, made the binds and sleeps. Each hook then joins it
-    (`argv`, util-linux's nsenter) instead of making its own: three
-    programs started per hook instead of eight (unshare, sh, a mount per
-    bind), ~2.5 ms of CPU against ~9 ms measured here, and a thousand
-    servers run thousands of hooks. It dies with the agent's process
-    (parent-death signal, set from a thread that lives as long) or when
-    `close`d; a hook that runs on in it keeps the namespace alive."""
+def base_env():
+    """The environment a simulated server's processes start from: the
+    agent host's, less what is not theirs to see when confined."""
+    if not confining():
+        return dict(os.environ)
+    env = {k: v for k, v in os.environ.items()
+           if k in KEEP_ENV or k.startswith(KEEP_ENV_PREFIXES)}
+    env.update(HOME='/root', USER='root', LOGNAME='root')
+    env.setdefault('PATH', os.defpath)
+    return env
 
-    def __init__(self, binds):
+
+def _agent_paths():
+    """The directories of the agent's interpreter and tools."""
+    return {os.path.realpath(p) for p in (
+        sys.prefix, sys.base_prefix,
+        os.path.dirname(os.path.realpath(sys.executable)))}
+
+
+def _kept(disk, directory):
+    """What under `directory` stays visible in the root: the disk and
+    the agent's directories, outermost only."""
+    found = sorted(p for p in _agent_paths() | {disk}
+                   if _under(p, directory) and p != directory)
+    outer = []
+    for path in found:
+        if not any(_under(path, o) for o in outer):
+            outer.append(path)
+    return outer
+
+
+def _under(path, directory):
+    return path == directory or path.startswith(directory.rstrip('/') + '/')
+
+
+def plan(disk):
+    """The binds a server at `disk` gets in its root (`binds`), or None
+    when its software is not confined (not a simulated server, turned
+    off, or not possible here)."""
+    if not confining():
+        return None
+    return binds(disk)
+
+
+def binds(disk):
+    """(source, target, writable) of the server at `disk`, in mount
+    order: its own directories (made on the disk as needed), its users
+    once its first boot made them, its disk and the agent's directories
+    at their own paths. Directories kept under one of its own are marked
+    there by an empty chain of directories.
+
+    The server's software may change its disk, and the launcher (root on
+    the host) binds what is named here: a source it could replace by a
+    link would bind a host directory of its choosing into its root. So
+    the disk is the host root's, sticky, and writable by the server's
+    group (it makes its own files, it cannot rename the host's); each
+    source is the host root's and not a link (else it is not bound)."""
+    disk = os.path.realpath(disk)
+    uid = _STATE['uid']
+    _own(disk, 0, uid, 0o1770)
+    found = []
+    kept = _agent_paths() | {disk}
+    for target in PRIVATE_DIRS:
+        source = os.path.join(disk, target.lstrip('/'))
+        os.makedirs(os.path.dirname(source), exist_ok=True)
+        if not _is_dir(source):
+            if os.path.lexists(source):   # the server's: not the host's
+                _remove(source)
+            os.mkdir(source)
+        if target in _STICKY:
+            _own(source, 0, 0, _STICKY[target])
+        else:   # its users' homes: made by its root (the group)
+            _own(source, 0, uid, 0o775)
+        found.append((source, target, True))
+        for keep in _kept(disk, target):
+            os.makedirs(os.path.join(source, os.path.relpath(keep, target)),
+                        exist_ok=True)
+    for target in PRIVATE_FILES:
+        source = os.path.join(disk, target.lstrip('/'))
+        parent = os.lstat(os.path.dirname(source)) if _is_dir(
+            os.path.dirname(source)) else None
+        if parent is not None and parent.st_uid == 0 and \
+                _is(source, stat.S_ISREG):
+            found.append((source, target, True))
+    outer = []
+    for path in sorted(kept, key=len):
+        if not any(_under(path, o) for o in outer):
+            outer.append(path)
+    for path in outer:
+        found.append((path, path, path == disk))
+    return found
+
+
+def _is(path, kind):
+    try:
+        return kind(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def _is_dir(path):
+    return _is(path, stat.S_ISDIR)
+
+
+def _own(path, uid, gid, mode):
+    st = os.lstat(path)
+    if (st.st_uid, st.st_gid) != (uid, gid):
+        os.chown(path, uid, gid, follow_symlinks=False)
+    if stat.S_IMODE(st.st_mode) != mode:
+        os.chmod(path, mode)
+
+
+def _remove(path):
+    if _is_dir(path):
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
+
+
+def _fstab_path(path):
+    # fstab(5): blanks and backslashes in a path are octal escapes
+    return ''.join('\\%03o' % ord(c) if c in ' \t\n\\' else c for c in path)
+
+
+def _launcher(binds, uid):
+    """The shell, run as root in fresh mount and PID namespaces (as their
+    PID 1), that builds the root under `_STAGE`, moves into it and, in a
+    user namespace of its own, says ``ready <host pid>``, waits for its
+    uid map and sleeps as the root's root."""
+    stage = _STAGE
+    dirs, copies, fstab = set(), [], []
+    for path in SYSTEM_DIRS:
+        if os.path.islink(path):
+            copies.append(path)
+        elif os.path.isdir(path):
+            dirs.add(path)
+            fstab.append((path, path, 'none', 'bind,ro,nosuid,nodev'))
+    copies += [os.path.join('/etc', n) for n in ETC
+               if os.path.lexists(os.path.join('/etc', n))]
+    for name in ETC_BOUND:
+        path = os.path.join('/etc', name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            dirs.add(path)
+            fstab.append((path, path, 'none', 'bind,ro,nosuid,nodev'))
+    files = []
+    for name in DEVICES:
+        path = os.path.join('/dev', name)
+        if os.path.exists(path):
+            files.append(path)
+            fstab.append((path, path, 'none', 'bind,nosuid,noexec'))
+    dirs.update(EMPTY_DIRS)
+    dirs.update(('/etc', '/dev', '/proc', '/.old'))
+    for source, target, writable in binds:
+        if os.path.isdir(source):
+            if not any(_under(target, d) and target != d
+                       for d in PRIVATE_DIRS):
+                dirs.add(target)   # else made on the disk beforehand
+        else:
+            files.append(target)
+        fstab.append((source, target, 'none', 'bind,nosuid,nodev' + (
+            '' if writable else ',ro')))
+    fstab.append(('proc', '/proc', 'proc', 'nosuid,nodev,noexec'))
+    lines = ['%s %s %s %s 0 0' % (_fstab_path(s), _fstab_path(stage + t),
+                                  kind, options)
+             for s, t, kind, options in fstab]
+    q = shlex.quote
+    t = _TOOLS
+    rel = lambda p: q('.' + p)   # noqa: E731
+    script = [
+        'set -e',
+        # the shell's own pid on the host (the new /proc is not mounted)
+        'read -r pid rest < /proc/self/stat',
+        '%s -t tmpfs -o mode=0755,size=%s converge-root %s' % (
+            q(t['mount']), ROOT_SIZE, q(stage)),
+        'cd %s' % q(stage),
+        '%s -p -- %s' % (q(t['mkdir']), ' '.join(
+            rel(d) for d in sorted(dirs))),
+    ]
+    if copies:
+        script.append('%s -a --parents -- %s .' % (
+            q(t['cp']), ' '.join(q(p) for p in copies)))
+    script += [': > %s' % rel(f) for f in files]
+    script += [
+        '%s -hR %d:%d .' % (q(t['chown']), uid, uid),
+        # the table is read whole before the /proc mount covers it
+        'printf "%%s\\n" %s > proc/fstab' % ' '.join(q(x) for x in lines),
+        '%s -a -T proc/fstab' % q(t['mount']),
+        '%s . .old' % q(t['pivot_root']),
+        '%s -l /.old' % q(t['umount']),
+        'cd /',
+        '%s /.old' % q(t['rmdir']),
+        # root inside, `uid` outside: the map is written by the agent
+        # host (a process cannot map more than its own uid)
+        'exec %s --user --keep-caps -- /bin/sh -c %s "$pid"' % (
+            q(t['unshare']), q(
+                'echo "ready $0"; read -r go; exec %s --reuid 0 --regid 0 '
+                '--clear-groups --pdeathsig KILL -- %s infinity' % (
+                    q(t['setpriv']), q(t['sleep'])))),
+    ]
+    return '\n'.join(script)
+
+
+class Root:
+    """A server's root, kept while it runs: a process that built it and
+    sleeps as its PID 1. Each of the server's programs joins it (`argv`,
+    util-linux's nsenter): made once per server, not per hook. It dies
+    with the agent's process (parent-death signal, set from a thread
+    that lives as long) or when `close`d, and every process in it with
+    it."""
+
+    def __init__(self, disk, binds, uid=None):
         self.binds = list(binds)
+        self.uid = _STATE['uid'] if uid is None else uid
         self._lock = threading.Lock()
         self._closed = False
+        disk = os.path.realpath(disk)   # named in an error
+        t = _TOOLS
         self.proc = _SPAWNER.popen(
-            [_SETPRIV_BIN, '--pdeathsig', 'KILL', '--', _UNSHARE_BIN,
-             '--mount', '--propagation', 'private', '--', '/bin/sh', '-c',
-             _chain_script(binds, ready=True)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, start_new_session=True)
-        ready = self.proc.stdout.readline()
-        self.proc.stdout.close()
-        if ready.strip() != b'ready':
+            [t['setpriv'], '--pdeathsig', 'KILL', '--', t['unshare'],
+             '--mount', '--pid', '--ipc', '--fork', '--kill-child',
+             '--propagation', 'private', '--', '/bin/sh', '-c',
+             _launcher(self.binds, self.uid)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            ready = self.proc.stdout.readline().split()
+            if len(ready) != 2 or ready[0] != b'ready':
+                raise OSError('the root of %s could not be made: %s' % (
+                    disk, self._error()))
+            self.pid = int(ready[1])
+            for name in ('uid_map', 'gid_map'):
+                with open('/proc/%d/%s' % (self.pid, name), 'w') as f:
+                    f.write('0 %d %d\n' % (self.uid, UID_COUNT))
+            self.proc.stdin.write(b'go\n')
+            self.proc.stdin.close()
+        except (OSError, ValueError):
             self.close()
-            raise OSError('the mount namespace of %s could not be made'
-                          % (binds[-1][0] if binds else '?'))
+            raise
+        finally:
+            self.proc.stdout.close()
+        self.proc.stderr.close()
+
+    def _error(self):
+        self.close()
+        text = self.proc.stderr.read().decode('utf-8', 'replace').strip()
+        self.proc.stderr.close()
+        return text[-500:] or 'exit %s' % self.proc.returncode
 
     def alive(self):
         return self.proc.poll() is None
 
     def argv(self, cwd):
-        """argv that runs the rest of its arguments in the namespace, in
-        directory `cwd` (joining a mount namespace moves to its root)."""
-        return [_NSENTER_BIN, '--mount=/proc/%d/ns/mnt' % self.proc.pid,
-                '--wd=%s' % cwd, '--']
+        """argv that runs the rest of its arguments in the root, as its
+        root, in directory `cwd` (a path in the root)."""
+        t = _TOOLS
+        return [t['nsenter'], '--target=%d' % self.pid, '--user',
+                '--mount', '--pid', '--ipc', '--', t['env'], '-C', cwd]
 
     def close(self):
         with self._lock:   # once: its pid may be another's once reaped
@@ -153,17 +458,12 @@ class Holder:
                 pass
         self.proc.wait()
 
-    @staticmethod
-    def possible():
-        return bool(_NSENTER_BIN and _SETPRIV_BIN and _SLEEP_BIN and
-                    _UNSHARE_BIN and _MOUNT_BIN)
-
 
 # A process forked while another thread has a script open for writing
 # holds that descriptor until it execs, and exec of the script then fails
 # with "Text file busy": scripts are written, and processes started, one
 # at a time, whichever thread starts them (the hooks' runners, first boot,
-# the spawner of kept namespaces below).
+# the spawner of roots below).
 FORK_LOCK = threading.Lock()
 
 
@@ -199,93 +499,3 @@ class _Spawner:
 
 
 _SPAWNER = _Spawner()
-
-
-def enable(on=True):
-    """This process's hooks run for simulated servers (the sim's agent
-    host): give them their own directories where possible."""
-    _STATE['enabled'] = on
-
-
-def available():
-    """Whether hooks can get their own mounts here (probed once)."""
-    with _PROBE_LOCK:
-        if _STATE['available'] is None:
-            _STATE['available'] = _probe()
-        return _STATE['available']
-
-
-def _probe():
-    if _UNSHARE is None or not hasattr(os, 'geteuid') or os.geteuid() != 0:
-        reason = 'the agent does not run as root on Linux'
-    else:
-        try:
-            subprocess.run(['true'], check=True,
-                           preexec_fn=lambda: enter(()))
-            return True
-        except (OSError, subprocess.SubprocessError) as e:
-            reason = 'a mount namespace cannot be made here (%s)' % e
-    LOG.warning('hooks write the host\'s /tmp and /home: %s', reason)
-    return False
-
-
-def _agent_paths():
-    """The directories of the agent's interpreter and tools."""
-    return {os.path.realpath(p) for p in (
-        sys.prefix, sys.base_prefix,
-        os.path.dirname(os.path.realpath(sys.executable)))}
-
-
-def _is_within_agent(directory):
-    """Whether `directory` is (or is inside) one of the agent's own: the
-    cover would be bound over the agent's tools themselves."""
-    return any(_under(os.path.realpath(directory), p)
-               for p in _agent_paths())
-
-
-def _kept(disk, directory):
-    """What under `directory` stays visible in the namespace: the disk
-    and the agent's directories, outermost only."""
-    found = sorted(p for p in _agent_paths() | {disk}
-                   if _under(p, directory) and p != directory)
-    outer = []
-    for path in found:
-        if not any(_under(path, o) for o in outer):
-            outer.append(path)
-    return outer
-
-
-def _under(path, directory):
-    return path == directory or path.startswith(directory.rstrip('/') + '/')
-
-
-def plan(disk):
-    """The (source, target) binds that give the server at `disk` its own
-    directories (made on the disk as needed), in mount order; None when
-    hooks do not get them (not a simulated server, or not possible)."""
-    if not _STATE['enabled'] or not available():
-        return None
-    disk = os.path.realpath(disk)
-    binds = []
-    for target in PRIVATE_DIRS:
-        if not os.path.isdir(target) or _is_within_agent(target):
-            continue
-        source = os.path.join(disk, target.lstrip('/'))
-        if not os.path.isdir(source):
-            os.makedirs(source, exist_ok=True)
-            if target in _STICKY:
-                os.chmod(source, _STICKY[target])
-        # what lives in the directory being covered and must stay: the
-        # disk itself, the agent's own interpreter and tools (a checkout
-        # under /tmp). Each stays reachable at its own path, bound inside
-        # the cover (an empty chain of directories marks where).
-        for keep in _kept(disk, target):
-            inner = os.path.join(source, os.path.relpath(keep, target))
-            os.makedirs(inner, exist_ok=True)
-            binds.append((keep, inner))
-        binds.append((source, target))
-    for target in PRIVATE_FILES:
-        source = os.path.join(disk, target.lstrip('/'))
-        if os.path.isfile(source) and os.path.isfile(target):
-            binds.append((source, target))
-    return binds

@@ -78,13 +78,17 @@ class SimHost:
     """Runs the agents of the sim at `url`, disks under `disks`."""
 
     def __init__(self, url, disks, scan_interval=SCAN_INTERVAL,
-                 wait=runner.POLL_WAIT, backoff_max=None):
+                 wait=runner.POLL_WAIT, backoff_max=None, confine=True,
+                 uid=rootfs.DEFAULT_UID):
         self.url = url
         self.disks = os.path.abspath(disks)
         self.scan_interval = scan_interval
-        # the servers share this machine: each hook sees its own disk's
-        # /tmp, /home... (where this process may make mount namespaces)
-        rootfs.enable()
+        # the servers share this machine with the engine: each server's
+        # software runs in a root of its own (unless told otherwise)
+        rootfs.enable(confine=confine, uid=uid)
+        if confine and not rootfs.available():
+            LOG.error('the servers\' software will not run: %s',
+                      rootfs.refused())
         self.host = runner.Host(batch=True, wait=wait,
                                 backoff_max=backoff_max)
         self._engine = store.get_engine(url)

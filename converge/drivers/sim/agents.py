@@ -177,9 +177,17 @@ def ensure_running(url, disks):
         with open(os.path.join(disks, LOG_FILE), 'ab') as log:
             _SPAWNED[disks] = subprocess.Popen(
                 [sys.executable, '-m', 'converge.agent.cli', '--disks',
-                 disks], env=env, stdin=subprocess.DEVNULL, stdout=log,
+                 disks] + _confinement(), env=env, stdin=subprocess.DEVNULL, stdout=log,
                 stderr=log, close_fds=True, start_new_session=True,
                 cwd=disks)
+
+
+def _confinement():
+    """The agent host's arguments for [sim] confine_servers, server_uid."""
+    from converge import conf
+    if not conf.CONF.sim.confine_servers:
+        return ['--unconfined']
+    return ['--server-uid', str(conf.CONF.sim.server_uid)]
 
 
 def shutdown(url, disks, timeout=20.0):
