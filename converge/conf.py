@@ -6,6 +6,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from converge import opts
+from converge import private
 
 CONF = cfg.CONF
 opts.register(CONF)
@@ -56,7 +57,7 @@ def setup(argv=(), home=None, default_config_files=None, log=True,
                'tooz=WARN'])
         logging.setup(CONF, 'converge')
     _DONE['setup'] = True
-    os.makedirs(home_dir(), exist_ok=True)
+    private.folder(home_dir())
     return CONF
 
 

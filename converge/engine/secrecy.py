@@ -1,0 +1,166 @@
+"""The secrets of a stack, gathered for masking what leaves the engine
+(converge/masking.py): its hidden parameters' values, and, for a caller
+who may not act as its agents or signal it, the credentials it handed
+out.
+
+A stack's secrets are those of its whole tree (its root and every stack
+nested in it): a hidden value of the parent flows into a nested stack's
+parameters, and a nested stack's outputs flow up. Every template version
+the tree has stored counts, not only the current one: an older value is
+still in older events and rows.
+"""
+
+import threading
+
+import sqlalchemy as sa
+
+from converge import masking
+from converge.db import models
+from converge.drivers import tokens
+
+_TRUE = ('true', 'yes', 'on', '1', 't', 'y')
+
+#: template id -> its hidden values (template rows never change)
+_CACHE = {}
+_CACHE_MAX = 2048
+_LOCK = threading.Lock()
+
+
+def hidden_values(template, environment=None, params=None):
+    """The values (as given, defaults too) of the parameters `template`
+    declares hidden, from `params` and the environment's parameters and
+    parameter_defaults: raw documents, so this works where no definition
+    could be made (the error that says why may quote the value)."""
+    decl = (template or {}).get('parameters') if isinstance(
+        template, dict) else None
+    if not isinstance(decl, dict):
+        return []
+    env = environment if isinstance(environment, dict) else {}
+    sources = [params or {}, env.get('parameters') or {},
+               env.get('parameter_defaults') or {}]
+    found = []
+    for name, schema in decl.items():
+        if not isinstance(schema, dict):
+            continue
+        hidden = schema.get('hidden')
+        if isinstance(hidden, str):
+            hidden = hidden.strip().lower() in _TRUE
+        if hidden is not True:
+            continue
+        given = [s[name] for s in sources
+                 if isinstance(s, dict) and name in s]
+        if 'default' in schema:
+            given.append(schema['default'])
+        for value in given:
+            found.append(value)
+            if isinstance(value, str) and schema.get('type') in (
+                    'comma_delimited_list', 'CommaDelimitedList'):
+                found.extend(v.strip() for v in value.split(','))
+            elif isinstance(value, str) and schema.get('type') == 'json':
+                try:
+                    import json
+                    found.append(json.loads(value))
+                except ValueError:
+                    pass
+    return found
+
+
+def bundle_values(bundle, params=None):
+    """hidden_values of a bundle (converge.template's, or its stored
+    dict) and the parameters given with it."""
+    if bundle is None:
+        return []
+    if isinstance(bundle, dict):
+        return hidden_values(bundle.get('template'),
+                             bundle.get('environment'), params)
+    return hidden_values(getattr(bundle, 'template', None),
+                         getattr(bundle, 'environment', None), params)
+
+
+def _root(session, stack_id):
+    seen = set()
+    while stack_id not in seen:
+        seen.add(stack_id)
+        parent = session.scalar(sa.select(models.Stack.parent_id).where(
+            models.Stack.id == stack_id))
+        if not parent:
+            return stack_id
+        stack_id = parent
+    return stack_id
+
+
+def _tree(session, stack_id):
+    """Every stack of `stack_id`'s tree, deleted ones too (their events
+    are still shown)."""
+    found, level = [stack_id], [stack_id]
+    while level:
+        level = [i for i in session.scalars(sa.select(models.Stack.id).where(
+            models.Stack.parent_id.in_(level))) if i not in found]
+        found += level
+    return found
+
+
+def _template_values(session, ids):
+    values = []
+    missing = []
+    with _LOCK:
+        for i in ids:
+            if i in _CACHE:
+                values.extend(_CACHE[i])
+            else:
+                missing.append(i)
+    if missing:
+        T = models.Template
+        rows = session.execute(sa.select(T.id, T.bundle, T.parameters).where(
+            T.id.in_(missing))).all()
+        with _LOCK:
+            if len(_CACHE) > _CACHE_MAX:
+                _CACHE.clear()
+            for tid, bundle, params in rows:
+                found = bundle_values(bundle or {}, params or {})
+                _CACHE[tid] = found
+                values.extend(found)
+    return values
+
+
+def _credentials(engine, session, tree):
+    """The credentials the tree's resources handed out: its servers'
+    agent tokens, and what its plug-ins name as credentials among their
+    attributes (a wait condition handle's token, a scaling policy's
+    alarm URL)."""
+    found = [tokens.token_for(engine.db, agent) for agent in session.scalars(
+        sa.select(models.AgentCredential.agent_id).where(
+            models.AgentCredential.stack_id.in_(tree)))]
+    R = models.Resource
+    for type_name, attrs in session.execute(sa.select(R.type, R.attributes)
+                                            .where(R.stack_id.in_(tree))):
+        cls = engine.plugin_class(type_name)
+        if cls is not None and attrs:
+            found.extend(cls.credentials(attrs))
+    return found
+
+
+def stack_mask(engine, stack_id, credentials=False, session=None):
+    """The Mask of `stack_id`'s tree; `credentials`: its handed-out
+    credentials masked too (for a caller who may not have them)."""
+    if session is None:
+        with engine.db.read() as s:
+            return stack_mask(engine, stack_id, credentials, s)
+    tree = _tree(session, _root(session, stack_id))
+    ids = list(session.scalars(sa.select(models.Template.id).where(
+        models.Template.stack_id.in_(tree))))
+    mask = masking.Mask(_template_values(session, ids),
+                        credentials=credentials)
+    if credentials:
+        mask.add(_credentials(engine, session, tree))
+    return mask
+
+
+def deployment_stacks(engine, deployment_ids):
+    """deployment id -> the stack it belongs to (None: of no stack)."""
+    if not deployment_ids:
+        return {}
+    D = models.SoftwareDeployment
+    with engine.db.read() as s:
+        return dict(s.execute(sa.select(D.id, D.stack_id).where(
+            D.id.in_(list(deployment_ids)))).all())

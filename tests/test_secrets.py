@@ -1,0 +1,286 @@
+"""Secrets stay secret: hidden parameters (and whatever carries their
+values) are ****** in every answer of the API and the CLI, in events and
+errors; a reader sees no credential a stack handed out (a server's agent
+token, a wait condition handle's token); the database keeps them
+encrypted; the home and its files are its owner's only."""
+
+import base64
+import json
+import os
+import sqlite3
+import stat
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from converge import userdata
+from tests.test_heat_api import API, _start_api
+from tests.conftest import stop_agents
+
+SECRET = 'S3cr3t-Pa55w0rd-7f1d'
+
+TEMPLATE = {
+    'heat_template_version': '2018-08-31',
+    'parameters': {
+        'pw': {'type': 'string', 'hidden': True},
+        'flavor': {'type': 'string', 'default': 'm1.small'}},
+    'resources': {
+        'box': {'type': 'OS::Nova::Server', 'properties': {
+            'image': 'cirros', 'flavor': {'get_param': 'flavor'},
+            'user_data_format': 'SOFTWARE_CONFIG',
+            'metadata': {'pw': {'get_param': 'pw'}}}},
+        'cfg': {'type': 'OS::Heat::SoftwareConfig', 'properties': {
+            'group': 'script', 'inputs': [{'name': 'pw'}],
+            'outputs': [{'name': 'said'}],
+            # the script says the secret back: its output carries it
+            'config': '#!/bin/sh\nprintf "pw=%s" "$pw" > '
+                      '"$heat_outputs_path.said"\n'}},
+        'dep': {'type': 'OS::Heat::SoftwareDeployment', 'properties': {
+            'config': {'get_resource': 'cfg'},
+            'server': {'get_resource': 'box'},
+            'input_values': {'pw': {'get_param': 'pw'}}}},
+        'val': {'type': 'OS::Heat::Value',
+                'properties': {'value': {'str_replace': {
+                    'template': 'user:admin pass:$pw',
+                    'params': {'$pw': {'get_param': 'pw'}}}}}},
+        # known only once `val` exists, so refused while the stack is
+        # created: the error names the value it refused
+        'num': {'type': 'OS::Heat::Value', 'properties': {
+            'type': 'number', 'value': {'get_attr': [
+                'dep', 'said']}}},
+        'handle': {'type': 'OS::Heat::WaitConditionHandle'},
+    },
+    'outputs': {
+        'pw_out': {'value': {'get_param': 'pw'}},
+        'joined': {'value': {'get_attr': ['val', 'value']}},
+        'said': {'value': {'get_attr': ['dep', 'said']}},
+        'curl': {'value': {'get_attr': ['handle', 'curl_cli']}},
+    },
+}
+
+
+class Caller:
+    def __init__(self, url, project, token):
+        self.base = '%s/v1/%s' % (url, project)
+        self.token = token
+
+    def call(self, method, path, body=None):
+        req = urllib.request.Request(
+            self.base + path, method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={'X-Auth-Token': self.token,
+                     'Content-Type': 'application/json'})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def get(self, path):
+        status, text = self.call('GET', path)
+        assert status == 200, (path, status, text)
+        return text, json.loads(text)
+
+
+def _user_datas(value):
+    """Every user_data-like text (an agent part in it) in a JSON value."""
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _user_datas(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _user_datas(v)
+    elif isinstance(value, str) and userdata.CONTENT_TYPE in value:
+        yield value
+
+
+def _settled(caller, path, timeout=180):
+    deadline = time.monotonic() + timeout
+    while True:
+        _, body = caller.get(path)
+        if not body['stack']['stack_status'].endswith('IN_PROGRESS'):
+            return body['stack']
+        assert time.monotonic() < deadline, body['stack']['stack_status']
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope='module')
+def served(tmp_path_factory):
+    d = tmp_path_factory.mktemp('secrets')
+    home = str(d / 'home')
+    conf = str(d / 'converge.conf')
+    with open(conf, 'w') as f:
+        f.write('[DEFAULT]\nhome = %s\n' % home)
+    log = str(d / 'api.log')
+    proc, url = _start_api(conf, log)
+    api = API(conf, url)
+    member = Caller(url, 'sec', api.token('sec')['token'])
+    reader = Caller(url, 'sec', api.token('sec', '--role',
+                                          'reader')['token'])
+    status, text = member.call('POST', '/stacks', {
+        'stack_name': 'vault', 'template': TEMPLATE,
+        'parameters': {'pw': SECRET}})
+    assert status == 201, text
+    stack = _settled(reader, '/stacks/vault')
+    # the deployment ran (its agent used its credential), and `num`
+    # refused what the script said
+    assert stack['stack_status'] == 'CREATE_FAILED', stack
+    yield {'member': member, 'reader': reader, 'home': home, 'log': log,
+           'stack': stack, 'url': url}
+    proc.terminate()
+    proc.wait(timeout=30)
+    stop_agents(home)
+
+
+def _everything(caller, stack):
+    """Every answer `caller` can fetch about the stack, as text."""
+    base = '/stacks/vault/%s' % stack['id']
+    texts = {}
+
+    def fetch(path):
+        texts[path], body = caller.get(path)
+        return body
+
+    fetch('/stacks')
+    fetch(base)
+    fetch(base + '?resolve_outputs=false')
+    names = [r['resource_name'] for r in fetch(
+        base + '/resources?with_detail=true')['resources']]
+    fetch(base + '/resources?nested_depth=2')
+    assert {'box', 'dep', 'val', 'num', 'handle'} <= set(names)
+    for name in names:
+        fetch('%s/resources/%s' % (base, name))
+        fetch('%s/resources/%s/metadata' % (base, name))
+        for e in fetch('%s/resources/%s/events' % (base,
+                                                   name))['events']:
+            fetch('%s/resources/%s/events/%s' % (base, name, e['id']))
+    fetch(base + '/events')
+    fetch(base + '/events?nested_depth=2')
+    for o in fetch(base + '/outputs')['outputs']:
+        fetch('%s/outputs/%s' % (base, o['output_key']))
+    for tail in ('/template', '/environment', '/files', '/snapshots'):
+        fetch(base + tail)
+    for d in fetch('/software_deployments')['software_deployments']:
+        fetch('/software_deployments/%s' % d['id'])
+        fetch('/software_deployments/metadata/%s' % d['server_id'])
+    return texts
+
+
+def _agent_token(member, stack):
+    """The server's agent token, as a member (who may have it) sees it
+    in the server's user_data."""
+    _, body = member.get('/stacks/vault/%s/resources/box' % stack['id'])
+    found = [userdata.decode(u) for u in _user_datas(body)]
+    assert found and found[0]['token'] != '******'
+    return found[0]['token']
+
+
+def test_a_reader_sees_no_secret(served):
+    """A reader fetches everything it may about a stack whose hidden
+    parameter flows into a server's metadata, a deployment's input (and
+    the script's output), a Value, outputs and a refused property; none
+    of it holds the secret, the agent's token or the handle's token."""
+    member, reader, stack = served['member'], served['reader'], \
+        served['stack']
+    token = _agent_token(member, stack)
+    _, handle = member.get('/stacks/vault/%s/resources/handle'
+                           % stack['id'])
+    handle_token = handle['resource']['attributes']['token']
+    assert len(handle_token) == 64
+    texts = _everything(reader, stack)
+    whole = '\n'.join(texts.values())
+    assert len(texts) > 30
+    leaked = [p for p, t in texts.items() if SECRET in t]
+    assert not leaked, leaked
+    leaked = [p for p, t in texts.items() if token in t or
+              handle_token in t]
+    assert not leaked, leaked
+    # the agent's part of the user_data is there, its token masked
+    parts = [userdata.decode(u) for u in _user_datas(
+        [json.loads(t) for t in texts.values()])]
+    assert parts and all(p['token'] == '******' for p in parts)
+    assert base64.b64encode(token.encode()).decode()[:40] not in whole
+    # what shows where the secret was
+    shown = json.loads(texts['/stacks/vault/%s' % stack['id']])['stack']
+    assert shown['parameters']['pw'] == '******'
+    outs = {o['output_key']: o['output_value'] for o in shown['outputs']}
+    assert outs['pw_out'] == '******'
+    assert outs['joined'] == 'user:admin pass:******'
+    assert outs['said'] == 'pw=******'
+    assert '******' in outs['curl'] and handle_token not in outs['curl']
+    box = json.loads(texts['/stacks/vault/%s/resources/box'
+                           % stack['id']])['resource']
+    assert box['properties']['metadata'] == {'pw': '******'}
+    assert box['properties']['flavor'] == 'm1.small'   # the rest as it is
+    dep = json.loads(texts['/stacks/vault/%s/resources/dep'
+                           % stack['id']])['resource']
+    assert dep['properties']['input_values'] == {'pw': '******'}
+    num = json.loads(texts['/stacks/vault/%s/resources/num'
+                           % stack['id']])['resource']
+    assert num['resource_status'] == 'CREATE_FAILED'
+    assert '"pw=******" is not an number' in num['resource_status_reason']
+    assert 'pw=******' in shown['stack_status_reason']
+
+
+def test_a_member_sees_credentials_not_secrets(served):
+    """A member gets the credentials (a server's agent token, a handle's
+    token) but no hidden value either."""
+    member, stack = served['member'], served['stack']
+    texts = _everything(member, stack)
+    assert not [p for p, t in texts.items() if SECRET in t]
+    token = _agent_token(member, stack)
+    assert any(token in t for t in texts.values()) or any(
+        userdata.decode(u)['token'] == token for t in texts.values()
+        for u in _user_datas(json.loads(t)))
+    _, handle = member.get('/stacks/vault/%s/resources/handle'
+                           % stack['id'])
+    assert len(handle['resource']['attributes']['token']) == 64
+
+
+def test_refused_create_quotes_no_secret(served):
+    """A template refused when created (400) for a hidden value names
+    the property, not the value; nothing is stored."""
+    member = served['member']
+    bad = json.loads(json.dumps(TEMPLATE))
+    bad['resources']['num']['properties']['value'] = {'get_param': 'pw'}
+    status, text = member.call('POST', '/stacks', {
+        'stack_name': 'refused', 'template': bad,
+        'parameters': {'pw': SECRET}})
+    assert status == 400, text
+    assert 'resources.num.properties.value' in text
+    assert SECRET not in text and '******' in text
+    status, text = member.call('POST', '/validate', {
+        'template': bad, 'parameters': {'pw': SECRET}})
+    assert SECRET not in text
+    status, _ = member.call('GET', '/stacks/refused')
+    assert status == 404
+
+
+def test_database_and_home_keep_it(served):
+    """The database holds no hidden value in clear (encrypted with the
+    home's key), nor do the events or the API's log; the home is 0700,
+    its database and key 0600."""
+    home = served['home']
+    for name in os.listdir(home):
+        path = os.path.join(home, name)
+        if name.startswith('converge.db'):
+            with open(path, 'rb') as f:
+                assert SECRET.encode() not in f.read(), name
+    db = sqlite3.connect(os.path.join(home, 'converge.db'))
+    try:
+        reasons = [r for (r,) in db.execute('SELECT reason FROM events')]
+        sealed = db.execute('SELECT properties FROM resources WHERE '
+                            "name = 'dep'").fetchone()[0]
+    finally:
+        db.close()
+    assert any('pw=******' in r for r in reasons)
+    assert json.loads(sealed).keys() == {'$fernet'}
+    with open(served['log']) as f:
+        assert SECRET not in f.read()
+    mode = lambda p: stat.S_IMODE(os.stat(p).st_mode)   # noqa: E731
+    assert mode(home) == 0o700
+    assert mode(os.path.join(home, 'converge.db')) == 0o600
+    assert mode(os.path.join(home, 'auth_encryption.key')) == 0o600
+    assert mode(os.path.join(home, 'sim.db')) == 0o600
