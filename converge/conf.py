@@ -5,6 +5,7 @@ import os
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from converge import masking
 from converge import opts
 from converge import private
 
@@ -56,6 +57,7 @@ def setup(argv=(), home=None, default_config_files=None, log=True,
             + ['stevedore=WARN', 'alembic=WARN', 'oslo_messaging=WARN',
                'tooz=WARN'])
         logging.setup(CONF, 'converge')
+        masking.mask_logs()
     _DONE['setup'] = True
     private.folder(home_dir())
     return CONF

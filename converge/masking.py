@@ -17,7 +17,11 @@ The engine itself never goes through a Mask: plug-ins, agents and the
 stored rows get the real values.
 """
 
+import collections
 import json
+import logging
+import threading
+import traceback
 
 from converge import userdata
 
@@ -36,7 +40,8 @@ def leaves(value):
     elif isinstance(value, (list, tuple)):
         for v in value:
             yield from leaves(v)
-    elif value is not None and not isinstance(value, bool):
+    elif isinstance(value, (str, int, float)) and \
+            not isinstance(value, bool):
         yield value
 
 
@@ -106,10 +111,10 @@ class Mask:
             return self.text(value)
         if isinstance(value, dict):
             return {k: self._walk(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return type(value)(self._walk(v) for v in value) \
-                if type(value) in (list, tuple) else \
-                [self._walk(v) for v in value]
+        if isinstance(value, list):
+            return [self._walk(v) for v in value]
+        if isinstance(value, tuple):
+            return tuple(self._walk(v) for v in value)
         if value is None or isinstance(value, bool):
             return value
         if isinstance(value, (int, float)) and \
@@ -133,3 +138,66 @@ class Mask:
         elif exc.args and isinstance(exc.args[0], str):
             exc.args = (self.text(exc.args[0]),) + tuple(exc.args[1:])
         return exc
+
+
+# -- log lines ----------------------------------------------------------------
+# A log line is written where no stack is at hand (a plug-in's debug
+# line, a traceback): the secrets this process has met (the hidden values
+# of every template version it parsed or masked for) are masked in every
+# line its log handlers write.
+
+#: most secrets remembered (the oldest forgotten first)
+REMEMBERED = 4096
+_REMEMBERED = collections.OrderedDict()
+_REMEMBERED_LOCK = threading.Lock()
+_LOG_MASK = [Mask()]
+
+
+def remember(values):
+    """Mask `values` (their scalar leaves) in this process's log lines."""
+    texts = [v if isinstance(v, str) else json.dumps(v)
+             for v in leaves(values)]
+    texts = [t for t in texts if len(t) >= MIN_PART]
+    if not texts:
+        return
+    with _REMEMBERED_LOCK:
+        fresh = False
+        for t in texts:
+            if t not in _REMEMBERED:
+                fresh = True
+            _REMEMBERED[t] = True
+            _REMEMBERED.move_to_end(t)
+        while len(_REMEMBERED) > REMEMBERED:
+            _REMEMBERED.popitem(last=False)
+            fresh = True
+        if fresh:
+            _LOG_MASK[0] = Mask(list(_REMEMBERED))
+
+
+class LogFilter(logging.Filter):
+    """Masks remembered secrets in a record's message and traceback."""
+
+    def filter(self, record):
+        mask = _LOG_MASK[0]
+        if not mask:
+            return True
+        try:
+            text = record.getMessage()
+        except Exception:   # a broken record: let logging say so
+            return True
+        if record.exc_info and record.exc_info[0] is not None:
+            text += '\n' + ''.join(traceback.format_exception(
+                *record.exc_info)).rstrip('\n')
+            record.exc_info = None
+            record.exc_text = None
+        masked = mask.text(text)
+        if masked != text or record.args:
+            record.msg, record.args = masked, ()
+        return True
+
+
+def mask_logs(logger=None):
+    """Put a LogFilter on every handler of `logger` (the root)."""
+    for handler in (logger or logging.getLogger()).handlers:
+        if not any(isinstance(f, LogFilter) for f in handler.filters):
+            handler.addFilter(LogFilter())

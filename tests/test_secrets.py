@@ -284,3 +284,187 @@ def test_database_and_home_keep_it(served):
     assert mode(os.path.join(home, 'converge.db')) == 0o600
     assert mode(os.path.join(home, 'auth_encryption.key')) == 0o600
     assert mode(os.path.join(home, 'sim.db')) == 0o600
+
+
+CLI_TEMPLATE = '''\
+heat_template_version: 2018-08-31
+parameters:
+  pw: {type: string, hidden: true}
+  pin: {type: number, hidden: true}
+resources:
+  val:
+    type: OS::Heat::Value
+    properties:
+      value: {str_replace: {template: "pass:$pw", params: {$pw: {get_param: pw}}}}
+  pinned:
+    type: OS::Heat::Value
+    properties: {type: number, value: {get_param: pin}}
+  num:
+    type: OS::Heat::Value
+    properties: {type: number, value: {get_attr: [val, value]}}
+outputs:
+  pw_out: {value: {get_param: pw}}
+  joined: {value: {get_attr: [val, value]}}
+  pin_out: {value: {get_param: pin}}
+'''
+
+
+def test_cli_shows_no_secret_in_any_format(cli, write):
+    """Every command that shows the stack, in every format, and the
+    lines a create prints as it goes: no hidden value (a number
+    neither), the rest as it is."""
+    path = write('t.yaml', CLI_TEMPLATE)
+    proc = cli.run('stack', 'create', 'cv', '-t', path, '--parameter',
+                   'pw=%s' % SECRET, '--parameter', 'pin=73519', '--wait',
+                   check=False)
+    assert proc.returncode == 1, proc.stderr
+    said = [proc.stdout + proc.stderr]
+    assert 'pass:******' in said[0]
+    commands = [('stack', 'show', 'cv'), ('stack', 'list'),
+                ('stack', 'resource', 'list', 'cv'),
+                ('stack', 'event', 'list', 'cv'),
+                ('stack', 'output', 'list', 'cv'),
+                ('stack', 'output', 'show', 'cv', '--all'),
+                ('stack', 'output', 'show', 'cv', 'joined'),
+                ('stack', 'template', 'show', 'cv'),
+                ('stack', 'environment', 'show', 'cv'),
+                ('stack', 'failures', 'list', 'cv')]
+    commands += [('stack', 'resource', 'show', 'cv', r)
+                 for r in ('val', 'pinned', 'num')]
+    every = {('stack', 'show', 'cv'), ('stack', 'event', 'list', 'cv'),
+             ('stack', 'output', 'show', 'cv', '--all'),
+             ('stack', 'resource', 'show', 'cv', 'val')}
+    for args in commands:
+        for fmt in (('table', 'json', 'yaml', 'value') if args in every
+                    else ('json',)):
+            proc = cli.run(*args, '-f', fmt, check=False)
+            if 'unrecognized arguments: -f' in proc.stderr:
+                proc = cli.run(*args)
+                fmt = 'plain'
+            assert proc.returncode == 0, (args, fmt, proc.stderr)
+            said.append('%s %s:\n%s%s' % (' '.join(args), fmt, proc.stdout,
+                                          proc.stderr))
+    whole = '\n'.join(said)
+    assert SECRET not in whole
+    assert '73519' not in whole
+    shown = cli.json('stack', 'output', 'show', 'cv', '--all')
+    got = {o['output_key']: o['output_value'] for o in shown} \
+        if isinstance(shown, list) else shown
+    assert 'pass:******' in json.dumps(got)
+    val = cli.json('stack', 'resource', 'show', 'cv', 'val')
+    assert val['attributes'] == {'value': 'pass:******'}
+
+
+SMALL = '''\
+heat_template_version: 2018-08-31
+parameters:
+  pw: {type: string, hidden: true}
+resources:
+  val:
+    type: OS::Heat::Value
+    properties: {value: {get_param: pw}}
+outputs:
+  out: {value: {get_attr: [val, value]}}
+'''
+
+
+def _in_files(home, text):
+    found = []
+    for name in os.listdir(home):
+        if name.startswith('converge.db'):
+            with open(os.path.join(home, name), 'rb') as f:
+                if text.encode() in f.read():
+                    found.append(name)
+    return found
+
+
+def test_a_database_in_clear_keeps_working(cli, write):
+    """A home whose rows were written in clear (the option off) works on
+    once encryption is on; `converge-manage db encrypt` seals what is
+    left in clear; another key cannot read it and says so."""
+    import subprocess
+    import sys
+    path = write('t.yaml', SMALL)
+    off = write('off.conf', '[DEFAULT]\n'
+                'encrypt_parameters_and_properties = false\n')
+    cli.run('--config-file', off, 'stack', 'create', 'old', '-t', path,
+            '--parameter', 'pw=%s' % SECRET, '--wait')
+    assert _in_files(cli.home, SECRET)
+    assert not os.path.exists(os.path.join(cli.home,
+                                            'auth_encryption.key'))
+    # on (the default): the old rows read, new ones are sealed
+    shown = cli.json('stack', 'output', 'show', 'old', 'out')
+    assert shown['output_value'] == '******'
+    cli.run('stack', 'update', 'old', '--existing', '--parameter',
+            'pw=Second-S3cret-99', '--wait')
+    assert cli.json('stack', 'resource', 'show', 'old', 'val')[
+        'attributes'] == {'value': '******'}
+    assert not _in_files(cli.home, 'Second-S3cret-99')
+    proc = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), 'converge-manage'),
+         '--home', cli.home, 'db', 'encrypt'], capture_output=True,
+        text=True, env=cli.env(), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert int(proc.stdout.split()[0]) > 0
+    assert not _in_files(cli.home, SECRET)
+    assert cli.json('stack', 'show', 'old')['stack_status'] == \
+        'UPDATE_COMPLETE'
+    wrong = write('wrong.conf', '[DEFAULT]\nauth_encryption_key = other\n')
+    proc = cli.run('--config-file', wrong, 'stack', 'resource', 'show',
+                   'old', 'val', check=False)
+    assert proc.returncode == 1
+    assert 'encrypted with another key' in proc.stderr
+    assert 'Traceback' not in proc.stderr
+
+
+def test_mask_rules():
+    """Whole values of any length; parts of texts from MIN_PART
+    characters on; numbers as numbers; the data given left as it is;
+    user_data's base64 parts and agent token."""
+    from converge import masking
+    mask = masking.Mask(['abc', 'longer-secret', 73519])
+    data = {'a': 'abc', 'b': 'xabcx', 'c': 'say longer-secret twice: '
+            'longer-secret', 'd': [73519, 7351, True, None],
+            'e': {'n': 1.5}}
+    assert mask(data) == {
+        'a': '******', 'b': 'xabcx', 'c': 'say ****** twice: ******',
+        'd': ['******', 7351, True, None], 'e': {'n': 1.5}}
+    assert data['a'] == 'abc'
+    ud = userdata.encode('#!/bin/sh\necho longer-secret\n', 'http://e',
+                         'agent-1', 'f' * 64)
+    seen = masking.Mask(['longer-secret'])(ud)
+    assert userdata.decode(seen)['token'] == 'f' * 64
+    assert userdata.parts(seen) == [('text/x-shellscript',
+                                     '#!/bin/sh\necho ******\n')]
+    hidden = masking.Mask(credentials=True)(ud)
+    assert userdata.decode(hidden) == {'endpoint': 'http://e',
+                                       'agent_id': 'agent-1',
+                                       'token': '******'}
+    assert not masking.Mask()   # nothing to hide: data passes as it is
+
+
+def test_log_lines_mask_remembered_secrets():
+    """A secret the process met is masked in its log lines, tracebacks
+    included."""
+    import io
+    import logging
+    from converge import masking
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    log = logging.getLogger('converge.test_secrets')
+    log.addHandler(handler)
+    log.propagate = False
+    try:
+        masking.mask_logs(log)
+        masking.remember(['Remembered-S3cret'])
+        log.warning('value %s refused', 'Remembered-S3cret')
+        try:
+            raise ValueError('bad Remembered-S3cret')
+        except ValueError:
+            log.exception('failed')
+    finally:
+        log.removeHandler(handler)
+    text = stream.getvalue()
+    assert 'Remembered-S3cret' not in text
+    assert 'value ****** refused' in text
+    assert 'ValueError: bad ******' in text

@@ -141,3 +141,56 @@ class Sealed(types.TypeDecorator):
 
     def process_result_value(self, value, dialect):
         return unseal(value)
+
+
+def seal_all(database, batch=500):
+    """Encrypt every value of the database's Sealed columns that is still
+    in clear (written before a key, or with the option off): the
+    `converge-manage db encrypt` of an existing database. Returns how
+    many values it sealed. Needs a key, and the option on."""
+    if key_text(writing=True) is None:
+        raise exception.ConvergeError(
+            'Nothing to encrypt with: set [DEFAULT] auth_encryption_key '
+            '(and encrypt_parameters_and_properties = true)')
+    import sqlalchemy as sa
+    from converge.db import models
+    sealed = 0
+    for table in models.Base.metadata.sorted_tables:
+        columns = [c for c in table.c if isinstance(c.type, Sealed)]
+        if not columns:
+            continue
+        keys = list(table.primary_key.columns)
+        last = None
+        while True:
+            # the stored JSON as it is (not through Sealed), a page at a
+            # time in key order
+            q = sa.select(*keys, *[sa.type_coerce(c, JSON).label(c.name)
+                                   for c in columns]).order_by(*keys)
+            if last is not None:
+                q = q.where(sa.tuple_(*keys) > sa.tuple_(*last))
+            with database.writer_engine.begin() as conn:
+                rows = conn.execute(q.limit(batch)).all()
+                for row in rows:
+                    clear = {c.name: row._mapping[c.name] for c in columns
+                             if row._mapping[c.name] is not None and
+                             not is_sealed(row._mapping[c.name])}
+                    if clear:
+                        conn.execute(table.update().where(*[
+                            k == row._mapping[k.name] for k in keys]
+                        ).values(**clear))
+                        sealed += len(clear)
+            if len(rows) < batch:
+                break
+            last = [rows[-1]._mapping[k.name] for k in keys]
+    if database.is_sqlite:
+        # what the rows held in clear is still in the file's free pages
+        # and its write-ahead log until they are rewritten
+        # (on the driver's connection: the engine begins a transaction
+        # on every use of its own, and VACUUM runs outside any)
+        raw = database.writer_engine.raw_connection()
+        try:
+            raw.driver_connection.execute('VACUUM')
+            raw.driver_connection.execute('PRAGMA wal_checkpoint(TRUNCATE)')
+        finally:
+            raw.close()
+    return sealed

@@ -10,6 +10,7 @@ the tree has stored counts, not only the current one: an older value is
 still in older events and rows.
 """
 
+import json
 import threading
 
 import sqlalchemy as sa
@@ -17,6 +18,8 @@ import sqlalchemy as sa
 from converge import masking
 from converge.db import models
 from converge.drivers import tokens
+from converge.resources import base
+from converge.resources import registry
 
 _TRUE = ('true', 'yes', 'on', '1', 't', 'y')
 
@@ -58,7 +61,6 @@ def hidden_values(template, environment=None, params=None):
                 found.extend(v.strip() for v in value.split(','))
             elif isinstance(value, str) and schema.get('type') == 'json':
                 try:
-                    import json
                     found.append(json.loads(value))
                 except ValueError:
                     pass
@@ -132,12 +134,26 @@ def _credentials(engine, session, tree):
         sa.select(models.AgentCredential.agent_id).where(
             models.AgentCredential.stack_id.in_(tree)))]
     R = models.Resource
-    for type_name, attrs in session.execute(sa.select(R.type, R.attributes)
-                                            .where(R.stack_id.in_(tree))):
-        cls = engine.plugin_class(type_name)
+    types = _credential_types()
+    if not types:
+        return found
+    for type_name, attrs in session.execute(
+            sa.select(R.type, R.attributes).where(
+                R.stack_id.in_(tree), R.type.in_(types))):
+        cls = registry.get(type_name)
         if cls is not None and attrs:
             found.extend(cls.credentials(attrs))
     return found
+
+
+def _credential_types():
+    """The resource types whose attributes hold credentials (only their
+    rows are read)."""
+    return sorted(
+        name for name in registry.names()
+        if (registry.get(name).credential_attributes or
+            registry.get(name).credentials.__func__ is not
+            base.Resource.credentials.__func__))
 
 
 def stack_mask(engine, stack_id, credentials=False, session=None):
@@ -149,8 +165,9 @@ def stack_mask(engine, stack_id, credentials=False, session=None):
     tree = _tree(session, _root(session, stack_id))
     ids = list(session.scalars(sa.select(models.Template.id).where(
         models.Template.stack_id.in_(tree))))
-    mask = masking.Mask(_template_values(session, ids),
-                        credentials=credentials)
+    values = _template_values(session, ids)
+    masking.remember(values)
+    mask = masking.Mask(values, credentials=credentials)
     if credentials:
         mask.add(_credentials(engine, session, tree))
     return mask
