@@ -51,12 +51,20 @@ TEMPLATE = {
             'type': 'number', 'value': {'get_attr': [
                 'dep', 'said']}}},
         'handle': {'type': 'OS::Heat::WaitConditionHandle'},
+        # what the template made of the secret, beyond recognition
+        'shout': {'type': 'OS::Heat::Value', 'properties': {'value': {
+            'yaql': {'expression': '$.data.s.toUpper()',
+                     'data': {'s': {'get_param': 'pw'}}}}}},
     },
     'outputs': {
         'pw_out': {'value': {'get_param': 'pw'}},
         'joined': {'value': {'get_attr': ['val', 'value']}},
         'said': {'value': {'get_attr': ['dep', 'said']}},
         'curl': {'value': {'get_attr': ['handle', 'curl_cli']}},
+        'shouted': {'value': {'get_attr': ['shout', 'value']}},
+        'digest': {'value': {'yaql': {
+            'expression': '$.data.s.toLower()',
+            'data': {'s': {'get_param': 'pw'}}}}},
     },
 }
 
@@ -192,7 +200,8 @@ def test_a_reader_sees_no_secret(served):
     texts = _everything(reader, stack)
     whole = '\n'.join(texts.values())
     assert len(texts) > 30
-    leaked = [p for p, t in texts.items() if SECRET in t]
+    leaked = [p for p, t in texts.items() if SECRET in t or
+              SECRET.upper() in t or SECRET.lower() in t]
     assert not leaked, leaked
     leaked = [p for p, t in texts.items() if token in t or
               handle_token in t]
@@ -210,6 +219,7 @@ def test_a_reader_sees_no_secret(served):
     assert outs['joined'] == 'user:admin pass:******'
     assert outs['said'] == 'pw=******'
     assert '******' in outs['curl'] and handle_token not in outs['curl']
+    assert outs['shouted'] == outs['digest'] == '******'
     box = json.loads(texts['/stacks/vault/%s/resources/box'
                            % stack['id']])['resource']
     assert box['properties']['metadata'] == {'pw': '******'}

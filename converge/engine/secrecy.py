@@ -125,6 +125,31 @@ def _template_values(session, ids):
     return values
 
 
+def _derived_values(engine, session, tree):
+    """What the tree's resources made of its hidden values (a property a
+    yaql expression upper-cased), as their rows keep them: a plug-in's
+    attribute may echo it, and masking by value then masks it too. Only
+    texts of MIN_PART characters or more: a short derived value (a
+    flavor chosen by comparing a secret) is no secret in itself."""
+    found = []
+    S, R = models.Stack, models.Resource
+    for stack_id, template_id in session.execute(
+            sa.select(S.id, S.template_id).where(S.id.in_(tree))):
+        if template_id is None:
+            continue
+        keys = derived(engine, template_id, session)[0]
+        if not keys:
+            continue
+        for name, props in session.execute(
+                sa.select(R.name, R.properties).where(
+                    R.stack_id == stack_id, R.name.in_(list(keys)))):
+            for key in keys.get(name, ()):
+                found.extend(v for v in masking.leaves((props or {}).get(
+                    key)) if isinstance(v, str) and
+                    len(v) >= masking.MIN_PART)
+    return found
+
+
 def _credentials(engine, session, tree):
     """The credentials the tree's resources handed out: its servers'
     agent tokens, and what its plug-ins name as credentials among their
@@ -166,8 +191,13 @@ def stack_mask(engine, stack_id, credentials=False, session=None):
     ids = list(session.scalars(sa.select(models.Template.id).where(
         models.Template.stack_id.in_(tree))))
     values = _template_values(session, ids)
-    masking.remember(values)
     mask = masking.Mask(values, credentials=credentials)
+    # a derived text that shows a secret is masked where it shows it; one
+    # that shows none is masked whole
+    made = [v for v in _derived_values(engine, session, tree)
+            if mask.text(v) == v]
+    mask.add(made)
+    masking.remember(values + made)
     if credentials:
         mask.add(_credentials(engine, session, tree))
     return mask
@@ -181,3 +211,82 @@ def deployment_stacks(engine, deployment_ids):
     with engine.db.read() as s:
         return dict(s.execute(sa.select(D.id, D.stack_id).where(
             D.id.in_(list(deployment_ids)))).all())
+
+
+# -- what a template derives from its hidden parameters ------------------------
+# Masking by value misses a hidden value the template transformed (a
+# yaql expression, a digest of it): Heat's rule masks what is derived
+# from a hidden parameter whatever it became. A resource property (top
+# level) or an output whose snippet reads a hidden parameter and whose
+# value shows no mask once masked by value is masked whole.
+
+_DERIVED = {}
+
+
+def _hidden_names(template):
+    decl = template.get('parameters') if isinstance(template, dict) \
+        else None
+    names = set()
+    for name, schema in (decl or {}).items():
+        hidden = schema.get('hidden') if isinstance(schema, dict) else None
+        if isinstance(hidden, str):
+            hidden = hidden.strip().lower() in _TRUE
+        if hidden is True:
+            names.add(name)
+    return names
+
+
+def _reads(snippet, names):
+    """Whether `snippet` reads one of the parameters `names`."""
+    if isinstance(snippet, dict):
+        if len(snippet) == 1 and 'get_param' in snippet:
+            arg = snippet['get_param']
+            first = arg[0] if isinstance(arg, list) and arg else arg
+            if isinstance(first, str) and first in names:
+                return True
+        return any(_reads(v, names) for v in snippet.values())
+    if isinstance(snippet, list):
+        return any(_reads(v, names) for v in snippet)
+    return False
+
+
+def derived(engine, template_id, session=None):
+    """({resource: {top-level property names}}, {output names}) that the
+    template version derives from its hidden parameters."""
+    found = _DERIVED.get(template_id)
+    if found is not None:
+        return found
+    if session is None:
+        with engine.db.read() as s:
+            return derived(engine, template_id, s)
+    bundle = session.scalar(sa.select(models.Template.bundle).where(
+        models.Template.id == template_id)) or {}
+    tmpl = bundle.get('template') or {}
+    names = _hidden_names(tmpl)
+    resources, outputs = {}, set()
+    if names:
+        for rname, r in (tmpl.get('resources') or {}).items():
+            props = r.get('properties') if isinstance(r, dict) else None
+            keys = {k for k, v in (props or {}).items()
+                    if _reads(v, names)} if isinstance(props, dict) \
+                else set()
+            if keys:
+                resources[rname] = keys
+        for oname, o in (tmpl.get('outputs') or {}).items():
+            if isinstance(o, dict) and _reads(o.get('value'), names):
+                outputs.add(oname)
+    found = (resources, outputs)
+    with _LOCK:
+        if len(_DERIVED) > _CACHE_MAX:
+            _DERIVED.clear()
+        _DERIVED[template_id] = found
+    return found
+
+
+def masked_whole(value):
+    """`value` if masking left a mask in it, else the mask: what is left
+    of a value derived from a hidden parameter."""
+    if value is None:
+        return value
+    text = value if isinstance(value, str) else json.dumps(value)
+    return value if masking.MASK in text else masking.MASK

@@ -370,8 +370,15 @@ class Service:
     def stack_show(self, ctx, ident, with_outputs=True):
         """Heat's stack show, deleted stacks included (the newest)."""
         st = self._stack(ctx, ident, include_deleted=True)
-        return self._masked(ctx, st.id, views.stack(
+        data = self._masked(ctx, st.id, views.stack(
             self.engine, st, with_outputs=with_outputs))
+        if st.template_id is not None and data.get('outputs'):
+            derived = secrecy.derived(self.engine, st.template_id)[1]
+            for out in data['outputs']:
+                if out['output_key'] in derived:
+                    out['output_value'] = secrecy.masked_whole(
+                        out['output_value'])
+        return data
 
     @_read
     def stack_status(self, ctx, stack_id):
@@ -470,8 +477,18 @@ class Service:
     @_read
     def resource_show(self, ctx, ident, name):
         st = self._stack(ctx, ident)
-        return self._masked(ctx, st.id,
+        data = self._masked(ctx, st.id,
                             views.resource_detail(self.engine, st, name))
+        if st.template_id is not None:
+            keys = secrecy.derived(self.engine, st.template_id)[0].get(
+                name, ())
+            for field in ('properties', 'desired_properties',
+                          'applied_properties'):
+                for key in keys:
+                    if key in (data.get(field) or {}):
+                        data[field][key] = secrecy.masked_whole(
+                            data[field][key])
+        return data
 
     @_read
     def resource_metadata(self, ctx, ident, name):
@@ -501,12 +518,21 @@ class Service:
     def output_list(self, ctx, ident):
         """output key -> {'value', 'description'[, 'error']}."""
         st = self._stack(ctx, ident)
-        return self._masked(ctx, st.id, views.outputs(self.engine, st))
+        return self._outputs(ctx, st)
+
+    def _outputs(self, ctx, st):
+        """The stack's outputs, masked (views.outputs' shape)."""
+        outs = self._masked(ctx, st.id, views.outputs(self.engine, st))
+        if st.template_id is not None:
+            for key in secrecy.derived(self.engine, st.template_id)[1]:
+                if key in outs and 'value' in outs[key]:
+                    outs[key]['value'] = secrecy.masked_whole(
+                        outs[key]['value'])
+        return outs
 
     @_read
     def output_show(self, ctx, ident, key):
-        st = self._stack(ctx, ident)
-        outs = self._masked(ctx, st.id, views.outputs(self.engine, st))
+        outs = self._outputs(ctx, self._stack(ctx, ident))
         if key not in outs:
             raise exception.NotFound('Output %s not found' % key)
         out = outs[key]
