@@ -35,8 +35,11 @@ TEMPLATE = {
             'group': 'script', 'inputs': [{'name': 'pw'}],
             'outputs': [{'name': 'said'}],
             # the script says the secret back: its output carries it
-            'config': '#!/bin/sh\nprintf "pw=%s" "$pw" > '
-                      '"$heat_outputs_path.said"\n'}},
+            'config': {'str_replace': {
+                'template': '#!/bin/sh\n# built for KEY\n'
+                            'printf "pw=%s" "$pw" > '
+                            '"$heat_outputs_path.said"\n',
+                'params': {'KEY': {'get_param': 'pw'}}}}}},
         'dep': {'type': 'OS::Heat::SoftwareDeployment', 'properties': {
             'config': {'get_resource': 'cfg'},
             'server': {'get_resource': 'box'},
@@ -170,6 +173,8 @@ def _everything(caller, stack):
         fetch('%s/outputs/%s' % (base, o['output_key']))
     for tail in ('/template', '/environment', '/files', '/snapshots'):
         fetch(base + tail)
+    for c in fetch('/software_configs')['software_configs']:
+        fetch('/software_configs/%s' % c['id'])
     for d in fetch('/software_deployments')['software_deployments']:
         fetch('/software_deployments/%s' % d['id'])
         fetch('/software_deployments/metadata/%s' % d['server_id'])
@@ -220,6 +225,10 @@ def test_a_reader_sees_no_secret(served):
     assert outs['said'] == 'pw=******'
     assert '******' in outs['curl'] and handle_token not in outs['curl']
     assert outs['shouted'] == outs['digest'] == '******'
+    _, cfg = reader.get('/stacks/vault/%s/resources/cfg' % stack['id'])
+    _, cfg = reader.get('/software_configs/%s'
+                        % cfg['resource']['physical_resource_id'])
+    assert '# built for ******\n' in cfg['software_config']['config']
     box = json.loads(texts['/stacks/vault/%s/resources/box'
                            % stack['id']])['resource']
     assert box['properties']['metadata'] == {'pw': '******'}

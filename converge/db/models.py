@@ -264,7 +264,7 @@ class SoftwareConfig(Base):
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     name: Mapped[str] = mapped_column(String(255), default='')
     group: Mapped[str] = mapped_column(String(255), default='')
-    config: Mapped[dict] = mapped_column(JSON, default=dict)
+    config: Mapped[dict] = mapped_column(Sealed, default=dict)
     #: whose it is: the API lists and shows a project's own only (None:
     #: made before configs had owners, seen by no one's listing)
     project_id: Mapped[str | None] = mapped_column(String(64), index=True,

@@ -213,6 +213,17 @@ def deployment_stacks(engine, deployment_ids):
             D.id.in_(list(deployment_ids)))).all())
 
 
+def config_stacks(engine, config_ids):
+    """software config id -> the stack whose resource made it (absent:
+    made through the API, of no stack)."""
+    if not config_ids:
+        return {}
+    R = models.Resource
+    with engine.db.read() as s:
+        return dict(s.execute(sa.select(R.physical_id, R.stack_id).where(
+            R.physical_id.in_(list(config_ids)))).all())
+
+
 # -- what a template derives from its hidden parameters ------------------------
 # Masking by value misses a hidden value the template transformed (a
 # yaql expression, a digest of it): Heat's rule masks what is derived

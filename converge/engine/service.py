@@ -679,12 +679,16 @@ class Service:
 
     @_read
     def software_config_list(self, ctx):
-        return standalone.config_list(self.engine, request.project_of(ctx))
+        found = standalone.config_list(self.engine, request.project_of(ctx))
+        return self._masked_by(ctx, found, secrecy.config_stacks(
+            self.engine, [c['id'] for c in found]))
 
     @_read
     def software_config_show(self, ctx, config_id):
-        return standalone.config_show(self.engine, request.project_of(ctx),
-                                      config_id)
+        found = standalone.config_show(self.engine, request.project_of(ctx),
+                                       config_id)
+        return self._masked_by(ctx, [found], secrecy.config_stacks(
+            self.engine, [config_id]))[0]
 
     def software_config_delete(self, ctx, config_id):
         standalone.config_delete(self.engine, request.project_of(ctx),
@@ -707,8 +711,12 @@ class Service:
     def _masked_deployments(self, ctx, found):
         """Deployments (dicts with their id), each masked as its
         stack's (one of no stack has no hidden values)."""
-        stacks_of = secrecy.deployment_stacks(self.engine,
-                                              [d['id'] for d in found])
+        return self._masked_by(ctx, found, secrecy.deployment_stacks(
+            self.engine, [d['id'] for d in found]))
+
+    def _masked_by(self, ctx, found, stacks_of):
+        """Dicts with an id, each masked as the stack `stacks_of` names
+        for its id (none: as it is)."""
         masks = {}
         out = []
         for d in found:
