@@ -487,3 +487,31 @@ def test_log_lines_mask_remembered_secrets():
     assert 'Remembered-S3cret' not in text
     assert 'value ****** refused' in text
     assert 'ValueError: bad ******' in text
+
+
+@pytest.mark.distributed
+def test_distributed_sealed_with_the_configured_key(tmp_path):
+    """On PostgreSQL, with [DEFAULT] auth_encryption_key on every
+    process: a worker writes the hidden value sealed, the CLI shows it
+    masked, no row holds it in clear."""
+    from tests.distributed import Deployment, require
+    require('postgresql', 'rabbitmq', 'redis')
+    dist = Deployment(tmp_path, options={
+        'DEFAULT': {'auth_encryption_key': 'a key of the deployment'}})
+    try:
+        dist.start_worker()
+        path = tmp_path / 't.yaml'
+        path.write_text(SMALL)
+        dist.cli('stack', 'create', 'd', '-t', str(path), '--parameter',
+                 'pw=%s' % SECRET, '--wait')
+        shown = dist.json('stack', 'resource', 'show', 'd', 'val')
+        assert shown['attributes'] == {'value': '******'}
+        assert dist.json('stack', 'output', 'show', 'd', 'out')[
+            'output_value'] == '******'
+        dump = dist.sql("SELECT properties::text, attributes::text FROM "
+                        "resources") + dist.sql(
+            'SELECT parameters::text, bundle::text FROM templates')
+        assert dump and SECRET not in json.dumps(dump)
+        assert all('$fernet' in v for row in dump for v in row if v)
+    finally:
+        dist.close()
