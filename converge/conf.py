@@ -5,7 +5,9 @@ import os
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from converge import masking
 from converge import opts
+from converge import private
 
 CONF = cfg.CONF
 opts.register(CONF)
@@ -55,8 +57,9 @@ def setup(argv=(), home=None, default_config_files=None, log=True,
             + ['stevedore=WARN', 'alembic=WARN', 'oslo_messaging=WARN',
                'tooz=WARN'])
         logging.setup(CONF, 'converge')
+        masking.mask_logs()
     _DONE['setup'] = True
-    os.makedirs(home_dir(), exist_ok=True)
+    private.folder(home_dir())
     return CONF
 
 

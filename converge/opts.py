@@ -105,6 +105,25 @@ DEFAULT_OPTS = [
                      'every unit of work, message cast and resource lock '
                      '(see converge/listeners.py). converge-bench '
                      'sets "bench" on the workers it starts.'),
+    cfg.StrOpt('auth_encryption_key', secret=True,
+               help='The key (any text) the values a stack keeps that may '
+                    'carry a secret are encrypted with in the database '
+                    '(Heat\'s option): its template versions\' '
+                    'parameters and environment, its resources\' '
+                    'properties, attributes and observed state, its '
+                    'outputs, its deployments\' inputs and outputs, its '
+                    'snapshots. Every engine and API process of a '
+                    'deployment needs the same key, and data written with '
+                    'one cannot be read without it. Unset: with the '
+                    'embedded database (no [database] connection), a key '
+                    'made on first use and kept in $home/'
+                    'auth_encryption.key (0600); with a database server, '
+                    'nothing is encrypted.'),
+    cfg.BoolOpt('encrypt_parameters_and_properties', default=True,
+                help='Encrypt what auth_encryption_key says, whenever a '
+                     'key is at hand (Heat\'s option; its default is '
+                     'off). Off: new rows are written in clear; rows '
+                     'already encrypted are still read with the key.'),
 ]
 
 DATABASE_OPTS = [

@@ -58,6 +58,47 @@ def decode(user_data):
     return None
 
 
+def rewrite(user_data, change):
+    """`user_data` (a MIME multipart, as `encode` writes it) with each of
+    its parts' text passed through `change(content type, text)`; as given
+    when it is not MIME or nothing changed. How a part's text is seen
+    where it travels base64-encoded (a server's user_data as the cloud
+    shows it): masked, re-encoded."""
+    try:
+        doc = email.message_from_string(user_data)
+    except Exception:
+        return user_data
+    if not doc.is_multipart():
+        return user_data
+    changed = False
+    for part in doc.walk():
+        if part.is_multipart():
+            continue
+        try:
+            text = part.get_payload(decode=True).decode('utf-8')
+        except (AttributeError, UnicodeDecodeError):
+            continue
+        new = change(part.get_content_type(), text)
+        if new != text:
+            del part['Content-Transfer-Encoding']
+            part.set_payload(new, 'utf-8')
+            changed = True
+    return doc.as_string() if changed else user_data
+
+
+def without_token(text, mask):
+    """An agent part's text with its token replaced by `mask`."""
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return mask
+    if not isinstance(found, dict):
+        return mask
+    if 'token' in found:
+        found['token'] = mask
+    return json.dumps(found, sort_keys=True)
+
+
 # -- what cloud-init acts on (agent/firstboot.py runs it on the sim) -------
 CLOUD_CONFIG = 'text/cloud-config'
 SHELLSCRIPT = 'text/x-shellscript'

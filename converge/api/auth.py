@@ -29,7 +29,8 @@ def _request_id(req):
 
 
 def context(engine, req, project_id):
-    """The request context of `req` on the URL's `project_id`."""
+    """The request context of `req` on the URL's `project_id` (seeing
+    no credentials until the policy says it may: common.action)."""
     strategy = conf_mod.CONF.api.auth_strategy
     rid = _request_id(req)
     if strategy == 'keystone':
@@ -45,19 +46,20 @@ def context(engine, req, project_id):
         _count(engine, 'keystone:%s:%s' % (project, user))
         # the token: a stack created now may need a trust made with it
         return request.make(project, user, roles, rid,
-                            auth_token=req.headers.get('X-Auth-Token'))
+                            auth_token=req.headers.get('X-Auth-Token'),
+                            credentials=False)
     if strategy == 'noauth':
         roles = [r.strip() for r in req.headers.get(
             'X-Roles', 'member,reader').split(',') if r.strip()]
         return request.make(project_id, req.headers.get('X-User-Id'),
-                            roles, rid)
+                            roles, rid, credentials=False)
     who = api_tokens.authenticate(engine.db,
                                   req.headers.get('X-Auth-Token', ''))
     if who['project_id'] != project_id:
         raise exception.NotFound('The resource could not be found')
     _count(engine, 'token:%s' % who['token_id'])
     return request.make(who['project_id'], who['user_id'], who['roles'],
-                        rid)
+                        rid, credentials=False)
 
 
 def _count(engine, caller):

@@ -60,6 +60,10 @@ CONVERGE_WRITE = (
     'converge:stack_converge', 'converge:stack_resume_rollout',
     'converge:deployment_action_run', 'converge:resource_signal_result',
 )
+#: who sees the credentials a stack hands out (its servers' agent
+#: tokens in their user_data, its signal tokens and URLs) in what the
+#: API answers; everyone else reads them as ******
+CREDENTIALS = 'converge:show_credentials'
 
 
 def list_rules():
@@ -70,6 +74,10 @@ def list_rules():
                for n in READ + CONVERGE_READ]
             + [policy.RuleDefault(n, 'rule:project_member')
                for n in WRITE + CONVERGE_WRITE]
+            + [policy.RuleDefault(
+                CREDENTIALS, 'rule:project_member',
+                'Who sees the agent and signal credentials of a stack in '
+                'what the API answers (others read them as ******).')]
             + [policy.RuleDefault(n, 'rule:context_is_admin')
                for n in ADMIN])
 

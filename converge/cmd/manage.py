@@ -1,4 +1,4 @@
-"""`converge-manage db sync|version` and `converge-manage token
+"""`converge-manage db sync|version|encrypt` and `converge-manage token
 create|list|revoke` (converge's own REST API tokens)."""
 
 import argparse
@@ -20,6 +20,9 @@ def main(argv=None):
     sync = dbsub.add_parser('sync', help='upgrade the schema to the latest')
     sync.add_argument('revision', nargs='?', default='head')
     dbsub.add_parser('version', help='print the schema revision')
+    dbsub.add_parser('encrypt', help='encrypt what is still in clear '
+                     '([DEFAULT] auth_encryption_key): rows written before '
+                     'a key was set')
     _token_parsers(sub)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     conf_mod.setup([], home=args.home, default_config_files=args.config_file,
@@ -29,6 +32,13 @@ def main(argv=None):
         return _token(args, schema)
     if args.command == 'sync':
         print('database at revision %s' % schema.sync(args.revision))
+    elif args.command == 'encrypt':
+        from converge import exception
+        try:
+            print('%d values encrypted' % schema.encrypt())
+        except exception.ConvergeError as e:
+            print('converge-manage: %s' % e, file=sys.stderr)
+            return 1
     else:
         print(schema.version() or 'none')
     return 0

@@ -13,6 +13,10 @@ from sqlalchemy import (Boolean, DateTime, Double, Float, ForeignKey, Index,
                         Integer, JSON, String, Text, UniqueConstraint)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+# what may carry a hidden parameter's value or a credential is a Sealed
+# column: encrypted at rest with the configured key (db/sealing.py)
+from converge.db.sealing import Sealed
+
 
 def utcnow():
     return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
@@ -46,7 +50,7 @@ class Stack(Base):
     disable_rollback: Mapped[bool] = mapped_column(Boolean, default=True)
     timeout_mins: Mapped[int | None] = mapped_column(Integer, nullable=True)
     tags: Mapped[list] = mapped_column(JSON, default=list)
-    outputs: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    outputs: Mapped[dict | None] = mapped_column(Sealed, nullable=True)
     # a nested stack: the stack and the resource (a provider template's,
     # OS::Heat::Stack's, a group's) that own it, and how deep it is
     parent_id: Mapped[str | None] = mapped_column(String(36), nullable=True,
@@ -76,9 +80,9 @@ class Template(Base):
     stack_id: Mapped[str | None] = mapped_column(String(36), nullable=True,
                                                  index=True)
     # the Bundle (template, files, environment) as JSON
-    bundle: Mapped[dict] = mapped_column(JSON)
+    bundle: Mapped[dict] = mapped_column(Sealed)
     # user parameters given on the command line
-    parameters: Mapped[dict] = mapped_column(JSON, default=dict)
+    parameters: Mapped[dict] = mapped_column(Sealed, default=dict)
     created_at: Mapped[datetime.datetime] = mapped_column(DateTime,
                                                           default=utcnow)
 
@@ -103,10 +107,10 @@ class Resource(Base):
     reference_id: Mapped[str | None] = mapped_column(Text, nullable=True)
     # the template version whose desired state this row last reached
     template_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    properties: Mapped[dict | None] = mapped_column(JSON, nullable=True)
-    data: Mapped[dict] = mapped_column(JSON, default=dict)
-    attributes: Mapped[dict | None] = mapped_column(JSON, nullable=True)
-    observed: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    properties: Mapped[dict | None] = mapped_column(Sealed, nullable=True)
+    data: Mapped[dict] = mapped_column(Sealed, default=dict)
+    attributes: Mapped[dict | None] = mapped_column(Sealed, nullable=True)
+    observed: Mapped[dict | None] = mapped_column(Sealed, nullable=True)
     # when `observed` was read (epoch seconds), and how the real thing
     # differed from what was applied then (None: it did not)
     observed_at: Mapped[float | None] = mapped_column(Double, nullable=True)
@@ -260,7 +264,7 @@ class SoftwareConfig(Base):
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     name: Mapped[str] = mapped_column(String(255), default='')
     group: Mapped[str] = mapped_column(String(255), default='')
-    config: Mapped[dict] = mapped_column(JSON, default=dict)
+    config: Mapped[dict] = mapped_column(Sealed, default=dict)
     #: whose it is: the API lists and shows a project's own only (None:
     #: made before configs had owners, seen by no one's listing)
     project_id: Mapped[str | None] = mapped_column(String(64), index=True,
@@ -289,13 +293,13 @@ class SoftwareDeployment(Base):
     #: the event its signal wakes (the unit of the resource waiting on it)
     wake_event: Mapped[str | None] = mapped_column(String(255))
     #: the derived config: group, config, options, inputs, outputs
-    config: Mapped[dict] = mapped_column(JSON, default=dict)
+    config: Mapped[dict] = mapped_column(Sealed, default=dict)
     action: Mapped[str] = mapped_column(String(32))
     run: Mapped[str] = mapped_column(String(64), default='')
     status: Mapped[str] = mapped_column(String(16))
     status_reason: Mapped[str] = mapped_column(Text, default='')
-    input_values: Mapped[dict] = mapped_column(JSON, default=dict)
-    output_values: Mapped[dict] = mapped_column(JSON, default=dict)
+    input_values: Mapped[dict] = mapped_column(Sealed, default=dict)
+    output_values: Mapped[dict] = mapped_column(Sealed, default=dict)
     created_at: Mapped[datetime.datetime] = mapped_column(DateTime,
                                                           default=utcnow)
     updated_at: Mapped[datetime.datetime] = mapped_column(DateTime,
@@ -390,11 +394,11 @@ class DeploymentAction(Base):
     member: Mapped[str | None] = mapped_column(String(255))
     server_id: Mapped[str] = mapped_column(String(255))
     action: Mapped[str] = mapped_column(String(64))
-    input_values: Mapped[dict] = mapped_column(JSON, default=dict)
+    input_values: Mapped[dict] = mapped_column(Sealed, default=dict)
     run: Mapped[str] = mapped_column(String(64), index=True)
     status: Mapped[str] = mapped_column(String(16))
     status_reason: Mapped[str] = mapped_column(Text, default='')
-    output_values: Mapped[dict] = mapped_column(JSON, default=dict)
+    output_values: Mapped[dict] = mapped_column(Sealed, default=dict)
     created_at: Mapped[datetime.datetime] = mapped_column(DateTime,
                                                           default=utcnow)
     updated_at: Mapped[datetime.datetime] = mapped_column(DateTime,
@@ -432,7 +436,7 @@ class StackSnapshot(Base):
     name: Mapped[str] = mapped_column(String(255), default='')
     status: Mapped[str] = mapped_column(String(16))
     status_reason: Mapped[str] = mapped_column(Text, default='')
-    data: Mapped[dict] = mapped_column(JSON, default=dict)
+    data: Mapped[dict] = mapped_column(Sealed, default=dict)
     created_at: Mapped[float] = mapped_column(Double)
 
 

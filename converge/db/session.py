@@ -23,6 +23,8 @@ import weakref
 import sqlalchemy as sa
 from sqlalchemy import event, exc as sa_exc, orm
 
+from converge import private
+
 _LOCK = threading.Lock()
 _DATABASES = {}
 #: seconds a kept server connection (PostgreSQL, MariaDB) may lie unused
@@ -49,6 +51,7 @@ class Database:
         self.counter = Counter()
         self.is_sqlite = url.startswith('sqlite')
         if self.is_sqlite:
+            private.sqlite(url)
             self.writer_engine = self._sqlite_engine(url, True, self.counter)
             self.reader_engine = self._sqlite_engine(url, False,
                                                      self.counter)

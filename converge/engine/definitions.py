@@ -10,6 +10,7 @@ import collections
 import threading
 
 from converge import conf as conf_mod
+from converge import masking
 from converge import template
 from converge.db import api
 
@@ -59,6 +60,9 @@ class Cache:
             project_id=stack.project_id, limits=limits(), stored=True)
 
     def put(self, template_id, stack, defn):
+        # its hidden values are masked in this process's log lines
+        masking.remember([defn.parameters[n] for n in
+                          getattr(defn, 'hidden_parameters', ())])
         budget = conf_mod.CONF.definition_cache_resources
         with self._lock:
             self._defs[(template_id, stack.id)] = defn

@@ -17,13 +17,17 @@ class RequestContext(oslo_context.RequestContext):
     clouds.yaml name) a stack this request creates lives in; None for the
     simulated cloud."""
 
-    def __init__(self, *args, cloud=None, **kwargs):
+    def __init__(self, *args, cloud=None, credentials=True, **kwargs):
         super().__init__(*args, **kwargs)
         self.cloud = cloud
+        #: whether the caller sees the credentials a stack hands out
+        #: (agent and signal tokens): the API sets it from its policy;
+        #: the embedded CLI is the home's owner and sees them
+        self.credentials = credentials
 
 
 def make(project_id=None, user_id=None, roles=(), request_id=None,
-         cloud=None, auth_token=None):
+         cloud=None, auth_token=None, credentials=True):
     """A context for `project_id`, else the configured default project
     (`[DEFAULT] project_id`)."""
     if not project_id:
@@ -34,7 +38,7 @@ def make(project_id=None, user_id=None, roles=(), request_id=None,
     return RequestContext(project_id=project_id, user_id=user_id,
                           roles=list(roles), request_id=request_id,
                           overwrite=False, cloud=cloud,
-                          auth_token=auth_token)
+                          auth_token=auth_token, credentials=credentials)
 
 
 def project_of(ctx):

@@ -19,3 +19,11 @@ def sync(revision='head'):
 def version():
     """The schema's revision, or None for an empty database."""
     return migrate.current(_database())
+
+
+def encrypt():
+    """Encrypt the values still in clear (db/sealing.py); how many."""
+    from converge.db import sealing
+    database = _database()
+    migrate.ensure(database)
+    return sealing.seal_all(database)

@@ -22,6 +22,7 @@ from sqlalchemy import exc as sa_exc
 
 from converge import conf
 from converge import exception
+from converge import masking
 from converge.db import api
 from converge.drivers import trusts
 from converge.engine import abandon
@@ -32,6 +33,7 @@ from converge.engine import preview
 from converge.engine import request
 from converge.engine import rollouts
 from converge.engine import scaling
+from converge.engine import secrecy
 from converge.engine import snapshots
 from converge.engine import software
 from converge.engine import standalone
@@ -105,6 +107,35 @@ class Service:
             raise exception.StackNotFound(stack_id)
         return st
 
+    def _mask(self, ctx, stack_id):
+        """The Mask of what `ctx` may not see of the stack: its hidden
+        values, and its credentials unless ctx may have them. Every
+        answer about a stack passes through one before it leaves."""
+        return secrecy.stack_mask(
+            self.engine, stack_id,
+            credentials=not getattr(ctx, 'credentials', True))
+
+    def _masked(self, ctx, stack_id, data):
+        return self._mask(ctx, stack_id)(data)
+
+    @contextlib.contextmanager
+    def _quoting(self, ctx, bundle, params, ident=None):
+        """An error of a template given with parameters (a property's
+        validation error names the value it refused) quotes none of
+        their hidden values, nor the stack's (`ident`) own."""
+        try:
+            yield
+        except exception.ConvergeError as exc:
+            mask = masking.Mask(secrecy.bundle_values(bundle, params))
+            if ident is not None:
+                try:
+                    st = self._stack(ctx, ident)
+                except exception.ConvergeError:
+                    st = None
+                if st is not None:
+                    mask.add(self._mask(ctx, st.id).secrets())
+            raise mask.error(exc)
+
     def _started(self, stack_id, traversal_id):
         return {'id': stack_id, 'traversal_id': traversal_id}
 
@@ -112,9 +143,10 @@ class Service:
     def template_validate(self, ctx, bundle, params):
         """The template's parameters and description (Heat's
         validate_template answer); nothing is stored."""
-        defn = stacks.validate(bundle, params, validate_values=False,
-                               project_id=request.project_of(ctx))
-        return defn.validate_info()
+        with self._quoting(ctx, bundle, params):
+            defn = stacks.validate(bundle, params, validate_values=False,
+                                   project_id=request.project_of(ctx))
+            return defn.validate_info()
 
     def resource_types(self, ctx, name=None, with_description=False):
         return catalog.resource_types(name, with_description)
@@ -135,16 +167,21 @@ class Service:
                              existing=False, clear_parameters=()):
         """What an update would do to each resource: {added, deleted,
         replaced, updated, unchanged}; nothing is stored."""
-        return preview.update(self.engine, ident, bundle, params, existing,
-                              clear_parameters,
-                              project_id=request.project_of(ctx))
+        with self._quoting(ctx, bundle, params, ident):
+            found = preview.update(self.engine, ident, bundle, params,
+                                   existing, clear_parameters,
+                                   project_id=request.project_of(ctx))
+            st = self._stack(ctx, ident)
+            return masking.Mask(secrecy.bundle_values(bundle, params)).add(
+                self._mask(ctx, st.id).secrets())(found)
 
     def stack_preview(self, ctx, name, bundle, params):
         """What creating the stack would lay out (--dry-run); nothing is
         stored."""
         stacks.check_name(name)
-        defn = stacks.validate(bundle, params, stack_name=name,
-                               project_id=request.project_of(ctx))
+        with self._quoting(ctx, bundle, params):
+            defn = stacks.validate(bundle, params, stack_name=name,
+                                   project_id=request.project_of(ctx))
         deps = defn.dependencies()
         return {'stack_name': name, 'resources': len(defn.resources),
                 'description': defn.description,
@@ -163,7 +200,7 @@ class Service:
     # each returns {'id': stack id, 'traversal_id': the traversal started}
     def stack_create(self, ctx, name, bundle, params, disable_rollback=True,
                      timeout=None, tags=None, converge_policy=None):
-        with self._cloud(ctx) as cloud:
+        with self._quoting(ctx, bundle, params), self._cloud(ctx) as cloud:
             return self._started(*stacks.create(
                 self.engine, name, bundle, params,
                 disable_rollback=disable_rollback, timeout=timeout,
@@ -190,11 +227,13 @@ class Service:
                      existing=False, rollback=None, clear_parameters=(),
                      timeout=None, tags=None, converge=False,
                      converge_policy=None):
-        return self._started(*stacks.update(
-            self.engine, ident, bundle, params, existing=existing,
-            rollback=rollback, clear_parameters=clear_parameters,
-            timeout=timeout, tags=tags, project_id=request.project_of(ctx),
-            converge=converge, converge_policy=converge_policy))
+        with self._quoting(ctx, bundle, params, ident):
+            return self._started(*stacks.update(
+                self.engine, ident, bundle, params, existing=existing,
+                rollback=rollback, clear_parameters=clear_parameters,
+                timeout=timeout, tags=tags,
+                project_id=request.project_of(ctx), converge=converge,
+                converge_policy=converge_policy))
 
     def stack_resume_rollout(self, ctx, ident):
         """Move on the rollouts of the stack waiting for the operator
@@ -231,7 +270,7 @@ class Service:
                     source='<adopt data>'):
         """Take back the resources of an abandon document (`data`, as
         `stack_abandon` returns it) without creating them."""
-        with self._cloud(ctx) as cloud:
+        with self._quoting(ctx, data, params), self._cloud(ctx) as cloud:
             return self._started(*abandon.adopt(
                 self.engine, name, data, params, timeout=timeout,
                 project_id=request.project_of(ctx), source=source,
@@ -257,13 +296,19 @@ class Service:
 
     @_read
     def stack_snapshot_list(self, ctx, ident):
-        return snapshots.listing(self.engine, ident,
-                                 project_id=request.project_of(ctx))
+        return self._masked(ctx, self._stack(ctx, ident).id,
+                            snapshots.listing(
+                                self.engine, ident,
+                                project_id=request.project_of(ctx)))
 
     @_read
     def stack_snapshot_show(self, ctx, ident, snapshot_id):
-        return snapshots.show(self.engine, ident, snapshot_id,
-                              project_id=request.project_of(ctx))
+        # a snapshot keeps its stack's abandon document: restoring
+        # reads it from the database, never from this answer
+        return self._masked(ctx, self._stack(ctx, ident).id,
+                            snapshots.show(
+                                self.engine, ident, snapshot_id,
+                                project_id=request.project_of(ctx)))
 
     def stack_snapshot_delete(self, ctx, ident, snapshot_id):
         snapshots.delete(self.engine, ident, snapshot_id,
@@ -316,20 +361,31 @@ class Service:
             tmpl = api.template_get(s, st.template_id) \
                 if st.template_id else None
         bundle = (tmpl.bundle if tmpl is not None else None) or {}
-        return {'template': bundle.get('template') or {},
-                'environment': bundle.get('environment') or {},
-                'files': bundle.get('files') or {}}
+        return self._masked(ctx, st.id, {
+            'template': bundle.get('template') or {},
+            'environment': bundle.get('environment') or {},
+            'files': bundle.get('files') or {}})
 
     @_read
     def stack_show(self, ctx, ident, with_outputs=True):
         """Heat's stack show, deleted stacks included (the newest)."""
         st = self._stack(ctx, ident, include_deleted=True)
-        return views.stack(self.engine, st, with_outputs=with_outputs)
+        data = self._masked(ctx, st.id, views.stack(
+            self.engine, st, with_outputs=with_outputs))
+        if st.template_id is not None and data.get('outputs'):
+            derived = secrecy.derived(self.engine, st.template_id)[1]
+            for out in data['outputs']:
+                if out['output_key'] in derived:
+                    out['output_value'] = secrecy.masked_whole(
+                        out['output_value'])
+        return data
 
     @_read
     def stack_status(self, ctx, stack_id):
         """The stack's row (all columns but the stored outputs) as a record:
         what a caller waiting for a traversal looks at."""
+        # polled while a caller waits: its reason was masked when
+        # written (workers/reconcile.py), and is not masked again here
         return self._status(ctx, stack_id)
 
     @_read
@@ -344,15 +400,18 @@ class Service:
         applied."""
         from converge.engine import drift
         stack = self._stack(ctx, ident)
-        return [{'resource_name': d.name, 'stack_name': d.stack_name,
-                 'physical_resource_id': d.physical_id, 'kind': d.kind,
-                 'drift': d.detail}
-                for d in drift.scan(self.engine, stack)]
+        return self._masked(ctx, stack.id, [
+            {'resource_name': d.name, 'stack_name': d.stack_name,
+             'physical_resource_id': d.physical_id, 'kind': d.kind,
+             'drift': d.detail}
+            for d in drift.scan(self.engine, stack)])
 
     def stack_preview_converge(self, ctx, ident):
         """What `stack converge` would repair (observed now, and recorded
         as observed); nothing is repaired."""
-        return preview.converge(self.engine, self._stack(ctx, ident))
+        stack = self._stack(ctx, ident)
+        return self._masked(ctx, stack.id,
+                            preview.converge(self.engine, stack))
 
     # -- resources ----------------------------------------------------------
     @_read
@@ -366,8 +425,8 @@ class Service:
         group's members by member name."""
         st = self._stack(ctx, ident)
         out = self._resource_rows(st, nested_depth, None)
-        return [r for r in out
-                if listing.matches(r, filters, _RESOURCE_KEYS)]
+        return self._masked(ctx, st.id, [
+            r for r in out if listing.matches(r, filters, _RESOURCE_KEYS)])
 
     def _resource_rows(self, st, depth, parent_resource):
         out = []
@@ -418,12 +477,24 @@ class Service:
     @_read
     def resource_show(self, ctx, ident, name):
         st = self._stack(ctx, ident)
-        return views.resource_detail(self.engine, st, name)
+        data = self._masked(ctx, st.id,
+                            views.resource_detail(self.engine, st, name))
+        if st.template_id is not None:
+            keys = secrecy.derived(self.engine, st.template_id)[0].get(
+                name, ())
+            for field in ('properties', 'desired_properties',
+                          'applied_properties'):
+                for key in keys:
+                    if key in (data.get(field) or {}):
+                        data[field][key] = secrecy.masked_whole(
+                            data[field][key])
+        return data
 
     @_read
     def resource_metadata(self, ctx, ident, name):
-        return views.resource_metadata(self.engine,
-                                       self._stack(ctx, ident), name)
+        st = self._stack(ctx, ident)
+        return self._masked(ctx, st.id,
+                            views.resource_metadata(self.engine, st, name))
 
     def resource_mark_unhealthy(self, ctx, ident, name, unhealthy=True,
                                 reason=''):
@@ -447,11 +518,21 @@ class Service:
     def output_list(self, ctx, ident):
         """output key -> {'value', 'description'[, 'error']}."""
         st = self._stack(ctx, ident)
-        return views.outputs(self.engine, st)
+        return self._outputs(ctx, st)
+
+    def _outputs(self, ctx, st):
+        """The stack's outputs, masked (views.outputs' shape)."""
+        outs = self._masked(ctx, st.id, views.outputs(self.engine, st))
+        if st.template_id is not None:
+            for key in secrecy.derived(self.engine, st.template_id)[1]:
+                if key in outs and 'value' in outs[key]:
+                    outs[key]['value'] = secrecy.masked_whole(
+                        outs[key]['value'])
+        return outs
 
     @_read
     def output_show(self, ctx, ident, key):
-        outs = views.outputs(self.engine, self._stack(ctx, ident))
+        outs = self._outputs(ctx, self._stack(ctx, ident))
         if key not in outs:
             raise exception.NotFound('Output %s not found' % key)
         out = outs[key]
@@ -491,11 +572,12 @@ class Service:
             events.sort(key=lambda e: (e['timestamp'], e['id']))
         elif len(stacks) > 1:
             events.sort(key=lambda e: (e['timestamp'], e['id']))
+        mask = self._mask(ctx, st.id)
         if query is not None:
-            return listing.select_events(events, **query)
+            return mask(listing.select_events(events, **query))
         if limit:
             events = events[-limit:]
-        return events
+        return mask(events)
 
     @_read
     def event_show(self, ctx, ident, resource_name, event_id):
@@ -527,9 +609,10 @@ class Service:
         `after_id` (and among `ids`, if given), in id order."""
         self._status(ctx, stack_id)
         with self.engine.db.read() as s:
-            return [_event(e) for e in api.events_list(
+            found = [_event(e) for e in api.events_list(
                 s, stack_id, after_id=after_id,
                 traversal_ids=traversal_ids, ids=ids)]
+        return self._masked(ctx, stack_id, found) if found else found
 
     @_read
     def event_ids_since(self, ctx, stack_id, traversal_ids, after_id):
@@ -596,12 +679,16 @@ class Service:
 
     @_read
     def software_config_list(self, ctx):
-        return standalone.config_list(self.engine, request.project_of(ctx))
+        found = standalone.config_list(self.engine, request.project_of(ctx))
+        return self._masked_by(ctx, found, secrecy.config_stacks(
+            self.engine, [c['id'] for c in found]))
 
     @_read
     def software_config_show(self, ctx, config_id):
-        return standalone.config_show(self.engine, request.project_of(ctx),
-                                      config_id)
+        found = standalone.config_show(self.engine, request.project_of(ctx),
+                                       config_id)
+        return self._masked_by(ctx, [found], secrecy.config_stacks(
+            self.engine, [config_id]))[0]
 
     def software_config_delete(self, ctx, config_id):
         standalone.config_delete(self.engine, request.project_of(ctx),
@@ -613,13 +700,34 @@ class Service:
 
     @_read
     def software_deployment_list(self, ctx, server_id=None):
-        return standalone.deployment_list(
-            self.engine, request.project_of(ctx), server_id)
+        return self._masked_deployments(ctx, standalone.deployment_list(
+            self.engine, request.project_of(ctx), server_id))
 
     @_read
     def software_deployment_show(self, ctx, deployment_id):
-        return standalone.deployment_show(
-            self.engine, request.project_of(ctx), deployment_id)
+        return self._masked_deployments(ctx, [standalone.deployment_show(
+            self.engine, request.project_of(ctx), deployment_id)])[0]
+
+    def _masked_deployments(self, ctx, found):
+        """Deployments (dicts with their id), each masked as its
+        stack's (one of no stack has no hidden values)."""
+        return self._masked_by(ctx, found, secrecy.deployment_stacks(
+            self.engine, [d['id'] for d in found]))
+
+    def _masked_by(self, ctx, found, stacks_of):
+        """Dicts with an id, each masked as the stack `stacks_of` names
+        for its id (none: as it is)."""
+        masks = {}
+        out = []
+        for d in found:
+            stack_id = stacks_of.get(d['id'])
+            if stack_id is None:
+                out.append(d)
+                continue
+            if stack_id not in masks:
+                masks[stack_id] = self._mask(ctx, stack_id)
+            out.append(masks[stack_id](d))
+        return out
 
     def software_deployment_update(self, ctx, deployment_id, data):
         return standalone.deployment_update(
@@ -631,8 +739,8 @@ class Service:
 
     @_read
     def software_deployment_metadata(self, ctx, server_id):
-        return standalone.server_metadata(
-            self.engine, request.project_of(ctx), server_id)
+        return self._masked_deployments(ctx, standalone.server_metadata(
+            self.engine, request.project_of(ctx), server_id))
 
     # -- deployments: day-2 actions -------------------------------------------
     def deployment_action_run(self, ctx, stack, resource, action,
@@ -652,10 +760,15 @@ class Service:
 
     @_read
     def deployment_action_show(self, ctx, action_id):
-        return software.action_show(self.engine, request.project_of(ctx),
-                                    action_id)
+        found = software.action_show(self.engine, request.project_of(ctx),
+                                     action_id)
+        if not found.get('stack_id'):
+            return found
+        return self._masked(ctx, found['stack_id'], found)
 
     @_read
     def deployment_action_list(self, ctx, stack, resource=None):
-        return software.action_list(self.engine, request.project_of(ctx),
-                                    stack, resource)
+        return self._masked(ctx, self._stack(ctx, stack).id,
+                            software.action_list(
+                                self.engine, request.project_of(ctx),
+                                stack, resource))

@@ -312,6 +312,14 @@ class ScalingPolicy(base.Resource):
 
     logical = True
 
+    @classmethod
+    def credentials(cls, attributes):
+        # the alarm URL carries the token: the token is the secret
+        url = attributes.get('alarm_url')
+        if isinstance(url, str) and '?token=' in url:
+            return [url.split('?token=', 1)[1]]
+        return []
+
     properties_schema = {
         'auto_scaling_group_id': p.Schema(
             p.STRING, 'The AutoScalingGroup to scale (get_resource of it).',

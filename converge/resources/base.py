@@ -343,3 +343,14 @@ class Resource:
     @classmethod
     def attribute_names(cls):
         return set(cls.attributes_schema) | {'show'}
+
+    #: the attributes that are credentials: shown only to those who may
+    #: act with them (a project's members), masked for its readers
+    credential_attributes = ()
+
+    @classmethod
+    def credentials(cls, attributes):
+        """The credential texts among stored `attributes` (masked
+        wherever they occur, for a caller who may not have them)."""
+        return [attributes[k] for k in cls.credential_attributes
+                if isinstance(attributes.get(k), str) and attributes[k]]

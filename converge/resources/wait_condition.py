@@ -57,6 +57,8 @@ class WaitConditionHandle(base.Resource):
     """Where signals go: a URL and a token (no properties that matter)."""
 
     logical = True
+    # curl_cli and signal carry the token: masked where it occurs
+    credential_attributes = ('token',)
 
     properties_schema = {
         'signal_transport': p.Schema(

@@ -41,6 +41,7 @@ from converge import exception
 from converge.db import api
 from converge import listeners
 from converge.engine import rows as rows_mod
+from converge.engine import secrecy
 from converge.engine import traversal as traversal_mod
 from converge.graph import plan
 from converge.resources import observe as observe_mod
@@ -680,6 +681,10 @@ class Unit:
             self._finish(conn)
 
     def _failed(self, outcome):
+        # the reason is kept (the row's, an event's, the traversal's) and
+        # shown: a plug-in's error may quote a hidden value it was given
+        outcome.reason = secrecy.stack_mask(
+            self.engine, self.stack.id).text(outcome.reason)
         row, plugin, action = self.row, self.plugin, outcome.action
         with self.engine.db.begin() as conn:
             drift = {} if self.drift is None else dict(

@@ -22,6 +22,8 @@ def action(rule):
         def wrapper(self, req, project_id, **kwargs):
             ctx = auth.context(self.engine, req, project_id)
             policy.check(ctx, rule)
+            # what the service masks for this caller (engine/secrecy.py)
+            ctx.credentials = policy.allowed(ctx, policy.CREDENTIALS)
             resp = fn(self, req, ctx, **kwargs)
             if resp is None:
                 resp = webob.Response(status=204)

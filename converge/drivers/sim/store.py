@@ -40,6 +40,7 @@ from sqlalchemy import event
 from sqlalchemy import exc as sa_exc
 
 from converge import exception
+from converge import private
 
 BUSY_TIMEOUT = 30  # seconds
 #: SQLite's own wait for a lock (ms); longer waits are ours (_locked_retry)
@@ -225,6 +226,7 @@ def _sqlite_engine(url):
         path = path[5:].split('?', 1)[0]
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
+    private.file(path)   # what its servers were given (user_data) too
     engine = sa.create_engine(
         url, connect_args={'timeout': SQLITE_BUSY_MS / 1000.0,
                            'check_same_thread': False},

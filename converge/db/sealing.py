@@ -1,0 +1,196 @@
+"""Values kept encrypted in the database (`[DEFAULT]
+auth_encryption_key`, `encrypt_parameters_and_properties`): what a
+stack keeps that may carry a hidden parameter's value or a credential
+(its parameters, its resources' properties and attributes, deployment
+inputs...).
+
+A `Sealed` column is JSON as before; with a key at hand, a value is
+written as ``{"$fernet": "<Fernet token of its JSON>"}`` (AES-128-CBC
+and HMAC-SHA256, the `cryptography` library's) and read back as the
+value. A row written in clear (before the key, or with the option off)
+reads as it was, so an existing database works unchanged and is
+encrypted row by row as rows are written again.
+
+The key: `auth_encryption_key` (any text, stretched with SHA-256 into
+Fernet's key), else, for the embedded database, a key made on first use
+in the home (0600). It is never kept in the database it protects.
+"""
+
+import base64
+import hashlib
+import json
+import os
+import secrets
+import threading
+
+from sqlalchemy import JSON
+from sqlalchemy import types
+
+from converge import exception
+from converge import private
+
+#: the key of the one-key map a sealed value is stored as
+SEALED = '$fernet'
+#: the embedded home's key file
+KEY_FILE = 'auth_encryption.key'
+
+_LOCK = threading.Lock()
+#: (key text) -> Fernet; (key file, its inode and mtime) -> key text
+_FERNETS = {}
+_FILES = {}
+
+
+def _conf():
+    from converge import conf as conf_mod   # not at import: models
+    return conf_mod                          # are imported by tools too
+
+
+def _home_key(make):
+    path = os.path.join(_conf().home_dir(), KEY_FILE)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if not make:
+            return None
+        with _LOCK:
+            if not os.path.exists(path):
+                private.folder(os.path.dirname(path))
+                try:   # O_EXCL: of two processes making it, one wins
+                    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY,
+                                 0o600)
+                except FileExistsError:
+                    pass
+                else:
+                    with os.fdopen(fd, 'w') as f:
+                        f.write(secrets.token_urlsafe(32) + '\n')
+        st = os.stat(path)
+    stamp = (path, st.st_ino, st.st_mtime_ns, st.st_size)
+    text = _FILES.get(stamp)
+    if text is None:
+        with open(path) as f:
+            text = f.read().strip()
+        if not text:
+            return None   # being written by another process just now
+        _FILES[stamp] = text
+    return text
+
+
+def key_text(writing=False):
+    """The key's text, or None when there is none (for writing: or the
+    option is off)."""
+    conf = _conf().CONF
+    if writing and not conf.encrypt_parameters_and_properties:
+        return None
+    if conf.auth_encryption_key:
+        return conf.auth_encryption_key
+    if conf.database.connection:
+        return None
+    return _home_key(make=writing)
+
+
+def _fernet(text):
+    found = _FERNETS.get(text)
+    if found is None:
+        from cryptography import fernet
+        found = fernet.Fernet(base64.urlsafe_b64encode(
+            hashlib.sha256(text.encode('utf-8')).digest()))
+        _FERNETS[text] = found
+    return found
+
+
+def seal(value):
+    """`value` as it is stored: sealed when a key is at hand."""
+    text = key_text(writing=True)
+    if text is None or value is None:
+        return value
+    data = json.dumps(value, separators=(',', ':')).encode('utf-8')
+    return {SEALED: _fernet(text).encrypt(data).decode('ascii')}
+
+
+def is_sealed(value):
+    return isinstance(value, dict) and len(value) == 1 and SEALED in value
+
+
+def unseal(value):
+    """A stored value as it was written."""
+    if not is_sealed(value):
+        return value
+    text = key_text()
+    if text is None:
+        raise exception.ConvergeError(
+            'The database holds encrypted values and no key is '
+            'configured to read them ([DEFAULT] auth_encryption_key)')
+    from cryptography import fernet
+    try:
+        data = _fernet(text).decrypt(value[SEALED].encode('ascii'))
+    except fernet.InvalidToken:
+        raise exception.ConvergeError(
+            'The database holds values encrypted with another key than '
+            '[DEFAULT] auth_encryption_key')
+    return json.loads(data)
+
+
+class Sealed(types.TypeDecorator):
+    """A JSON column whose values are sealed at rest."""
+
+    impl = JSON
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        return seal(value)
+
+    def process_result_value(self, value, dialect):
+        return unseal(value)
+
+
+def seal_all(database, batch=500):
+    """Encrypt every value of the database's Sealed columns that is still
+    in clear (written before a key, or with the option off): the
+    `converge-manage db encrypt` of an existing database. Returns how
+    many values it sealed. Needs a key, and the option on."""
+    if key_text(writing=True) is None:
+        raise exception.ConvergeError(
+            'Nothing to encrypt with: set [DEFAULT] auth_encryption_key '
+            '(and encrypt_parameters_and_properties = true)')
+    import sqlalchemy as sa
+    from converge.db import models
+    sealed = 0
+    for table in models.Base.metadata.sorted_tables:
+        columns = [c for c in table.c if isinstance(c.type, Sealed)]
+        if not columns:
+            continue
+        keys = list(table.primary_key.columns)
+        last = None
+        while True:
+            # the stored JSON as it is (not through Sealed), a page at a
+            # time in key order
+            q = sa.select(*keys, *[sa.type_coerce(c, JSON).label(c.name)
+                                   for c in columns]).order_by(*keys)
+            if last is not None:
+                q = q.where(sa.tuple_(*keys) > sa.tuple_(*last))
+            with database.writer_engine.begin() as conn:
+                rows = conn.execute(q.limit(batch)).all()
+                for row in rows:
+                    clear = {c.name: row._mapping[c.name] for c in columns
+                             if row._mapping[c.name] is not None and
+                             not is_sealed(row._mapping[c.name])}
+                    if clear:
+                        conn.execute(table.update().where(*[
+                            k == row._mapping[k.name] for k in keys]
+                        ).values(**clear))
+                        sealed += len(clear)
+            if len(rows) < batch:
+                break
+            last = [rows[-1]._mapping[k.name] for k in keys]
+    if database.is_sqlite:
+        # what the rows held in clear is still in the file's free pages
+        # and its write-ahead log until they are rewritten
+        # (on the driver's connection: the engine begins a transaction
+        # on every use of its own, and VACUUM runs outside any)
+        raw = database.writer_engine.raw_connection()
+        try:
+            raw.driver_connection.execute('VACUUM')
+            raw.driver_connection.execute('PRAGMA wal_checkpoint(TRUNCATE)')
+        finally:
+            raw.close()
+    return sealed
