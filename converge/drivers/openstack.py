@@ -267,9 +267,14 @@ class OpenStackCloud(cloud_mod.Cloud):
         #: by drivers/clients.py)
         self.limited = None
         self._resolved = {}
-        #: whether Neutron takes tags in a create's body (newer Neutron);
-        #: None until the first create tells
-        self._tags_in_body = None
+        self._recent = {}   # (kind, id) -> (when, object): recent()
+        #: one look-up of a name at a time: the units that start together
+        #: (a port per server) name the same network, asked once
+        self._resolving = collections.defaultdict(threading.Lock)
+        #: kind -> whether Neutron takes tags in its create's body (ports
+        #: on any Neutron, every kind on newer ones); unknown until the
+        #: kind's first create tells
+        self._tags_in_body = {}
 
     def __repr__(self):
         return 'OpenStackCloud(%r, project %s)' % (self.name,
@@ -293,6 +298,17 @@ class OpenStackCloud(cloud_mod.Cloud):
         found = _listed(self.network.get('/%s?%s' % (coll, _query(
             tags=cloud_mod.key_tag(key)))), coll)
         return found[0] if found else None
+
+    def recent(self, kind, id, max_age):
+        now = time.monotonic()
+        seen = self._recent.get((kind, id))
+        if seen is not None and now - seen[0] <= max_age:
+            return seen[1]
+        obj = self.get(kind, id)
+        if len(self._recent) > 1000:
+            self._recent.clear()
+        self._recent[(kind, id)] = (now, obj)
+        return obj
 
     def get(self, kind, id):
         getter = getattr(self, '_get_' + kind, None)
@@ -343,8 +359,11 @@ class OpenStackCloud(cloud_mod.Cloud):
         cache_key = (kind, name_or_id)
         found = self._resolved.get(cache_key)
         if found is None:
-            found = self._resolved[cache_key] = self._resolve(kind,
-                                                              name_or_id)
+            with self._resolving[cache_key]:
+                found = self._resolved.get(cache_key)
+                if found is None:
+                    found = self._resolved[cache_key] = self._resolve(
+                        kind, name_or_id)
         return found
 
     # -- resolving names -----------------------------------------------------
@@ -414,17 +433,17 @@ class OpenStackCloud(cloud_mod.Cloud):
             # refuses a twin (_find_security_group_rule)
             return self.network.post('/%s' % coll, {item: body})[item]
         tag = cloud_mod.key_tag(key)
-        if self._tags_in_body is not False:
+        if self._tags_in_body.get(kind) is not False:
             try:
                 made = self.network.post('/%s' % coll, {
                     item: dict(body, tags=list(body.get('tags') or [])
                                + [tag])})[item]
-                self._tags_in_body = True
+                self._tags_in_body[kind] = True
                 return made
             except exception.CloudError as e:
                 if e.code != 400 or 'tags' not in str(e):
                     raise
-                self._tags_in_body = False
+                self._tags_in_body[kind] = False
         # an older Neutron: tag it right after. An engine killed between
         # the two calls leaves an object its key does not find (one
         # orphan at most per crash, named as the resource)
@@ -728,6 +747,13 @@ def _server(raw):
     return out
 
 
+def _later(a, b):
+    """Whether Nova's `a` shows a later change than `b` (its ``updated``,
+    to the second; a server only assumed from our own call has none)."""
+    return bool(a.get('updated')) and (a.get('updated') or '') > (
+        b.get('updated') or '')
+
+
 class ServerWatch:
     """What this process knows of the servers it watches, refreshed for
     all of them by one list call per `WATCH_INTERVAL` (Nova's
@@ -757,9 +783,17 @@ class ServerWatch:
             return self._known.get(server_id)
 
     def remember(self, server):
+        """A server as a GET just showed it. A list that ran meanwhile may
+        know it better: a GET answered before the list must not undo it
+        (no later list would show the server again if it changes no
+        more), so the GET is kept only where it is newer."""
         with self._lock:
-            self._known[server['id']] = server
-            self._assumed.pop(server['id'], None)
+            sid = server['id']
+            known = self._known.get(sid)
+            if known is None or sid in self._assumed or \
+                    _later(server, known):
+                self._known[sid] = server
+                self._assumed.pop(sid, None)
 
     def assume(self, server):
         """What our own call just did to `server` (made it, asked it to
@@ -781,8 +815,13 @@ class ServerWatch:
             else ''
         found = self._nova.get('/servers/detail?%s' % query)['servers']
         for server in found:
-            self._known[server['id']] = server
-            self._assumed.pop(server['id'], None)
+            sid = server['id']
+            known = self._known.get(sid)
+            if sid in self._assumed and known is not None and \
+                    _later(known, server):
+                continue   # our own call's news, newer than this list
+            self._known[sid] = server
+            self._assumed.pop(sid, None)
         # the next list asks for changes since a little before this one
         # (the cloud's and this host's clocks may differ by a second)
         self._listed_at = now
@@ -829,8 +868,11 @@ class OpenStackCompute:
         nics = []
         for i, nic in enumerate(networks or []):
             if nic.get('port'):
-                nics.append({'port': self._cloud.resolve('port',
-                                                         nic['port'])})
+                # a port's id (get_resource, mostly) goes as it is: Nova
+                # refuses one that does not exist in its own words
+                port = nic['port'] if _is_uuid(nic['port']) else \
+                    self._cloud.resolve('port', nic['port'])
+                nics.append({'port': port})
                 continue
             if nic.get('subnet') and not nic.get('network'):
                 # Nova cannot pick a subnet: a port on it, found again by
@@ -983,8 +1025,14 @@ class OpenStackCompute:
 
     def _action(self, server_id, action):
         self._nova.post('/servers/%s/action' % server_id, action)
-        self.watch.forget(server_id)
-        return self.get_server(server_id)
+        return self._reread(server_id)
+
+    def _reread(self, server_id):
+        """The server right after our own call changed it: read, and held
+        by the watch over any list that does not show a later change."""
+        raw = self._nova.get('/servers/%s' % server_id)['server']
+        self.watch.assume(raw)
+        return _server(raw)
 
     def rebuild_server(self, server_id, image):
         return self._action(server_id, {'rebuild': {
@@ -1004,8 +1052,7 @@ class OpenStackCompute:
         if metadata is not None:
             self._nova.put('/servers/%s/metadata' % server_id,
                            {'metadata': metadata})
-        self.watch.forget(server_id)
-        return self.get_server(server_id)
+        return self._reread(server_id)
 
     def stop_server(self, server_id):
         return self._action(server_id, {'os-stop': None})

@@ -14,6 +14,10 @@ from converge.resources import cloud_object as co
 from converge.resources import neutron
 from converge.resources import properties as p
 
+#: how old a port's network and subnets, as its attributes show them, may
+#: be (seconds): the ports made together share one look at each
+LOOK_UP_AGE = 5.0
+
 VNIC_TYPES = ('normal', 'direct', 'macvtap', 'direct-physical', 'baremetal',
               'virtio-forwarder', 'smart-nic')
 
@@ -239,7 +243,7 @@ class Port(neutron.NeutronObject):
         """The objects of `ids` (Heat shows them whole); None when the
         cloud could not say."""
         try:
-            return [o for o in (self.cloud.get(kind, i) for i in ids if i)
-                    if o is not None]
+            return [o for o in (self.cloud.recent(kind, i, LOOK_UP_AGE)
+                                for i in ids if i) if o is not None]
         except exception.CloudError:
             return None
