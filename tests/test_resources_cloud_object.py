@@ -55,6 +55,42 @@ def test_create_repeated_makes_no_second_object(clients):
                 if o.get('name', '').startswith('mystack-net')]) == 1
 
 
+def test_a_fresh_create_looks_nothing_up_and_a_retried_one_does(clients):
+    """A create the engine claimed before its first try (``fresh``) asks
+    the cloud to make the object and nothing more; a create tried again
+    (the engine died after the claim) looks for its key first and makes
+    no second object."""
+    cloud = clients.cloud
+    cloud.in_process = False         # a real cloud: a look-up is a call
+    n = net(clients)
+    assert n.looks_up_remotely
+    n.fresh = True
+    n.create()
+    assert [c[0] for c in cloud.calls if c[1] == 'network'] == ['create']
+    lost = again(n)
+    lost.physical_id = None
+    lost.data = {}
+    lost.create()
+    assert lost.physical_id == n.physical_id
+    assert [o['id'] for o in cloud.of('network')
+            if o['id'] == n.physical_id] == [n.physical_id]
+    assert len([o for o in cloud.of('network')
+                if o.get('name', '').startswith('mystack-net')]) == 1
+
+
+def test_an_object_gone_at_once_is_deleted_with_one_call(clients):
+    """A kind with no status that settles (Neutron's) is deleted with the
+    delete call only, no look before or after; one already gone is
+    deleted all the same."""
+    n = net(clients)
+    n.create()
+    clients.cloud.calls.clear()
+    assert n.delete() is None
+    assert [c[0] for c in clients.cloud.calls] == ['delete']
+    assert n.physical_id not in [o['id'] for o in clients.cloud.of('network')]
+    assert n.delete() is None
+
+
 def test_observe_finds_an_unrecorded_create_by_its_key(clients):
     n = net(clients)
     n.create()
