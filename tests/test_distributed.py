@@ -304,8 +304,11 @@ def _creates(d):
 def test_waits_survive_every_worker_killed(dist, tmp_path):
     """Servers building (the cloud takes its time) wait in the database,
     not in a worker: kill -9 every worker while they build, start a new
-    one, and the stack completes with no operator and no second create."""
-    dist.cli('sim', 'fault', 'set', 'create', '--latency', '4')
+    one, and the stack completes with no operator and no second create.
+    The builds take long enough that all twelve are waiting at once even
+    on a loaded machine (at 4 s, the first were done before the last had
+    started, and the count of waits never reached twelve)."""
+    dist.cli('sim', 'fault', 'set', 'create', '--latency', '10')
     for _ in range(2):
         dist.start_worker()
     tmpl = _servers_template(tmp_path / 'w.yaml', 12)
