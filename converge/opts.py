@@ -39,6 +39,15 @@ DEFAULT_OPTS = [
     cfg.IntOpt('yaql_memory_quota', default=10000, min=1,
                help='Most bytes one value built by a yaql expression may '
                     'take (yaql\'s memoryQuota).'),
+    cfg.FloatOpt('pattern_time_limit', default=0.5, min=0.01,
+                 help='Seconds one match of a template\'s pattern '
+                      '(allowed_pattern) may run when RE2 cannot run it '
+                      '(look-arounds, back-references): those are matched '
+                      'by backtracking, which can take exponential time. '
+                      'RE2 matches the others in linear time, unlimited.'),
+    cfg.IntOpt('max_timeout_mins', default=10080, min=1,
+               help='Largest stack timeout (timeout_mins, --timeout) '
+                    'accepted, in minutes; the default is a week.'),
     cfg.IntOpt('max_resources_per_stack', default=30000, min=1,
                help='Most resources one stack may hold.'),
     cfg.IntOpt('max_stacks_per_project', default=512, min=0,

@@ -49,6 +49,28 @@ def _str_keys(value):
     return value
 
 
+def _check_resource_name(name):
+    """Heat's rule: no "/" (the name is a segment of the resource's
+    URL, where "a/b" could never be reached); and a name that can be
+    stored and shown: a non-empty string of at most 255 characters (the
+    column), no control characters (a NUL is no text to PostgreSQL)."""
+    if not isinstance(name, str):
+        why = 'it must be a string, not %s' % type(name).__name__
+    elif not name:
+        why = 'it is empty'
+    elif '/' in name:
+        why = 'Resource name may not contain "/"'
+    elif any(ord(c) < 32 or ord(c) == 127 for c in name):
+        why = 'it contains a control character'
+    elif len(name) > 255:
+        why = 'it is longer than 255 characters'
+    else:
+        return
+    raise _err('Invalid resource name %s: %s' % (
+        json.dumps(name if isinstance(name, str) else str(name))[:300],
+        why), ['resources'])
+
+
 def _err(msg, path=()):
     return exception.InvalidTemplate(msg, path=list(path))
 
@@ -423,6 +445,7 @@ class StackDefinition:
         types = {}
         # pass 1: shapes, conditions, types
         for name, r in res.items():
+            _check_resource_name(name)
             path = ['resources', name]
             if not isinstance(r, dict):
                 raise _err('Resource %s must be a map' % name, path)
