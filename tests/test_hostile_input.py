@@ -16,6 +16,7 @@ import time
 import pytest
 import requests
 
+from converge import exception
 from tests import test_heat_api
 from tests.test_remote_cli import Remote
 
@@ -148,6 +149,31 @@ def test_a_pattern_re2_cannot_run_still_works_and_is_cut_off(api):
     assert listed < 1, listed
 
 
+@pytest.mark.parametrize('pattern,value', [
+    (r'\d+', '\u0661\u0662'), (r'\w+', 'h\u00e9llo_1'),
+    (r'\s*x\s*', '\u2003x\u2003'), (r'[^\w]+', '!?'), (r'\D+', 'abc'),
+    (r'[[:alpha:]]+', ':a]'), (r'[[:alpha:]]+', 'a'),
+    (r'a{,3}', 'aa'), (r'a{,3}', 'a{,3}'), (r'\bfoo\b', 'foo'),
+    (r'[]a]+', ']a'), (r'[^]a]+', 'bc'), (r'a\Z', 'a'), (r'(?i)abc', 'ABC'),
+    (r'a$\n?', 'a\n'), (r'(a)\1', 'aa'), (r'[\W]+', '!'),
+])
+def test_patterns_mean_what_pythons_re_means(pattern, value):
+    """Heat's patterns are Python's: whichever engine runs one (RE2 or
+    the fallback), a value is taken exactly when re takes it."""
+    import re
+    import warnings
+    from converge import template
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')   # re's about '[['
+        expected = re.fullmatch(pattern, value) is not None
+    bundle = template.Bundle(_pattern_template(pattern))
+    if expected:
+        template.StackDefinition(bundle, {'word': value})
+    else:
+        with pytest.raises(exception.InvalidTemplate, match='does not match'):
+            template.StackDefinition(bundle, {'word': value})
+
+
 # -- nesting ------------------------------------------------------------------
 
 def _nested(levels):
@@ -241,10 +267,10 @@ def test_numbers_are_finite(api):
               '{"stack_name": "nan", "template": %s, "parameters": '
               '{"n": NaN}}' % json.dumps(ranged), 'parameters',
               'not a finite number')
-    s.refused('POST', '/validate', {'template': _template(parameters={
-        'n': {'type': 'number',
-              'constraints': [{'range': {'min': 'nan'}}]}})}, None,
-        'parameters.n.constraints', 'not a finite number')
+    bound = _template(parameters={'n': {
+        'type': 'number', 'constraints': [{'range': {'min': 'nan'}}]}})
+    s.refused('POST', '/validate', {'template': bound}, None,
+              'parameters.n.constraints', 'not a finite number')
     s.refused('POST', '/validate', {'template': 'heat_template_version: %s\n'
                                     'parameters:\n  n:\n    type: number\n'
                                     '    default: .inf\n' % VERSION},

@@ -26,6 +26,7 @@ nothing. Refused patterns are those ``re`` refuses, as in Heat.
 
 import functools
 import re
+import time
 import warnings
 
 import re2
@@ -143,12 +144,20 @@ class Pattern:
         """Whether RE2 runs it (else the fallback, with its limit)."""
         return self._re2 is not None
 
-    def fullmatch(self, text):
+    def fullmatch(self, text, deadline=None):
+        """Whether all of `text` matches; the fallback stops at
+        `deadline` (a time.monotonic(); default: pattern_time_limit from
+        now), raising TooSlow."""
         if self._re2 is not None:
             return self._re2.fullmatch(text) is not None
         seconds = bounds.limit('pattern_time_limit')
+        if deadline is None:
+            deadline = time.monotonic() + seconds
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TooSlow(seconds)
         try:
-            return self._slow.fullmatch(text, timeout=seconds) is not None
+            return self._slow.fullmatch(text, timeout=left) is not None
         except TimeoutError:
             raise TooSlow(seconds)
 
