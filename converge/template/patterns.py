@@ -11,8 +11,10 @@ in the text, whenever RE2 reads it as ``re`` does:
   ``\\Z`` as RE2's ``\\z``;
 - what RE2 would read otherwise is left to the fallback: ``\\b``/``\\B``
   (ASCII in RE2), ``[:alpha:]`` inside a class (a POSIX class in RE2,
-  characters in ``re``), ``{,n}`` (a repeat in ``re``, text in RE2), and
-  ``\\W``/``\\S`` inside a class (no union with a complement in RE2).
+  characters in ``re``), ``{,n}`` (a repeat in ``re``, text in RE2),
+  ``\\W``/``\\S`` inside a class (no union with a complement in RE2), and
+  a ``$`` the pattern goes on after (``re``'s also matches before a last
+  newline).
 
 Heat's patterns are ``re`` syntax, and operators write look-aheads
 (password rules such as ``(?=.*[0-9])``) and back-references, which RE2
