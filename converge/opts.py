@@ -40,11 +40,12 @@ DEFAULT_OPTS = [
                help='Most bytes one value built by a yaql expression may '
                     'take (yaql\'s memoryQuota).'),
     cfg.FloatOpt('pattern_time_limit', default=0.5, min=0.01,
-                 help='Seconds one match of a template\'s pattern '
-                      '(allowed_pattern) may run when RE2 cannot run it '
-                      '(look-arounds, back-references): those are matched '
-                      'by backtracking, which can take exponential time. '
-                      'RE2 matches the others in linear time, unlimited.'),
+                 help='Seconds the matches of a template\'s patterns '
+                      '(allowed_pattern) that RE2 cannot run (look-arounds, '
+                      'back-references) may take in all, per template: '
+                      'those are matched by backtracking, which can take '
+                      'exponential time. RE2 matches the others in linear '
+                      'time, unlimited.'),
     cfg.IntOpt('max_timeout_mins', default=10080, min=1,
                help='Largest stack timeout (timeout_mins, --timeout) '
                     'accepted, in minutes; the default is a week.'),

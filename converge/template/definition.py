@@ -10,6 +10,7 @@ from converge.resources import registry as default_registry
 from converge.resources.properties import UNKNOWN
 from converge.template import functions as fn
 from converge.template import parameters as params_mod
+from converge.template import patterns
 from converge.template import providers
 
 TOP_KEYS = ('heat_template_version', 'description', 'parameter_groups',
@@ -223,30 +224,35 @@ class StackDefinition:
         self.parameters = {}
         self.hidden_parameters = set()
         self._provided = {}
-        for name, schema in decl.items():
-            path = ['parameters', name]
-            p = params_mod.Parameter(name, schema, self.version, path)
-            self.schemas[name] = p
-            if p.hidden:
-                self.hidden_parameters.add(name)
-            if name in user:
-                value = p.coerce(user[name], path)
-                self._provided[name] = value
-            elif name in pdefaults:
-                value = p.coerce(pdefaults[name], path)
-                self._provided[name] = value
-            elif p.has_default and p.default is not None:
-                value = p.coerce(p.default, path + ['default'])
-            elif self.validate_values:
-                raise _err('The Parameter (%s) was not provided.' % name,
-                           path)
-            else:
-                value = UNKNOWN
-            self.parameters[name] = value
+        # one time limit for the patterns RE2 cannot run, all of them
+        with patterns.budget():
+            for name, schema in decl.items():
+                self._build_parameter(name, schema, user, pdefaults)
         self._pseudo = {'OS::stack_name': self.stack_name,
                         'OS::stack_id': self.stack_id,
                         'OS::project_id': self.project_id,
                         'OS::region': 'RegionOne'}
+
+    def _build_parameter(self, name, schema, user, pdefaults):
+        path = ['parameters', name]
+        p = params_mod.Parameter(name, schema, self.version, path)
+        self.schemas[name] = p
+        if p.hidden:
+            self.hidden_parameters.add(name)
+        if name in user:
+            value = p.coerce(user[name], path)
+            self._provided[name] = value
+        elif name in pdefaults:
+            value = p.coerce(pdefaults[name], path)
+            self._provided[name] = value
+        elif p.has_default and p.default is not None:
+            value = p.coerce(p.default, path + ['default'])
+        elif self.validate_values:
+            raise _err('The Parameter (%s) was not provided.' % name,
+                       path)
+        else:
+            value = UNKNOWN
+        self.parameters[name] = value
 
     def _build_groups(self, tmpl):
         groups = tmpl.get('parameter_groups')

@@ -3,7 +3,6 @@
 import json
 import math
 import re
-import time
 
 from converge import exception
 from converge.resources.properties import UNKNOWN
@@ -267,12 +266,11 @@ class Parameter:
         elif kind == 'allowed_pattern':
             items = value if isinstance(value, list) else [value]
             pattern = patterns.compile(arg)
-            # one budget for the whole list: a hundred items would
-            # otherwise take a hundred limits
-            deadline = time.monotonic() + bounds.limit('pattern_time_limit')
-            for item in items:
-                if not pattern.fullmatch(item, deadline):
-                    return '"%s" does not match pattern "%s"' % (item, arg)
+            with patterns.budget():
+                for item in items:
+                    if not pattern.fullmatch(item):
+                        return '"%s" does not match pattern "%s"' % (
+                            item, arg)
         return None
 
     # -- validate info ---------------------------------------------------

@@ -26,8 +26,10 @@ pattern costs its own request at most the limit and the other threads
 nothing. Refused patterns are those ``re`` refuses, as in Heat.
 """
 
+import contextlib
 import functools
 import re
+import threading
 import time
 import warnings
 
@@ -41,7 +43,8 @@ class TooSlow(Exception):
     """The fallback's match ran past [DEFAULT] pattern_time_limit."""
 
     def __init__(self, seconds):
-        super().__init__('matching it took more than %g s (limit [DEFAULT] '
+        super().__init__('matching took more than %g s, with the other '
+                         'patterns of the template (limit [DEFAULT] '
                          'pattern_time_limit)' % seconds)
 
 
@@ -146,13 +149,13 @@ class Pattern:
         """Whether RE2 runs it (else the fallback, with its limit)."""
         return self._re2 is not None
 
-    def fullmatch(self, text, deadline=None):
-        """Whether all of `text` matches; the fallback stops at
-        `deadline` (a time.monotonic(); default: pattern_time_limit from
-        now), raising TooSlow."""
+    def fullmatch(self, text):
+        """Whether all of `text` matches; the fallback stops at the
+        current budget's end (see `budget`), raising TooSlow."""
         if self._re2 is not None:
             return self._re2.fullmatch(text) is not None
         seconds = bounds.limit('pattern_time_limit')
+        deadline = getattr(_LOCAL, 'deadline', None)
         if deadline is None:
             deadline = time.monotonic() + seconds
         left = deadline - time.monotonic()
@@ -162,6 +165,25 @@ class Pattern:
             return self._slow.fullmatch(text, timeout=left) is not None
         except TimeoutError:
             raise TooSlow(seconds)
+
+
+_LOCAL = threading.local()
+
+
+@contextlib.contextmanager
+def budget():
+    """One pattern_time_limit for every fallback match made inside (in
+    this thread): a template's parameters, a list's items. Without it a
+    thousand parameters would take a thousand limits. Inside another
+    budget, that one holds."""
+    if getattr(_LOCAL, 'deadline', None) is not None:
+        yield
+        return
+    _LOCAL.deadline = time.monotonic() + bounds.limit('pattern_time_limit')
+    try:
+        yield
+    finally:
+        _LOCAL.deadline = None
 
 
 @functools.lru_cache(maxsize=256)
