@@ -39,6 +39,16 @@ DEFAULT_OPTS = [
     cfg.IntOpt('yaql_memory_quota', default=10000, min=1,
                help='Most bytes one value built by a yaql expression may '
                     'take (yaql\'s memoryQuota).'),
+    cfg.FloatOpt('pattern_time_limit', default=0.5, min=0.01,
+                 help='Seconds the matches of a template\'s patterns '
+                      '(allowed_pattern) that RE2 cannot run (look-arounds, '
+                      'back-references) may take in all, per template: '
+                      'those are matched by backtracking, which can take '
+                      'exponential time. RE2 matches the others in linear '
+                      'time, unlimited.'),
+    cfg.IntOpt('max_timeout_mins', default=10080, min=1,
+               help='Largest stack timeout (timeout_mins, --timeout) '
+                    'accepted, in minutes; the default is a week.'),
     cfg.IntOpt('max_resources_per_stack', default=30000, min=1,
                help='Most resources one stack may hold.'),
     cfg.IntOpt('max_stacks_per_project', default=512, min=0,

@@ -175,7 +175,7 @@ resources:
 # -- building from parser events gives what yaml.load gives ------------------
 
 TRICKY = [
-    'a: 1\nb: 1.5\nc: true\nd: null\ne: ~\nf: 0x1f\ng: 1_000\nh: .inf\n',
+    'a: 1\nb: 1.5\nc: true\nd: null\ne: ~\nf: 0x1f\ng: 1_000\nh: -2.5e+3\n',
     'when: 2001-12-14t21:59:43.10-05:00\nday: 2020-01-01\n',
     'q: "quoted: yes"\nn: \'123\'\ns: !!str 123\nt: ! 123\nu: !!int "7"\n',
     'shared: &x {k: [1, 2]}\nagain: *x\nlist: [&y v, *y]\n',
@@ -279,3 +279,17 @@ resources:
     assert set(b.files) == {url(tmp_path, 'roles/node.yaml'),
                             url(tmp_path, 'scripts/boot.sh'),
                             url(tmp_path, 'db.yaml')}
+
+
+@pytest.mark.parametrize('text,line', [
+    ('a: 1\nb: .nan\n', 2), ('a: [1, -.inf]\n', 1),
+    ('a: 1\nb: !!float .inf\n', 2),
+    ('base: &b {x: .NaN}\nm: {<<: *b}\n', 1), ('{"a": 1.0e+999}', 1)])
+def test_a_number_that_is_not_finite_is_refused_naming_its_line(text, line):
+    # nan passes every range constraint, and neither it nor an infinity
+    # is JSON: the API could not answer with the value, nor store it
+    from converge.template import loader
+    with pytest.raises(exception.InvalidTemplate) as exc:
+        loader.parse_text(text, 'f.yaml')
+    assert 'not a finite number' in str(exc.value)
+    assert str(exc.value).startswith('f.yaml:%d:' % line)

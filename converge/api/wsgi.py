@@ -1,7 +1,5 @@
 """What every route shares: Heat's JSON error body, reading a JSON body."""
 
-import json
-
 import webob
 import webob.exc
 
@@ -32,7 +30,21 @@ def read_json(req):
     raw = req.body
     if not raw:
         return {}
+    from converge.template import bounds
     try:
-        return json.loads(raw)
+        data = bounds.loads_json(raw, check=False)
+    except bounds.NotPlainJSON as e:
+        raise Error(400, 'The request body: %s' % e)
     except ValueError as e:
         raise Error(400, 'The request body is not valid JSON: %s' % e)
+    # each value of the body is a document of its own (a template, an
+    # environment, parameters, adopt data, a signal's details): each
+    # nests as deep as a template may, and the error names it
+    for key, value in (data.items() if isinstance(data, dict)
+                       else [(None, data)]):
+        try:
+            bounds.check_json(value)
+        except bounds.NotPlainJSON as e:
+            raise Error(400, '%s: %s' % ('The request body' if key is None
+                                         else key, e))
+    return data

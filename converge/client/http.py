@@ -2,6 +2,7 @@
 body turned back into the converge.exception the local service raises,
 so that a command exits with the same code (docs/cli.md) either way."""
 
+import functools
 import json
 import time
 import urllib.error
@@ -75,6 +76,41 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
+@functools.lru_cache(maxsize=None)
+def _answered_early(connection_class):
+    """`connection_class` reading the server's answer when the server
+    closed the connection while the body was still going out.
+
+    A server may refuse a request from its headers alone (a 413 for a
+    body over its limit, a 401) and close without reading the body:
+    sending the rest then fails with a broken pipe, and http.client
+    would report that instead of the answer, which is in the socket
+    already. Here the failed send ends the request; the answer is read
+    as usual (no answer: the connection error as before)."""
+    class Connection(connection_class):
+        def send(self, data):
+            try:
+                super().send(data)
+            except (BrokenPipeError, ConnectionResetError):
+                if self.sock is None:
+                    raise
+    Connection.__name__ = connection_class.__name__
+    return Connection
+
+
+class _EarlyAnswers:
+    def do_open(self, http_class, req, **kwargs):
+        return super().do_open(_answered_early(http_class), req, **kwargs)
+
+
+class _HTTP(_EarlyAnswers, urllib.request.HTTPHandler):
+    pass
+
+
+class _HTTPS(_EarlyAnswers, urllib.request.HTTPSHandler):
+    pass
+
+
 class Answer:
     def __init__(self, status, headers, body):
         self.status, self.headers, self.body = status, headers, body
@@ -86,7 +122,8 @@ class Client:
     def __init__(self, root, project, token=None, timeout=TIMEOUT):
         self.root, self.project = root, project
         self.token, self.timeout = token, timeout
-        self._opener = urllib.request.build_opener(_NoRedirect)
+        self._opener = urllib.request.build_opener(_NoRedirect, _HTTP,
+                                                   _HTTPS)
 
     @property
     def endpoint(self):

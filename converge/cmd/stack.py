@@ -498,8 +498,11 @@ def _read_adopt_file(path):
     except OSError as exc:
         raise exception.InvalidInput('Cannot read adopt file %s: %s'
                                      % (path, exc.strerror or exc))
+    from converge.template import bounds
     try:
-        return json.loads(text)
+        return bounds.loads_json(text)
+    except bounds.NotPlainJSON as exc:
+        raise exception.InvalidTemplate(str(exc), filename=path)
     except ValueError as exc:
         raise exception.InvalidTemplate(
             'not JSON (%s); an adopt file is what `stack abandon` writes'

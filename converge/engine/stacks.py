@@ -36,14 +36,16 @@ def check_name(name):
 
 
 def check_timeout(timeout):
-    """A stack timeout is a positive number of minutes (or none)."""
+    """A stack timeout is a positive number of minutes up to
+    max_timeout_mins (or none): its deadline is a time, and a column."""
     if timeout is None:
         return None
+    maximum = conf.CONF.max_timeout_mins
     if isinstance(timeout, bool) or not isinstance(timeout, int) or \
-            timeout <= 0:
+            not 0 < timeout <= maximum:
         raise exception.InvalidInput(
-            'Invalid timeout %r: it must be a positive whole number of '
-            'minutes' % (timeout,))
+            'Invalid timeout %r: it must be a whole number of minutes from '
+            '1 to %d ([DEFAULT] max_timeout_mins)' % (timeout, maximum))
     return timeout
 
 

@@ -5,6 +5,7 @@ be known yet at validation time (it depends on another resource) is the
 UNKNOWN sentinel and passes every check.
 """
 
+import math
 import re
 
 from converge import exception
@@ -98,6 +99,10 @@ def _coerce(schema, value, path):
                 raise _err('Value must be an integer', path)
         elif not isinstance(value, (int, float)):
             raise _err('Value must be a number', path)
+        elif isinstance(value, float) and not math.isfinite(value):
+            # a function's result: nan passes any min and max
+            raise _err('Value must be a finite number, not %s' % value,
+                       path)
         return value
     if t == BOOLEAN:
         if isinstance(value, bool):
@@ -137,7 +142,10 @@ def _num(s):
     try:
         return int(s)
     except ValueError:
-        return float(s)
+        value = float(s)
+        if not math.isfinite(value):
+            raise ValueError(s)
+        return value
 
 
 def _constraints(schema, value, path):

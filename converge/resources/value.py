@@ -4,8 +4,6 @@ With ``type`` given, ``value`` is checked and coerced like a parameter of
 that type (string, number, comma_delimited_list, json, boolean).
 """
 
-import json
-
 from converge import exception
 from converge.resources import none
 from converge.resources import properties as p
@@ -15,8 +13,12 @@ TYPES = ('string', 'number', 'comma_delimited_list', 'json', 'boolean')
 
 def _coerce_json(value, path):
     if isinstance(value, str):
+        # imported here: the template package imports the plug-ins
+        from converge.template import bounds
         try:
-            value = json.loads(value) if value.strip() else {}
+            value = bounds.loads_json(value) if value.strip() else {}
+        except bounds.NotPlainJSON as exc:
+            raise exception.InvalidTemplate('Value: %s' % exc, path=path)
         except ValueError as exc:
             raise exception.InvalidTemplate(
                 'Value must be valid JSON: %s' % exc, path=path)

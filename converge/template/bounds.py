@@ -9,6 +9,9 @@ error naming where. The limits are [DEFAULT] options (converge/opts.py);
 they are read here, on use, so the template package needs no set-up.
 """
 
+import json
+import math
+
 from converge import exception
 
 # the option names, with the defaults used when converge.conf was never
@@ -19,6 +22,7 @@ _DEFAULTS = {
     'max_template_depth': 64,
     'max_function_result_size': 4 * 1024 * 1024,
     'yaql_time_limit': 2.0,
+    'pattern_time_limit': 0.5,
     'yaql_limit_iterators': 200,
     'yaql_memory_quota': 10000,
 }
@@ -98,3 +102,54 @@ def duplicate_key(key, line, first_line, filename):
     return exception.InvalidTemplate(
         'duplicate key %r at line %s (first at line %s)' % (
             key, line, first_line), filename=filename, line=line)
+
+
+class NotPlainJSON(ValueError):
+    """A JSON document nested past max_template_depth, or holding a
+    number JSON has not (NaN, an infinity)."""
+
+
+def loads_json(text, check=True):
+    """The JSON document `text` holds, within max_template_depth and
+    with finite numbers only (`check`: else only what json.loads can
+    build at all); NotPlainJSON if not, json's ValueError if malformed.
+
+    Python's json reads NaN and Infinity, which no JSON parser reads
+    back (the API would answer them), and recurses once per level (a
+    deep enough document is a RecursionError there, and a value a bit
+    less deep one later, in whatever walks it)."""
+    try:
+        doc = json.loads(text)
+    except RecursionError:
+        raise NotPlainJSON(_deeper(limit('max_template_depth')))
+    if check:
+        check_json(doc)
+    return doc
+
+
+def check_json(value, max_depth=None):
+    """Refuse (NotPlainJSON) a value nested more than `max_depth`
+    (default: max_template_depth) maps and lists deep, or holding a
+    number that is not finite. Iterative: the value may be too deep for
+    anything recursive."""
+    if max_depth is None:
+        max_depth = limit('max_template_depth')
+    todo = [(value, 0)]
+    while todo:
+        v, depth = todo.pop()
+        if isinstance(v, dict):
+            items = v.values()
+        elif isinstance(v, (list, tuple)):
+            items = v
+        else:
+            if isinstance(v, float) and not math.isfinite(v):
+                raise NotPlainJSON('%s is not a finite number' % v)
+            continue
+        if depth + 1 > max_depth:
+            raise NotPlainJSON(_deeper(max_depth))
+        todo.extend((x, depth + 1) for x in items)
+
+
+def _deeper(max_depth):
+    return ('maps and lists nested more than %d deep (limit [DEFAULT] '
+            'max_template_depth)' % max_depth)

@@ -10,6 +10,7 @@ from converge.resources import registry as default_registry
 from converge.resources.properties import UNKNOWN
 from converge.template import functions as fn
 from converge.template import parameters as params_mod
+from converge.template import patterns
 from converge.template import providers
 
 TOP_KEYS = ('heat_template_version', 'description', 'parameter_groups',
@@ -47,6 +48,28 @@ def _str_keys(value):
     if isinstance(value, (list, tuple)):
         return [_str_keys(v) for v in value]
     return value
+
+
+def _check_resource_name(name):
+    """Heat's rule: no "/" (the name is a segment of the resource's
+    URL, where "a/b" could never be reached); and a name that can be
+    stored and shown: a non-empty string of at most 255 characters (the
+    column), no control characters (a NUL is no text to PostgreSQL)."""
+    if not isinstance(name, str):
+        why = 'it must be a string, not %s' % type(name).__name__
+    elif not name:
+        why = 'it is empty'
+    elif '/' in name:
+        why = 'Resource name may not contain "/"'
+    elif any(ord(c) < 32 or ord(c) == 127 for c in name):
+        why = 'it contains a control character'
+    elif len(name) > 255:
+        why = 'it is longer than 255 characters'
+    else:
+        return
+    raise _err('Invalid resource name %s: %s' % (
+        json.dumps(name if isinstance(name, str) else str(name))[:300],
+        why), ['resources'])
 
 
 def _err(msg, path=()):
@@ -201,30 +224,35 @@ class StackDefinition:
         self.parameters = {}
         self.hidden_parameters = set()
         self._provided = {}
-        for name, schema in decl.items():
-            path = ['parameters', name]
-            p = params_mod.Parameter(name, schema, self.version, path)
-            self.schemas[name] = p
-            if p.hidden:
-                self.hidden_parameters.add(name)
-            if name in user:
-                value = p.coerce(user[name], path)
-                self._provided[name] = value
-            elif name in pdefaults:
-                value = p.coerce(pdefaults[name], path)
-                self._provided[name] = value
-            elif p.has_default and p.default is not None:
-                value = p.coerce(p.default, path + ['default'])
-            elif self.validate_values:
-                raise _err('The Parameter (%s) was not provided.' % name,
-                           path)
-            else:
-                value = UNKNOWN
-            self.parameters[name] = value
+        # one time limit for the patterns RE2 cannot run, all of them
+        with patterns.budget():
+            for name, schema in decl.items():
+                self._build_parameter(name, schema, user, pdefaults)
         self._pseudo = {'OS::stack_name': self.stack_name,
                         'OS::stack_id': self.stack_id,
                         'OS::project_id': self.project_id,
                         'OS::region': 'RegionOne'}
+
+    def _build_parameter(self, name, schema, user, pdefaults):
+        path = ['parameters', name]
+        p = params_mod.Parameter(name, schema, self.version, path)
+        self.schemas[name] = p
+        if p.hidden:
+            self.hidden_parameters.add(name)
+        if name in user:
+            value = p.coerce(user[name], path)
+            self._provided[name] = value
+        elif name in pdefaults:
+            value = p.coerce(pdefaults[name], path)
+            self._provided[name] = value
+        elif p.has_default and p.default is not None:
+            value = p.coerce(p.default, path + ['default'])
+        elif self.validate_values:
+            raise _err('The Parameter (%s) was not provided.' % name,
+                       path)
+        else:
+            value = UNKNOWN
+        self.parameters[name] = value
 
     def _build_groups(self, tmpl):
         groups = tmpl.get('parameter_groups')
@@ -423,6 +451,7 @@ class StackDefinition:
         types = {}
         # pass 1: shapes, conditions, types
         for name, r in res.items():
+            _check_resource_name(name)
             path = ['resources', name]
             if not isinstance(r, dict):
                 raise _err('Resource %s must be a map' % name, path)

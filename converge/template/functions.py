@@ -177,7 +177,11 @@ def _walk(value, path, on_miss, strict_index=False):
             if isinstance(key, str):
                 if strict_index:
                     return on_miss
-                if not key.lstrip('-').isdigit():
+                # ASCII digits (isdigit takes '²', which int() does not),
+                # few enough for int() to read
+                digits = key[1:] if key.startswith('-') else key
+                if not (digits.isascii() and digits.isdigit()) or \
+                        len(digits) > 30:
                     raise TypeError('Path component %r is not a valid index'
                                     % (key,))
                 key = int(key)
@@ -606,7 +610,7 @@ class StrSplit(Function):
             idx = args[2]
             try:
                 idx = int(idx)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 raise self.error('the index must be an integer')
             try:
                 return parts[idx]
@@ -725,7 +729,7 @@ class MakeUrl(Function):
                 if isinstance(port, bool):
                     raise ValueError()
                 port = int(port)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 raise self.error('"port" must be an integer')
             if not 1 <= port <= 65535:
                 raise self.error('"port" must be between 1 and 65535')
@@ -780,7 +784,14 @@ class Yaql(Function):
             raise self.error(str(e))
         except Exception as e:
             raise self.error('Bad expression: %s' % e)
-        return _plain(out)
+        out = _plain(out)
+        try:
+            # float('nan') is a yaql expression: nan passes every range
+            # constraint, and is no JSON to store or answer
+            bounds.check_json(out)
+        except bounds.NotPlainJSON as e:
+            raise self.error('the result: %s' % e)
+        return out
 
 
 class Select(Function):
@@ -797,7 +808,9 @@ class Select(Function):
             return ''
         if isinstance(coll, str):
             try:
-                coll = json.loads(coll)
+                coll = bounds.loads_json(coll)
+            except bounds.NotPlainJSON as e:
+                raise self.error('the collection: %s' % e)
             except ValueError:
                 raise self.error('the collection must be a list or a map')
         if isinstance(coll, dict):
@@ -805,7 +818,7 @@ class Select(Function):
         if isinstance(coll, list):
             try:
                 index = int(index)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 raise self.error('the index must be an integer')
             return coll[index] if 0 <= index < len(coll) else ''
         raise self.error('the collection must be a list or a map')

@@ -5,6 +5,7 @@ stack definition, JSON-serialisable so the engine can store it.
 """
 
 import json
+import math
 import os
 import urllib.parse
 import urllib.request
@@ -27,6 +28,21 @@ def _construct_str(loader, node):
 
 Loader.add_constructor('tag:yaml.org,2002:timestamp', _construct_str)
 
+
+def _construct_float(loader, node):
+    """A float; .nan and .inf are refused: nan passes every range
+    constraint, and neither is JSON (the API could not answer with it,
+    nor a database's JSON column store it)."""
+    value = loader.construct_yaml_float(node)
+    if not math.isfinite(value):
+        raise exception.InvalidTemplate(
+            '%s is not a finite number' % node.value,
+            line=node.start_mark.line + 1)
+    return value
+
+
+Loader.add_constructor('tag:yaml.org,2002:float', _construct_float)
+
 ENV_SECTIONS = ('parameters', 'parameter_defaults', 'resource_registry',
                 'event_sinks', 'parameter_merge_strategies',
                 'encrypted_param_names', 'converge')
@@ -41,7 +57,9 @@ def parse_text(text, filename=None):
     """
     if text.lstrip().startswith('{'):
         try:
-            doc = json.loads(text, object_pairs_hook=_unique_pairs)
+            doc = json.loads(text, object_pairs_hook=_unique_pairs,
+                             parse_constant=_no_constant,
+                             parse_float=_finite_float)
         except (ValueError, RecursionError, _Unusual):
             pass  # let YAML report it (JSON is mostly YAML), with the line
         else:
@@ -52,6 +70,8 @@ def parse_text(text, filename=None):
             return _load_from_events(text, filename)
         except _Unusual:
             return _load_composed(text, filename)
+    except exception.InvalidTemplate as e:
+        raise e.locate(filename)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -75,6 +95,21 @@ def _too_deep(error, filename, line):
 class _Unusual(Exception):
     """A construct the event loader leaves to PyYAML's own (merge keys,
     sets, ordered maps, recursive or duplicate anchors, unhashable keys)."""
+
+
+def _no_constant(name):
+    """JSON's NaN and Infinity, which Python's json reads: the YAML
+    path reads them as the strings they are in YAML."""
+    raise _Unusual(name)
+
+
+def _finite_float(text):
+    """A JSON float; one past the largest (1e999) would be an infinity:
+    the YAML path refuses it with its line."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Unusual(text)
+    return value
 
 
 def _unique_pairs(pairs):
@@ -335,6 +370,7 @@ def _same_node(a, b):
 
 _ComposingLoader.add_constructor('tag:yaml.org,2002:timestamp',
                                  _construct_str)
+_ComposingLoader.add_constructor('tag:yaml.org,2002:float', _construct_float)
 
 
 def _load_composed(text, filename=None):

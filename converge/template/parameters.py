@@ -1,10 +1,13 @@
 """HOT parameters: schema checks, coercion and constraints."""
 
 import json
+import math
 import re
 
 from converge import exception
 from converge.resources.properties import UNKNOWN
+from converge.template import bounds
+from converge.template import patterns
 
 TYPES = {'string': 'String', 'number': 'Number', 'json': 'Json',
          'boolean': 'Boolean', 'comma_delimited_list': 'CommaDelimitedList'}
@@ -33,17 +36,25 @@ def _err(msg, path):
 def _num(v):
     if isinstance(v, bool):
         raise ValueError('%r is not a number' % (v,))
-    if isinstance(v, (int, float)):
+    if isinstance(v, int):
         return v
-    s = str(v).strip()
-    try:
-        return int(s)
-    except ValueError:
-        pass
-    try:
-        return float(s)
-    except ValueError:
-        raise ValueError('"%s" is not a number' % (v,))
+    if isinstance(v, float):
+        number = v
+    else:
+        s = str(v).strip()
+        try:
+            return int(s)
+        except ValueError:
+            pass
+        try:
+            number = float(s)
+        except ValueError:
+            raise ValueError('"%s" is not a number' % (v,))
+    # nan passes every range (its comparisons are all false) and neither
+    # it nor an infinity is JSON: the API could not answer with it
+    if not math.isfinite(number):
+        raise ValueError('"%s" is not a finite number' % (v,))
+    return number
 
 
 class Parameter:
@@ -129,7 +140,7 @@ class Parameter:
                     raise _err('%s must be a string' % kind, p)
                 if kind == 'allowed_pattern':
                     try:
-                        re.compile(arg)
+                        patterns.compile(arg)
                     except re.error as e:
                         raise _err('invalid allowed_pattern: %s' % e, p)
             out.append((kind, arg, c.get('description')))
@@ -189,15 +200,23 @@ class Parameter:
                 if not v.strip():
                     return {}
                 try:
-                    return json.loads(v)
+                    return bounds.loads_json(v)
+                except bounds.NotPlainJSON:
+                    raise
                 except ValueError as e:
                     raise ValueError('Value must be valid JSON: %s' % e)
+            bounds.check_json(v)
             return json.loads(json.dumps(v))
         return v
 
     def _check(self, value, path):
         for kind, arg, desc in self.constraints:
-            msg = self._violation(kind, arg, value)
+            try:
+                msg = self._violation(kind, arg, value)
+            except patterns.TooSlow as e:
+                # not a verdict on the value: the description would lie
+                raise _err('Parameter \'%s\' is invalid: allowed_pattern '
+                           '"%s": %s' % (self.name, arg, e), path)
             if msg is not None and self.hidden and not desc:
                 msg = 'the value does not satisfy the %s constraint' % kind
             if msg is not None:
@@ -246,9 +265,12 @@ class Parameter:
                         item, [str(a) for a in arg])
         elif kind == 'allowed_pattern':
             items = value if isinstance(value, list) else [value]
-            for item in items:
-                if not re.fullmatch(arg, item):
-                    return '"%s" does not match pattern "%s"' % (item, arg)
+            pattern = patterns.compile(arg)
+            with patterns.budget():
+                for item in items:
+                    if not pattern.fullmatch(item):
+                        return '"%s" does not match pattern "%s"' % (
+                            item, arg)
         return None
 
     # -- validate info ---------------------------------------------------

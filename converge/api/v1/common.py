@@ -3,6 +3,7 @@
 
 import functools
 import json
+import re
 
 import webob
 
@@ -119,17 +120,36 @@ def flag(value, name):
                                  % (value, name))
 
 
-def integer(value, name, minimum=0):
-    if value in (None, ''):
+#: the largest integer a query or body value may be (SQL's INTEGER)
+_INT_MAX = 2 ** 31 - 1
+#: an integer's text (ASCII digits: str.isdigit takes '²', which int()
+#: does not; and few enough for int() to read)
+_DIGITS = re.compile(r'\s*[+-]?[0-9]{1,30}\s*')
+
+
+def integer(value, name, minimum=0, maximum=None, option=None):
+    """A query or body integer, as Heat reads them: an integer or its
+    digits; a boolean or a fraction (1.5, 1e20) is refused, not cut.
+    `option` names the setting `maximum` comes from; without one, what
+    a database's integer column holds."""
+    if maximum is None:
+        maximum = _INT_MAX
+    if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    try:
+    number = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and _DIGITS.fullmatch(value):
         number = int(value)
-    except (TypeError, ValueError):
-        raise exception.InvalidInput('%s must be an integer, not %r'
-                                     % (name, value))
+    if number is None:
+        raise exception.InvalidInput('%s must be an integer, not %s' % (
+            name, json.dumps(value, ensure_ascii=False)[:60]))
     if number < minimum:
         raise exception.InvalidInput('%s must be at least %d'
                                      % (name, minimum))
+    if number > maximum:
+        raise exception.InvalidInput('%s must be at most %d%s' % (
+            name, maximum, ' (%s)' % option if option else ''))
     return number
 
 
@@ -143,8 +163,11 @@ def json_value(value, name):
     """A value a client may send as JSON text or as the object itself
     (Heat's adopt_stack_data, a template)."""
     if isinstance(value, str):
+        from converge.template import bounds
         try:
-            return json.loads(value)
+            return bounds.loads_json(value)
+        except bounds.NotPlainJSON as e:
+            raise exception.InvalidInput('%s: %s' % (name, e))
         except ValueError as e:
             raise exception.InvalidInput('%s is not valid JSON: %s'
                                          % (name, e))

@@ -66,7 +66,9 @@ def _clear(data):
 
 
 def _timeout(data):
-    return common.integer(data.get('timeout_mins'), 'timeout_mins', 1)
+    return common.integer(data.get('timeout_mins'), 'timeout_mins', 1,
+                          conf_mod.CONF.max_timeout_mins,
+                          '[DEFAULT] max_timeout_mins')
 
 
 def _converge_policy(data):

@@ -1,0 +1,377 @@
+"""What a hostile tenant can send converge-api and the CLI: patterns
+that backtrack, documents nested past any sense, numbers that are not
+numbers (NaN, infinities), timeouts that are not whole minutes, resource
+and stack names no URL can hold, bodies over the API's limit. Each is
+refused with Heat's error body (a 400 naming the field; the CLI: exit 2,
+naming the file), nothing is stored, and the API keeps answering others.
+
+Over real HTTP against a converge-api on loopback (an embedded home),
+the CLI through subprocesses."""
+
+import json
+import os
+import threading
+import time
+
+import pytest
+import requests
+
+from converge import exception
+from tests import test_heat_api
+from tests.test_remote_cli import Remote
+
+VERSION = '2018-08-31'
+
+
+#: a converge-api on loopback over an embedded home, this module's own
+api = test_heat_api.api
+
+
+@pytest.fixture(scope='module', autouse=True)
+def no_traceback(api):
+    """Nothing escaped the API's error handling (into its log)."""
+    yield
+    with open(os.path.join(os.path.dirname(api.conf), 'api.log')) as f:
+        text = f.read()
+    assert 'Traceback' not in text, text[-5000:]
+
+
+class Session:
+    """One project's requests to the API, raw (as any client could send
+    them)."""
+
+    def __init__(self, api, project):
+        self.base = '%s/v1/%s' % (api.url, project)
+        self.headers = {'X-Auth-Token': api.token(project)['token'],
+                        'Content-Type': 'application/json'}
+
+    def send(self, method, path, body=None, raw=None, timeout=60):
+        data = raw if raw is not None else (
+            None if body is None else json.dumps(body))
+        return requests.request(method, self.base + path, data=data,
+                                headers=self.headers, timeout=timeout)
+
+    def refused(self, method, path, body=None, raw=None, *named):
+        """The answer: a 400 in Heat's error shape whose message names
+        every one of `named`; returns the message."""
+        r = self.send(method, path, body, raw)
+        assert r.status_code == 400, (r.status_code, r.text[:500])
+        err = r.json()
+        assert err['code'] == 400 and err['title'] == 'Bad Request'
+        assert err['error']['traceback'] is None
+        message = err['error']['message']
+        for word in named:
+            assert word in message, message
+        return message
+
+    def stacks(self):
+        r = self.send('GET', '/stacks')
+        assert r.status_code == 200, r.text
+        return [s['stack_name'] for s in r.json()['stacks']]
+
+
+def _template(**sections):
+    return dict({'heat_template_version': VERSION}, **sections)
+
+
+def _pattern_template(pattern):
+    return _template(parameters={'word': {
+        'type': 'string', 'constraints': [{'allowed_pattern': pattern}]}})
+
+
+def _while_validating(s, body):
+    """POST /validate with `body` in a thread and, meanwhile, GET
+    /stacks: (validate's answer, its seconds, GET's seconds)."""
+    out = {}
+
+    def validate():
+        start = time.monotonic()
+        try:
+            out['answer'] = s.send('POST', '/validate', body, timeout=60)
+        except requests.RequestException as e:
+            out['answer'] = e
+        out['seconds'] = time.monotonic() - start
+    worker = threading.Thread(target=validate)
+    worker.start()
+    start = time.monotonic()
+    r = s.send('GET', '/stacks')
+    listed = time.monotonic() - start
+    assert r.status_code == 200
+    worker.join()
+    return out['answer'], out['seconds'], listed
+
+
+# -- patterns -----------------------------------------------------------------
+
+def test_a_backtracking_pattern_runs_in_linear_time(api):
+    """'(a+)+$' takes Python's re minutes on thirty characters, holding
+    every thread of the API; RE2 answers at once. The bounds (2 s and
+    1 s) are generous: both answers take milliseconds."""
+    s = Session(api, 'regex')
+    answer, seconds, listed = _while_validating(s, {
+        'template': _pattern_template('(a+)+$'),
+        'parameters': {'word': 'a' * 30 + '!'}})
+    assert not isinstance(answer, Exception), answer
+    assert answer.status_code == 400, answer.text
+    message = answer.json()['error']['message']
+    assert "Parameter 'word'" in message and 'does not match' in message
+    assert seconds < 2, seconds
+    assert listed < 1, listed
+    # and a value that matches is taken
+    r = s.send('POST', '/validate', {'template': _pattern_template(
+        '(a+)+$'), 'parameters': {'word': 'a' * 30}})
+    assert r.status_code == 200, r.text
+
+
+def test_a_pattern_re2_cannot_run_still_works_and_is_cut_off(api):
+    """Heat's patterns are Python's: look-aheads (password rules) are
+    kept and enforced. One that backtracks without end is stopped at
+    [DEFAULT] pattern_time_limit (0.5 s) with an error naming the
+    parameter, and the API answers others meanwhile. Bounds generous:
+    10 s (minutes before) and 1 s."""
+    s = Session(api, 'regex')
+    rule = _pattern_template(r'(?=.*[0-9])(?=.*[A-Z]).{8,}')
+    r = s.send('POST', '/validate', {'template': rule,
+                                     'parameters': {'word': 'Passw0rdX'}})
+    assert r.status_code == 200, r.text
+    s.refused('POST', '/validate', {'template': rule, 'parameters': {
+        'word': 'password'}}, None, "Parameter 'word'", 'does not match')
+
+    answer, seconds, listed = _while_validating(s, {
+        'template': _pattern_template(r'((a|a)+)+\1$'),
+        'parameters': {'word': 'a' * 40 + '!'}})
+    assert not isinstance(answer, Exception), answer
+    assert answer.status_code == 400, answer.text
+    message = answer.json()['error']['message']
+    assert "Parameter 'word'" in message, message
+    assert 'pattern_time_limit' in message, message
+    assert seconds < 10, seconds
+    assert listed < 1, listed
+
+
+@pytest.mark.parametrize('pattern,value', [
+    (r'\d+', '\u0661\u0662'), (r'\w+', 'h\u00e9llo_1'),
+    (r'\s*x\s*', '\u2003x\u2003'), (r'[^\w]+', '!?'), (r'\D+', 'abc'),
+    (r'[[:alpha:]]+', ':a]'), (r'[[:alpha:]]+', 'a'),
+    (r'a{,3}', 'aa'), (r'a{,3}', 'a{,3}'), (r'\bfoo\b', 'foo'),
+    (r'[]a]+', ']a'), (r'[^]a]+', 'bc'), (r'a\Z', 'a'), (r'(?i)abc', 'ABC'),
+    (r'a$\n?', 'a\n'), (r'(a)\1', 'aa'), (r'[\W]+', '!'),
+])
+def test_patterns_mean_what_pythons_re_means(pattern, value):
+    """Heat's patterns are Python's: whichever engine runs one (RE2 or
+    the fallback), a value is taken exactly when re takes it."""
+    import re
+    import warnings
+    from converge import template
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')   # re's about '[['
+        expected = re.fullmatch(pattern, value) is not None
+    bundle = template.Bundle(_pattern_template(pattern))
+    if expected:
+        template.StackDefinition(bundle, {'word': value})
+    else:
+        with pytest.raises(exception.InvalidTemplate, match='does not match'):
+            template.StackDefinition(bundle, {'word': value})
+
+
+# -- nesting ------------------------------------------------------------------
+
+def _nested(levels):
+    value = 'bottom'
+    for _ in range(levels):
+        value = {'a': value}
+    return value
+
+
+def test_json_nested_past_the_template_limit_is_refused(api):
+    """The YAML limit ([DEFAULT] max_template_depth, 64) holds for JSON:
+    a template mapping 900 deep (it was stored, then retried a
+    RecursionError for ever), a body 100,000 deep (a 500), a json
+    parameter's text, adopt data as text. Nothing is stored."""
+    s = Session(api, 'deep')
+    deep = _template(resources={'v': {'type': 'OS::Heat::Value',
+                                      'properties': {'value': _nested(900)}}})
+    s.refused('POST', '/stacks', {'stack_name': 'deep', 'template': deep},
+              None, 'template', 'max_template_depth')
+    s.refused('POST', '/validate', {'template': deep}, None, 'template',
+              'max_template_depth')
+    s.refused('POST', '/stacks', None,
+              '{"stack_name": "deeper", "template": %s1%s}' % (
+                  '{"a":' * 100000, '}' * 100000), 'max_template_depth')
+    s.refused('POST', '/stacks', {'stack_name': 'env', 'template': _template(),
+                                  'environment': {'parameters': _nested(80)}},
+              None, 'environment', 'max_template_depth')
+    as_text = _template(
+        parameters={'blob': {'type': 'json'}},
+        resources={'v': {'type': 'OS::Heat::Value',
+                         'properties': {'value': {'get_param': 'blob'}}}})
+    s.refused('POST', '/stacks', {
+        'stack_name': 'param', 'template': as_text,
+        'parameters': {'blob': '[' * 100000 + ']' * 100000}}, None,
+        "Parameter 'blob'", 'max_template_depth')
+    s.refused('POST', '/stacks', {
+        'stack_name': 'param', 'template': as_text,
+        'parameters': {'blob': json.dumps(_nested(100))}}, None,
+        "Parameter 'blob'", 'max_template_depth')
+    s.refused('POST', '/stacks', {
+        'stack_name': 'adopted',
+        'adopt_stack_data': '{"template": %s}' % json.dumps(_nested(200))},
+        None, 'adopt_stack_data', 'max_template_depth')
+    assert s.stacks() == []
+    # 64 deep is a template still
+    ok = _template(resources={'v': {'type': 'OS::Heat::Value',
+                                    'properties': {'value': _nested(60)}}})
+    r = s.send('POST', '/validate', {'template': ok})
+    assert r.status_code == 200, r.text
+
+
+def test_cli_refuses_deep_json_files_naming_them(cli, write):
+    deep = write('deep.json', json.dumps(_template(resources={'v': {
+        'type': 'OS::Heat::Value', 'properties': {'value': _nested(900)}}})))
+    deeper = write('deeper.json', '{"heat_template_version": "%s", '
+                   '"description": %s%s}' % (VERSION, '[' * 100000,
+                                             ']' * 100000))
+    adopt = write('adopt.json', '{"template": %s1%s}' % (
+        '{"a":' * 100000, '}' * 100000))
+    for args, path in ((['stack', 'create', '-t', deep, 'one'], deep),
+                       (['stack', 'create', '-t', deeper, 'two'], deeper),
+                       (['stack', 'adopt', '--adopt-file', adopt, 'three'],
+                        adopt)):
+        proc = cli.run(*args, check=False)
+        assert proc.returncode == 2, (proc.stdout, proc.stderr)
+        assert path in proc.stderr and 'max_template_depth' in proc.stderr
+        assert 'Traceback' not in proc.stderr
+    assert cli.json('stack', 'list') == []
+
+
+# -- numbers ------------------------------------------------------------------
+
+def test_numbers_are_finite(api):
+    """'nan' passed a range constraint and the API then answered NaN,
+    which is not JSON. Every number read refuses NaN and infinities:
+    number parameters, constraints' bounds, a body's literal NaN, a
+    template's .nan, a yaql result."""
+    s = Session(api, 'nan')
+    ranged = _template(
+        parameters={'n': {'type': 'number',
+                          'constraints': [{'range': {'min': 1, 'max': 5}}]}},
+        outputs={'o': {'value': {'get_param': 'n'}}})
+    for value in ('nan', 'NaN', 'inf', '-Infinity', '1e999'):
+        s.refused('POST', '/validate', {'template': ranged,
+                                        'parameters': {'n': value}},
+                  None, "Parameter 'n'", 'not a finite number')
+        s.refused('POST', '/stacks', {'stack_name': 'nan', 'template': ranged,
+                                      'parameters': {'n': value}},
+                  None, "Parameter 'n'", 'not a finite number')
+    s.refused('POST', '/stacks', None,
+              '{"stack_name": "nan", "template": %s, "parameters": '
+              '{"n": NaN}}' % json.dumps(ranged), 'parameters',
+              'not a finite number')
+    bound = _template(parameters={'n': {
+        'type': 'number', 'constraints': [{'range': {'min': 'nan'}}]}})
+    s.refused('POST', '/validate', {'template': bound}, None,
+              'parameters.n.constraints', 'not a finite number')
+    s.refused('POST', '/validate', {'template': 'heat_template_version: %s\n'
+                                    'parameters:\n  n:\n    type: number\n'
+                                    '    default: .inf\n' % VERSION},
+              None, 'template:5', '.inf is not a finite number')
+    s.refused('POST', '/validate', {'template': _template(resources={'v': {
+        'type': 'OS::Heat::Value', 'properties': {'value': {'yaql': {
+            'expression': "float('nan')", 'data': {}}}}}})}, None,
+        'resources.v.properties.value', 'not a finite number')
+    assert s.stacks() == []
+
+
+# -- timeouts -----------------------------------------------------------------
+
+def test_timeout_mins_is_a_whole_number_of_minutes_within_the_limit(api):
+    """1e20 answered 500; true and 1.5 were stored as 1."""
+    s = Session(api, 'timeouts')
+    for bad in (1e20, True, 1.5, '1.5', 10 ** 30, 0, -3, 'soon', [5],
+                10081):
+        s.refused('POST', '/stacks', {'stack_name': 'timed',
+                                      'template': _template(),
+                                      'timeout_mins': bad},
+                  None, 'timeout_mins')
+    assert s.stacks() == []
+    r = s.send('POST', '/stacks', {'stack_name': 'timed',
+                                   'template': _template(),
+                                   'timeout_mins': '30'})
+    assert r.status_code == 201, r.text
+    stack = r.json()['stack']
+    path = '/stacks/timed/%s' % stack['id']
+    s.refused('PATCH', path, {'timeout_mins': True}, None, 'timeout_mins')
+    s.refused('PUT', path, {'template': _template(), 'timeout_mins': 1e20},
+              None, 'timeout_mins')
+    shown = s.send('GET', path).json()['stack']
+    assert shown['timeout_mins'] == 30
+
+
+def test_cli_timeout_over_the_limit_exits_2(cli, write):
+    path = write('t.yaml', 'heat_template_version: %s\n' % VERSION)
+    proc = cli.run('stack', 'create', '-t', path, '--timeout', '99999999',
+                   'big', check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert 'max_timeout_mins' in proc.stderr
+    proc = cli.run('stack', 'create', '-t', path, '--timeout', '1.5', 'frac',
+                   check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert '--timeout' in proc.stderr
+    assert cli.json('stack', 'list') == []
+
+
+# -- names --------------------------------------------------------------------
+
+@pytest.mark.parametrize('name', ['', 'a/b', 'a\x00b', 'x' * 256])
+def test_resource_names_heat_refuses_are_refused(api, name):
+    """'a/b' was stored and then could not be reached (a URL segment);
+    '' and NUL were stored too."""
+    s = Session(api, 'names')
+    tmpl = _template(resources={name: {'type': 'OS::Heat::None'}})
+    shown = json.dumps(name)[1:-1][:40]
+    s.refused('POST', '/validate', {'template': tmpl}, None,
+              'Invalid resource name', shown)
+    s.refused('POST', '/stacks', {'stack_name': 'named', 'template': tmpl},
+              None, 'Invalid resource name', shown)
+    s.refused('POST', '/stacks/preview', {'stack_name': 'named',
+                                          'template': tmpl},
+              None, 'Invalid resource name', shown)
+    assert s.stacks() == []
+
+
+@pytest.mark.parametrize('name', ['a/b', '1stack', 'a b', 'a\x00b',
+                                  'x' * 256])
+def test_stack_names_hold_at_every_entry(api, name):
+    s = Session(api, 'stacknames')
+    tmpl = _template(resources={'r': {'type': 'OS::Heat::None'}})
+    s.refused('POST', '/stacks', {'stack_name': name, 'template': tmpl},
+              None, 'Invalid stack name')
+    s.refused('POST', '/stacks/preview', {'stack_name': name,
+                                          'template': tmpl},
+              None, 'Invalid stack name')
+    s.refused('POST', '/stacks', {'stack_name': name, 'adopt_stack_data': {
+        'template': tmpl, 'resources': {}, 'environment': {}}}, None,
+        'Invalid stack name')
+    assert s.stacks() == []
+
+
+# -- the remote CLI and the API's body limit ----------------------------------
+
+def test_remote_cli_reports_the_servers_413(api, tmp_path, write):
+    """A body over [api] max_json_body_size is answered 413 before the
+    API reads it: the CLI, still sending, reported a broken pipe
+    ("Cannot reach converge-api"); it reports the server's message, exit
+    2. So with any answer given while the body goes out (a 401)."""
+    remote = Remote('%s/v1/big' % api.url, api.token('big')['token'],
+                    str(tmp_path / 'nohome'))
+    path = write('big.yaml', 'heat_template_version: %s\ndescription: %s\n'
+                 % (VERSION, 'x' * (12 * 1024 * 1024)))
+    proc = remote.run('stack', 'create', '-t', path, 'big', check=False)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert 'max_json_body_size' in proc.stderr, proc.stderr
+    assert 'Cannot reach' not in proc.stderr
+    proc = remote.run('stack', 'create', '-t', path, 'big', check=False,
+                      token='not-a-token')
+    assert proc.returncode == 5, (proc.stdout, proc.stderr)
+    assert 'refused the token' in proc.stderr, proc.stderr
+    assert remote.json('stack', 'list') == []
