@@ -157,9 +157,19 @@ class SoftwareDeployment(base.Resource):
         return self.clients.deployments
 
     def _targets(self):
-        """The deployments this resource makes: here one."""
-        return [Target(self.deployment_id, str(self.properties['server']),
-                       self.data, None, event(self.deployment_id))]
+        """The deployments this resource makes: here one. A row whose
+        create never recorded its properties (it failed, or is cleaned up
+        while its run was still waiting for an agent) is deleted from
+        what the deployment itself records: its server (and no DELETE
+        config runs: what it asked for is not known)."""
+        server = self.properties.get('server')
+        if server is None:
+            found = self._store().get(self.deployment_id)
+            if found is None:
+                return []
+            server = found.get('server_id') or ''
+        return [Target(self.deployment_id, str(server), self.data, None,
+                       event(self.deployment_id))]
 
     #: its create writes the deployment under an id derived from the
     #: resource (deployment_id) with a run key derived from what it runs:
