@@ -116,7 +116,10 @@ class SoftwareDeployment(base.Resource):
             'execute when applying to the server.', update_allowed=True),
         'server': p.Schema(
             p.STRING, 'ID of resource to apply configuration to. Normally '
-            'this should be a Nova server ID.', required=True),
+            'this should be a Nova server ID.', required=True,
+            # Heat's: a server the project cannot see (another's) is not
+            # one to run its configs on
+            constraint='nova.server'),
         'input_values': p.Schema(
             p.MAP, 'Input values to apply to the software configuration on '
             'this server.', default={}, update_allowed=True),
@@ -179,6 +182,13 @@ class SoftwareDeployment(base.Resource):
     reruns = True
 
     # -- steps ----------------------------------------------------------------
+    def owned(self, shared=False):
+        found = self._store().get(self.physical_id)
+        # a deployment written by another project's stack is not this
+        # one's to run or delete (one gone is reported by the adopt)
+        return found is None or found.get('project_id') == \
+            self.stack.project_id
+
     def observe(self):
         if not self.physical_id:
             # a create whose unit died before recording it wrote this
