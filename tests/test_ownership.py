@@ -259,3 +259,48 @@ def test_the_sim_shows_a_project_its_own_servers_only(engine):
     # a stack's plug-ins act as its project
     assert engine.clients.for_stack(None, 'beta').compute.list_servers() \
         == []
+
+
+def test_a_nested_stacks_external_id_is_checked_when_converged(
+        engine, tmp_path):
+    """A child stack's external_id is known once its parent passes it
+    down: converging it refuses another project's software config (the
+    resource fails naming it, its body is never read) and another
+    project's server (not found with this project's credentials)."""
+    svc = service.Service(engine)
+    alpha, beta = request.make('alpha'), request.make('beta')
+    started = svc.stack_create(alpha, 'mine', et.bundle(tmp_path, CONFIG),
+                               {})
+    et.follow(engine, started['id'], started['traversal_id'], ctx=alpha,
+              out=io.StringIO(), tty=False)
+    config = {r['resource_name']: r['physical_resource_id']
+              for r in svc.resource_list(alpha, 'mine')}['config']
+    server = engine.clients.for_stack(None, 'alpha').compute.create_server(
+        'theirs', 'cirros', 'm1.tiny', idempotency_key='key-theirs')['id']
+    for rtype, physical_id, reason in (
+            ('OS::Heat::SoftwareConfig', config, 'is not this project\'s'),
+            ('OS::Nova::Server', server, 'not found')):
+        child = {'heat_template_version': '2021-04-16',
+                 'parameters': {'ref': {'type': 'string'}},
+                 'resources': {'it': {'type': rtype,
+                                      'external_id': {'get_param': 'ref'}}},
+                 'outputs': {'got': {'value': {'get_attr': ['it', 'show']}}}}
+        if rtype == 'OS::Nova::Server':
+            child['resources']['it']['properties'] = {
+                'image': 'cirros', 'flavor': 'm1.tiny'}
+        doc = et.hot({'child': {'type': 'OS::Heat::Stack', 'properties': {
+            'template': json.dumps(child),
+            'parameters': {'ref': physical_id}}}})
+        started = svc.stack_create(beta, 'ext', et.bundle(tmp_path, doc), {})
+        stack = et.follow(engine, started['id'], started['traversal_id'],
+                          ctx=beta, out=io.StringIO(), tty=False).stack
+        assert et.status(stack) == 'CREATE_FAILED'
+        assert 'external resource %s %s' % (physical_id, reason) in \
+            stack.status_reason, stack.status_reason
+        started = svc.stack_delete(beta, 'ext')
+        et.follow(engine, started['id'], started['traversal_id'], ctx=beta,
+                  out=io.StringIO(), tty=False)
+    # what was named is as it was
+    assert engine.clients.configs.get(config) is not None
+    assert [s['id'] for s in engine.clients.compute.list_servers()] == [
+        server]
