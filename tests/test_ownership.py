@@ -304,3 +304,50 @@ def test_a_nested_stacks_external_id_is_checked_when_converged(
     assert engine.clients.configs.get(config) is not None
     assert [s['id'] for s in engine.clients.compute.list_servers()] == [
         server]
+
+
+def test_a_server_runs_no_deployment_of_another_project(engine, tmp_path):
+    """A deployment whose server comes from an attribute (not checked at
+    validate) names another project's server: that server's agent is
+    never shown it, and may not signal it."""
+    from converge import conf
+    from converge import userdata
+    from converge.engine import software
+    from converge.engine import standalone
+    conf.CONF.set_override('boot_agents', False, 'sim')
+    try:
+        svc = service.Service(engine)
+        alpha, beta = request.make('alpha'), request.make('beta')
+        started = svc.stack_create(alpha, 'mine', et.bundle(tmp_path, et.hot(
+            {'server': {'type': 'OS::Nova::Server', 'properties': {
+                'image': 'cirros', 'flavor': 'm1.tiny',
+                'user_data_format': 'SOFTWARE_CONFIG'}}})), {})
+        et.follow(engine, started['id'], started['traversal_id'],
+                  ctx=alpha, out=io.StringIO(), tty=False)
+        [server] = engine.clients.compute.list_servers()
+        creds = userdata.decode(server['user_data'])
+        doc = et.hot({
+            'id': {'type': 'OS::Heat::Value',
+                   'properties': {'value': server['id']}},
+            'config': {'type': 'OS::Heat::SoftwareConfig', 'properties': {
+                'group': 'script', 'config': 'cat /etc/shadow'}},
+            'run': {'type': 'OS::Heat::SoftwareDeployment', 'properties': {
+                'config': {'get_resource': 'config'},
+                'server': {'get_attr': ['id', 'value']}}}})
+        svc.stack_create(beta, 'theirs', et.bundle(tmp_path, doc), {})
+        found = []
+        deadline = time.monotonic() + 60
+        while not found:
+            assert time.monotonic() < deadline
+            found = standalone.deployment_list(engine, 'beta')
+            time.sleep(0.02)   # polling the engine's state
+        [dep] = found
+        assert dep['server_id'] == server['id']
+        _, shown = software.deployments(engine, creds['agent_id'],
+                                        creds['token'])
+        assert shown == []
+        with pytest.raises(exception.ConvergeError):
+            software.signal(engine, dep['id'], creds['agent_id'],
+                            creds['token'], '', {'deploy_status_code': 0})
+    finally:
+        conf.CONF.clear_override('boot_agents', 'sim')
