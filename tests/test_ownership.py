@@ -351,3 +351,25 @@ def test_a_server_runs_no_deployment_of_another_project(engine, tmp_path):
                             creds['token'], '', {'deploy_status_code': 0})
     finally:
         conf.CONF.clear_override('boot_agents', 'sim')
+
+
+def test_a_snapshot_restore_checks_its_external_ids(engine, tmp_path):
+    """Restoring is an update to the kept template: an external_id in it
+    that no longer names the project's own object (the network was
+    deleted since, or given to another project) is refused naming it,
+    and the stack is left as it was."""
+    svc, ctx = service.Service(engine), request.make()
+    net = engine.clients.for_stack(None, ctx.project_id).cloud.create(
+        'network', {'name': 'kept'}, key='key-kept')
+    doc = et.hot({'net': {'type': 'OS::Neutron::Net',
+                          'external_id': net['id']}})
+    started = svc.stack_create(ctx, 'ext', et.bundle(tmp_path, doc), {})
+    et.wait(engine, started['id'], started['traversal_id'])
+    snap = svc.stack_snapshot(ctx, 'ext')
+    engine.clients.for_stack(None, ctx.project_id).cloud.delete(
+        'network', net['id'])
+    with pytest.raises(exception.InvalidTemplate) as err:
+        svc.stack_snapshot_restore(ctx, 'ext', snap['id'])
+    assert 'resources.net.external_id: OS::Neutron::Net %s could not be ' \
+        'found' % net['id'] in str(err.value)
+    assert svc.stack_show(ctx, 'ext')['stack_status'] == 'CREATE_COMPLETE'
