@@ -304,3 +304,33 @@ def test_a_delete_needs_no_properties(engine, rtype, physical):
             break
     else:
         raise AssertionError('%s kept waiting' % rtype)
+
+
+def test_the_cli_deletes_a_stack_whose_deployment_no_agent_answers(
+        cli, write):
+    """As an operator meets it: the create waits for an agent that never
+    answers (no agent boots); given up on (killed), the stack is deleted
+    all the same."""
+    import signal
+    import json as json_mod
+    conf_file = write('c.conf', '[sim]\nboot_agents = false\n')
+    tmpl = write('dep.json', json_mod.dumps(
+        _deployment_stack('OS::Heat::SoftwareDeployment')))
+    proc = cli.popen('--config-file', conf_file, 'stack', 'create', 'dep',
+                     '-t', tmpl, '--wait')
+    def waiting():
+        shown = cli.run('--config-file', conf_file, 'stack', 'resource',
+                        'show', 'dep', 'it', '-f', 'json', check=False)
+        return shown.returncode == 0 and json_mod.loads(shown.stdout)[
+            'resource_status'] == 'CREATE_IN_PROGRESS'
+    try:
+        _until(waiting, timeout=120)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    done = cli.run('--config-file', conf_file, 'stack', 'delete', 'dep',
+                   '--yes', '--wait', check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert 'DELETE_FAILED' not in done.stdout
+    assert cli.json('stack', 'list') == []
+    assert cli.json('sim', 'server', 'list') == []
