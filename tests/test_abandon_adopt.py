@@ -223,8 +223,11 @@ def test_adopt_creates_what_the_file_does_not_record(engine, tmp_path,
     assert after['other'] != before['other']   # made anew
 
 
-def test_adopting_what_the_cloud_lost_fails_naming_it(engine, tmp_path,
-                                                      svc_ctx):
+def test_adopting_what_the_cloud_lost_is_refused_naming_it(
+        engine, tmp_path, svc_ctx):
+    """A server the cloud no longer has is not found with the project's
+    credentials, as another project's is not: the adopt is refused
+    before anything is stored (tests/test_ownership.py)."""
     svc, ctx = svc_ctx
     started = svc.stack_create(ctx, 'lone', et.bundle(tmp_path, SERVER_ONLY),
                                {})
@@ -233,18 +236,20 @@ def test_adopting_what_the_cloud_lost_fails_naming_it(engine, tmp_path,
     server_id = doc['resources']['server']['resource_id']
     compute = engine.clients.compute
     compute.delete_server(server_id)
-    started = svc.stack_adopt(ctx, 'lone', doc)
-    stack = et.wait(engine, started['id'], started['traversal_id']).stack
-    assert et.status(stack) == 'ADOPT_FAILED'
-    assert 'OS::Nova::Server %s not found' % server_id in stack.status_reason
+    with pytest.raises(exception.InvalidTemplate) as err:
+        svc.stack_adopt(ctx, 'lone', doc, source='lone.json')
+    assert str(err.value).startswith(
+        'lone.json: resources.server.resource_id: OS::Nova::Server %s '
+        'could not be found' % server_id)
+    assert svc.stack_list(ctx) == []
     live = [s for s in compute.list_servers()
             if s.get('status') not in ('DELETED', 'SOFT_DELETED')]
     assert live == []   # adopting made nothing in its place
-    # an update converges to the template: what could not be adopted is
-    # created
-    started = svc.stack_update(ctx, 'lone', existing=True)
+    # without it, the adopt creates it (the template asks for it)
+    del doc['resources']['server']
+    started = svc.stack_adopt(ctx, 'lone', doc)
     stack = et.wait(engine, started['id'], started['traversal_id']).stack
-    assert et.status(stack) == 'UPDATE_COMPLETE'
+    assert et.status(stack) == 'ADOPT_COMPLETE'
     [row] = svc.resource_list(ctx, 'lone')
     assert row['resource_status'] == 'CREATE_COMPLETE'
     assert row['physical_resource_id'] != server_id

@@ -217,6 +217,61 @@ resources:
             '--yes', '--wait', check=False, timeout=300)
 
 
+def test_adopt_takes_only_the_projects_own_objects(cli, alice, tmp_path):
+    """bob's adopt file naming alice's network and server is refused: a
+    GET with bob's credentials 404s (and an external_id of hers too);
+    nothing is stored and alice's objects are as they were."""
+    import json
+    template = tmp_path / 'mine.yaml'
+    template.write_text('''
+heat_template_version: 2018-08-31
+resources:
+  net:
+    type: OS::Neutron::Net
+  subnet:
+    type: OS::Neutron::Subnet
+    properties: {network: {get_resource: net}, cidr: 10.77.0.0/24}
+  server:
+    type: OS::Nova::Server
+    depends_on: subnet
+    properties:
+      image: cirros
+      flavor: m1.tiny
+      networks: [{network: {get_resource: net}}]
+''')
+    cli.run('--os-cloud', 'devcloud-alice', 'stack', 'create', 'mine',
+            '-t', str(template), '--wait', timeout=300)
+    ids = {r['resource_name']: r['physical_resource_id'] for r in cli.json(
+        '--os-cloud', 'devcloud-alice', 'stack', 'resource', 'list', 'mine')}
+    doc = {'template': yaml.safe_load(template.read_text().replace(
+        '2018-08-31', '"2018-08-31"')), 'resources': {
+        n: {'resource_id': ids[n]} for n in ('net', 'server')}}
+    steal = tmp_path / 'steal.json'
+    steal.write_text(json.dumps(doc))
+    proc = cli.run('--os-cloud', 'devcloud-bob', 'stack', 'adopt', 'theirs',
+                   '--adopt-file', str(steal), check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert 'resources.net.resource_id: OS::Neutron::Net %s could not be ' \
+        'found' % ids['net'] in proc.stderr
+    ext = tmp_path / 'ext.yaml'
+    ext.write_text('''
+heat_template_version: 2018-08-31
+resources:
+  server:
+    type: OS::Nova::Server
+    external_id: %s
+''' % ids['server'])
+    proc = cli.run('--os-cloud', 'devcloud-bob', 'stack', 'create', 'ext',
+                   '-t', str(ext), check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert 'resources.server.external_id: OS::Nova::Server %s could not ' \
+        'be found' % ids['server'] in proc.stderr
+    assert cli.json('--os-cloud', 'devcloud-bob', 'stack', 'list') == []
+    assert alice.compute.get_server(ids['server']).status == 'ACTIVE'
+    cli.run('--os-cloud', 'devcloud-alice', 'stack', 'delete', 'mine',
+            '--yes', '--wait', timeout=300)
+
+
 def test_openstack_client_cannot_reach_a_missing_cloud(cli):
     """A cloud name clouds.yaml does not have is refused, naming it."""
     proc = cli.run('--os-cloud', 'no-such-cloud', 'stack', 'list',

@@ -218,11 +218,14 @@ _FOR_AGENT = sa.select(
         DEPLOYMENTS.c.config.type).label('config'))
 
 
-def deployments_for_agent(conn, server_id):
+def deployments_for_agent(conn, server_id, project_id):
     """A server's deployments as its agent is sent them, in Heat's order
-    (by config name, then id)."""
+    (by config name, then id): those of the agent's own project only (a
+    stack of another project that names this server, by an id its
+    validation could not check, runs nothing on it)."""
     return conn.execute(_FOR_AGENT.where(
-        DEPLOYMENTS.c.server_id == server_id).order_by(
+        DEPLOYMENTS.c.server_id == server_id,
+        DEPLOYMENTS.c.project_id == project_id).order_by(
         DEPLOYMENTS.c.name, DEPLOYMENTS.c.id)).all()
 
 

@@ -63,6 +63,12 @@ class ConfigStore:
         except KeyError:
             return None
 
+    def project_of(self, id):
+        """The project a config was made by (None: none, or no config)."""
+        with self._db.connect() as conn:
+            return conn.execute(sa.select(_CONFIGS.c.project_id).where(
+                _CONFIGS.c.id == id)).scalar()
+
     def delete(self, id):
         with self._db.write() as s:
             api.software_config_delete(s, id)
@@ -147,6 +153,7 @@ class StackClients:
         self.cloud_name = cloud
         self.project_id = project_id
         self._real = None
+        self._sim_compute = None
 
     def __getattr__(self, name):
         # the engine's stores and settings (configs, agents, waiting, ...)
@@ -161,7 +168,16 @@ class StackClients:
     @property
     def compute(self):
         if self.cloud_name is None:
-            return self._base.compute
+            # the stack's project's view: its servers are that project's,
+            # another's are not found (as on a real cloud)
+            base = self._base.compute
+            mine = self._sim_compute
+            if mine is None or mine[0] is not base:
+                mine = self._sim_compute = (
+                    base, base.for_project(self.project_id)
+                    if self.project_id and hasattr(base, 'for_project')
+                    else base)
+            return mine[1]
         real = self._openstack()
         if real.limited is None:
             from converge.drivers import limits

@@ -113,6 +113,23 @@ SETTLING = {
 KEY_NAME = 'converge-key'
 
 
+#: where a service's view of an object names the project that owns it
+#: (Neutron, Nova's servers; Glance; Cinder to an admin)
+PROJECT_FIELDS = ('project_id', 'tenant_id', 'owner',
+                  'os-vol-tenant-attr:tenant_id')
+
+
+def owned_by(obj, project_id):
+    """Whether `obj` (a service's view) is `project_id`'s: no field of
+    it names another project. A view that names none is taken as the
+    caller's (it was found with the caller's credentials)."""
+    for field in PROJECT_FIELDS:
+        value = obj.get(field)
+        if value and project_id and str(value) != str(project_id):
+            return False
+    return True
+
+
 def key_tag(key):
     """The tag that carries `key` (Neutron and Nova tags are strings of
     at most 60 characters)."""
@@ -157,6 +174,15 @@ class Cloud:
     def update(self, kind, id, body):
         """Change the fields in `body` in place; returns the object."""
         raise NotImplementedError
+
+    def owns(self, kind, id):
+        """Whether the object is this project's own to take over (stack
+        adopt, a template's external_id): found with the project's own
+        credentials (another project's is not found), and not another
+        project's that it only sees (a shared network, a public
+        image)."""
+        obj = self.get(kind, id)
+        return obj is not None and owned_by(obj, self.project_id)
 
     def delete(self, kind, id):
         """Ask for the object to go; one already gone is success. Some

@@ -39,6 +39,12 @@ class LimitedCompute:
     def __getattr__(self, name):
         return getattr(self._compute, name)
 
+    def for_project(self, project_id):
+        """The same limits (they are the deployment's) on the cloud as
+        `project_id` sees it."""
+        return LimitedCompute(self._compute.for_project(project_id),
+                              self._db)
+
     @staticmethod
     def limited():
         c = conf_mod.CONF.compute

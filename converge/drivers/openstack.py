@@ -1008,6 +1008,17 @@ class OpenStackCompute:
                 'Instance %s could not be found.' % server_id)
         return _server(raw)
 
+    def owns_server(self, server_id):
+        """Whether the server is this project's own: Nova finds it with
+        the project's token (a GET of another project's 404s), and it is
+        not another project's that an admin's token sees."""
+        try:
+            raw = self._nova.get('/servers/%s' % server_id)['server']
+        except exception.CloudNotFound:
+            return False
+        return raw.get('status') != 'DELETED' and cloud_mod.owned_by(
+            raw, self._cloud.project_id)
+
     def list_servers(self):
         return [_server(s) for s in self._nova.get('/servers/detail')[
             'servers']]

@@ -36,6 +36,7 @@ from converge import exception
 from converge import template
 from converge.db import api
 from converge.db import models
+from converge.engine import ownership
 from converge.engine import stacks
 from converge.engine import traversal
 from converge.engine import views
@@ -208,6 +209,13 @@ def adopt(engine, name, data, params=None, timeout=None, project_id=None,
             exc.prefixed('template')
         raise exc.locate(source)
     recorded = _recorded(doc['resources'], defn, source)
+    # what the file names must be the project's own, asked with its own
+    # credentials, before anything is stored (engine/ownership.py)
+    taken = {n: (defn.resources[n].plugin, defn.resources[n].type,
+                 r['resource_id'], r['resource_data'])
+             for n, r in recorded.items()}
+    ownership.check(engine, stack_id, name, project_id, cloud, taken,
+                    source=source)
     if stack_id != old_id:
         # not the abandoned stack (a deleted one holds its id): what the
         # old uuids derive (agent credentials, member deployments) may
@@ -222,6 +230,7 @@ def adopt(engine, name, data, params=None, timeout=None, project_id=None,
                 raise exception.Conflict('Stack %s already exists' % name)
             stacks.check_stack_count(s, project_id)
             _check_uuids(s, recorded)
+            ownership.check_unheld(s, taken, project_id, source)
             s.add(models.Stack(
                 id=stack_id, name=name, action='ADOPT',
                 status='IN_PROGRESS', status_reason='',

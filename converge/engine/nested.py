@@ -183,7 +183,8 @@ class NestedStacks:
         return {'id': st.id, 'name': st.name, 'action': st.action,
                 'status': st.status, 'reason': st.status_reason,
                 'traversal': st.current_traversal,
-                'deleted': st.deleted_at is not None}
+                'deleted': st.deleted_at is not None,
+                'project_id': st.project_id}
 
     @staticmethod
     def running(conn, stack_id, traversal_id):

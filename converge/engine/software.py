@@ -53,8 +53,9 @@ def deployments(engine, agent_id, token):
     with engine.db.connect() as conn:
         agent = _check(engine, db_software.agent_get(conn, agent_id),
                        agent_id, token)
-        rows = (db_software.deployments_for_agent(conn, agent.server_id)
-                if agent.server_id else [])
+        rows = (db_software.deployments_for_agent(
+            conn, agent.server_id, agent.project_id)
+            if agent.server_id else [])
         return agent.version, [_document(r) for r in rows]
 
 
@@ -127,8 +128,9 @@ def _changes(conn, valid):
             changed.append({'agent_id': agent_id, 'error': 403,
                             'message': 'credential revoked'})
         elif row.version != entry.get('version'):
-            docs = (db_software.deployments_for_agent(conn, row.server_id)
-                    if row.server_id else [])
+            docs = (db_software.deployments_for_agent(
+                conn, row.server_id, row.project_id)
+                if row.server_id else [])
             changed.append({'agent_id': agent_id, 'version': row.version,
                             'deployments': [_document(r) for r in docs]})
     return changed
@@ -187,7 +189,8 @@ def _signal(engine, conn, item, verified):
     dep = db_software.deployment_get(conn, deployment_id)
     if dep is None:
         raise exception.NotFound('Deployment %s not found' % deployment_id)
-    if agent.server_id is None or dep.server_id != agent.server_id:
+    if agent.server_id is None or dep.server_id != agent.server_id or \
+            dep.project_id != agent.project_id:
         raise Forbidden('Agent %s may not signal deployment %s'
                         % (agent_id, deployment_id))
     if dep.run == run and dep.status != 'IN_PROGRESS':

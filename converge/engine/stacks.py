@@ -116,6 +116,19 @@ def check_in_cloud(defn, cloud):
                           ['resources', name, 'properties'], cache=cache)
 
 
+def check_external(engine, defn, bundle, stack_id, project_id, cloud):
+    """A template's external_id (known now) must name the project's own
+    object (engine/ownership.py); one known only once what it names is
+    made is checked when the resource is converged."""
+    from converge.engine import ownership
+    entries = {name: (rdef.plugin, rdef.type, rdef.external_id, {})
+               for name, rdef in defn.resources.items()
+               if rdef.external_id and rdef.plugin is not None}
+    ownership.check(engine, stack_id, defn.stack_name, project_id, cloud,
+                    entries, key='external_id', source=bundle.template_path,
+                    line_of=bundle.line_of)
+
+
 def _nested_children(defn):
     """(resource name, child bundle, known parameters) of each nested
     stack whose template is known before anything is created."""
@@ -162,6 +175,8 @@ def create(engine, name, bundle, params, disable_rollback=True,
                     depth=parent[2] if parent else 0,
                     cloud=None if parent else engine.clients.for_stack(
                         cloud, project_id).cloud)
+    if parent is None:   # a child's are checked as its parent's were
+        check_external(engine, defn, bundle, stack_id, project_id, cloud)
     try:
         with engine.db.write() as s:
             if api.stack_name_taken(s, project_id, name):
@@ -303,6 +318,9 @@ def planned(engine, ident, bundle=None, params=None, existing=False,
                     cloud=None if stack.parent_id else
                     engine.clients.for_stack(stack.cloud,
                                              stack.project_id).cloud)
+    if not stack.parent_id:
+        check_external(engine, defn, bundle, stack.id, stack.project_id,
+                       stack.cloud)
     return stack, bundle, params, defn
 
 

@@ -192,6 +192,18 @@ class Resource:
         """
         return {} if self.physical_id else None
 
+    def owned(self, shared=False):
+        """Whether what ``physical_id`` (and ``data``) names is the
+        stack's project's own, for an id that comes from outside: `stack
+        adopt`'s file, a template's external_id. Asked with the
+        project's own credentials, as a real cloud answers them (another
+        project's object is not found). `shared`: another project's
+        object that this one may use (a shared network, a public image)
+        counts too: an external_id is only read, never changed or
+        deleted. Default: a type that names nothing outside its own
+        resource (a value, a random string)."""
+        return True
+
     def create(self):
         """Bring the resource into existence; set self.physical_id.
 

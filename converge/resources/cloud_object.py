@@ -230,6 +230,12 @@ class CloudObject(base.Resource):
                 return None
         return self.cloud.find(self.kind, self.idempotency_key, body)
 
+    def owned(self, shared=False):
+        owns = getattr(self.cloud, 'owns', None)
+        if shared or owns is None:   # seen is enough
+            return self._get() is not None
+        return owns(self.kind, self.physical_id)
+
     def observe(self):
         if self.physical_id:
             return self._current()

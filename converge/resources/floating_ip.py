@@ -198,6 +198,11 @@ class FloatingIPAssociation(base.Resource):
         except exception.CloudNotFound:
             pass
 
+    def owned(self, shared=False):
+        # its id is its own; the floating IP its data names is not
+        fip = (self.data.get('applied') or {}).get('floatingip_id')
+        return fip is None or self.cloud.owns('floating_ip', fip)
+
     def observe(self):
         applied = self.data.get('applied')
         if applied is None:

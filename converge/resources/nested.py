@@ -70,6 +70,11 @@ class Nested(base.Resource):
                 'deletion_policy': self.deletion_policy}
 
     # -- steps ----------------------------------------------------------
+    def owned(self, shared=False):
+        found = self.clients.stacks.status(self.physical_id)
+        return found is not None and not found['deleted'] and \
+            found['project_id'] == self.stack.project_id
+
     def observe(self):
         if not self.physical_id:
             return None

@@ -517,6 +517,12 @@ class Server(base.Resource):
             return None
         return server
 
+    def owned(self, shared=False):
+        owns = getattr(self.compute, 'owns_server', None)
+        if owns is None:   # a driver without it: found is owned
+            return self._get() is not None
+        return owns(self.physical_id)
+
     def _by_key(self):
         """The server made with this resource's idempotency key, if any."""
         server = self.compute.find_server_by_key(self.idempotency_key)

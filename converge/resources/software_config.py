@@ -81,6 +81,11 @@ class SoftwareConfig(base.Resource):
             outputs=props.get('outputs') or [])
 
     # -- steps ------------------------------------------------------------
+    def owned(self, shared=False):
+        store = self._store()
+        project = store.project_of(self.physical_id) if store else None
+        return project in (None, self.stack.project_id)
+
     def observe(self):
         if not self.physical_id:
             return None

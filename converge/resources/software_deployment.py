@@ -116,7 +116,10 @@ class SoftwareDeployment(base.Resource):
             'execute when applying to the server.', update_allowed=True),
         'server': p.Schema(
             p.STRING, 'ID of resource to apply configuration to. Normally '
-            'this should be a Nova server ID.', required=True),
+            'this should be a Nova server ID.', required=True,
+            # Heat's: a server the project cannot see (another's) is not
+            # one to run its configs on
+            constraint='nova.server'),
         'input_values': p.Schema(
             p.MAP, 'Input values to apply to the software configuration on '
             'this server.', default={}, update_allowed=True),
@@ -157,9 +160,19 @@ class SoftwareDeployment(base.Resource):
         return self.clients.deployments
 
     def _targets(self):
-        """The deployments this resource makes: here one."""
-        return [Target(self.deployment_id, str(self.properties['server']),
-                       self.data, None, event(self.deployment_id))]
+        """The deployments this resource makes: here one. A row whose
+        create never recorded its properties (it failed, or is cleaned up
+        while its run was still waiting for an agent) is deleted from
+        what the deployment itself records: its server (and no DELETE
+        config runs: what it asked for is not known)."""
+        server = self.properties.get('server')
+        if server is None:
+            found = self._store().get(self.deployment_id)
+            if found is None:
+                return []
+            server = found.get('server_id') or ''
+        return [Target(self.deployment_id, str(server), self.data, None,
+                       event(self.deployment_id))]
 
     #: its create writes the deployment under an id derived from the
     #: resource (deployment_id) with a run key derived from what it runs:
@@ -169,6 +182,13 @@ class SoftwareDeployment(base.Resource):
     reruns = True
 
     # -- steps ----------------------------------------------------------------
+    def owned(self, shared=False):
+        found = self._store().get(self.physical_id)
+        # a deployment written by another project's stack is not this
+        # one's to run or delete (one gone is reported by the adopt)
+        return found is None or found.get('project_id') == \
+            self.stack.project_id
+
     def observe(self):
         if not self.physical_id:
             # a create whose unit died before recording it wrote this

@@ -190,6 +190,10 @@ class Volume(co.CloudObject):
     def in_use(self, obj):
         if obj.get('status') == 'in-use' or obj.get('attachments'):
             return 'Volume in use'
+        if not self._settled(obj):
+            # Cinder refuses to delete a volume still being made (its
+            # create cleaned up while it runs): asked again once it ends
+            return 'Volume is %s' % obj.get('status')
         return None
 
     def attributes(self, obj):

@@ -85,6 +85,14 @@ class WaitConditionHandle(base.Resource):
         return self.physical_id or none.derived_uuid(
             self.uuid, 'wait-condition-handle')
 
+    def owned(self, shared=False):
+        # a handle of a live stack of another project is not this one's
+        # (its token signals that stack)
+        stack_id = _store(self).stack_of(self.physical_id)
+        found = self.clients.stacks.status(stack_id) if stack_id else None
+        return found is None or found['deleted'] or \
+            found['project_id'] == self.stack.project_id
+
     def observe(self):
         if not self.physical_id:
             return None

@@ -464,6 +464,21 @@ class Unit:
         if seen.gone:
             return Outcome(FAILED, 'CREATE', 'external resource %s not '
                            'found' % self.rdef.external_id)
+        if self.row.action == 'INIT':
+            # first taken over (an id known only now, from a resource made
+            # in this walk, was not checked at the request): the project's
+            # own only, not another's it merely sees (engine/ownership.py)
+            try:
+                with self._waiting():
+                    owned = self.plugin.owned(shared=True)
+            except exception.CloudTransient as exc:
+                return self._retry('CREATE', exc)
+            except exception.CloudError:
+                owned = False
+            if not owned:
+                return Outcome(FAILED, 'CREATE', 'external resource %s is '
+                               'not this project\'s' %
+                               self.rdef.external_id)
         action = 'CREATE' if self.row.action == 'INIT' else None
         return Outcome(DONE, action, observed=seen.state)
 

@@ -288,6 +288,9 @@ class SimCompute:
         self.waiting = waiting or contextlib.nullcontext
         self._engine = store.get_engine(url)
         self._admin = False
+        #: the project whose token the calls carry (for_project); None:
+        #: no project's (the engine's own tools), every server seen
+        self.project_id = None
         self._disks_dir = disks_dir
         self._host_checked = None
 
@@ -305,7 +308,23 @@ class SimCompute:
         other = SimCompute.__new__(SimCompute)
         other.__dict__.update(self.__dict__)
         other._admin = True
+        other.project_id = None
         return other
+
+    def for_project(self, project_id):
+        """The same cloud as `project_id` sees it: the servers it makes
+        are that project's, another project's are not found (get,
+        delete, every action: 404, as Nova answers that project's
+        token), nor listed."""
+        other = SimCompute.__new__(SimCompute)
+        other.__dict__.update(self.__dict__)
+        other.project_id = str(project_id) if project_id else None
+        return other
+
+    def _sees(self, row):
+        """Whether the caller's project sees the server `row`."""
+        return self.project_id is None or row.project_id is None or \
+            row.project_id == self.project_id
 
     # -- agents -----------------------------------------------------------
 
@@ -500,7 +519,8 @@ class SimCompute:
         return result
 
     def _row(self, conn, server_id, now):
-        return _BY_ID.run(conn, {'id': str(server_id), 'now': now}).first()
+        row = _BY_ID.run(conn, {'id': str(server_id), 'now': now}).first()
+        return row if row is None or self._sees(row) else None
 
     def _live_row_or_fail(self, conn, op, server_id, latency, now):
         row = self._row(conn, server_id, now)
@@ -590,7 +610,8 @@ class SimCompute:
                                   'now': now}).first() is not None
 
     def _live_by_key(self, conn, key, now):
-        return _LIVE_BY_KEY.run(conn, {'key': key, 'now': now}).first()
+        row = _LIVE_BY_KEY.run(conn, {'key': key, 'now': now}).first()
+        return row if row is None or self._sees(row) else None
 
     def _holder_of_key(self, conn, key):
         """The live server holding `key`, to adopt; a server being
@@ -639,6 +660,15 @@ class SimCompute:
         def fn(conn, latency, now):
             if key is not None:
                 row = self._holder_of_key(conn, key)
+                if row is not None and not self._sees(row):
+                    # never handed to another project (the objects'
+                    # keys are refused alike: objects.py)
+                    self._log(conn, 'create', False, idempotency_key=key,
+                              resource=resource, error='key of another '
+                              'project\'s server', latency=latency or None)
+                    raise _Failed(exception.CloudError(
+                        'Idempotency key %s is another project\'s server'
+                        % key, 409))
                 if row is not None:
                     return adopt(conn, row, latency, now)
             ident = uuid.uuid4()
@@ -646,8 +676,11 @@ class SimCompute:
             if not wiring.plain(networks, extra):
                 # nics naming the cloud's ports or networks, volumes, a
                 # server group (never the default server's)
+                asked = extra if self.project_id is None or \
+                    'project_id' in extra else dict(
+                        extra, project_id=self.project_id)
                 wired = self._wire(conn, key, resource, latency, lambda: (
-                    wiring.Wiring(conn, now, networks, extra, str(ident),
+                    wiring.Wiring(conn, now, networks, asked, str(ident),
                                   HOSTS)))
             mine = {}  # given to this server already, per network
             chosen = []  # (net, fixed address or None)
@@ -695,6 +728,7 @@ class SimCompute:
                 created=stamp, updated=stamp, deleted=False,
                 delete_started=None, gone_at=None, agent=with_agent,
                 first_boot=first_boot, reboots=None,
+                project_id=self.project_id,
                 **self._task('spawning', 'BUILD', latency, now,
                              status='ACTIVE'))
             if wired is not None:
@@ -780,10 +814,20 @@ class SimCompute:
             self._agents_needed()
         return server
 
+    def owns_server(self, server_id):
+        """Whether the server is the caller's project's own (another
+        project's is not found: get_server)."""
+        try:
+            self.get_server(server_id)
+        except exception.CloudNotFound:
+            return False
+        return True
+
     def list_servers(self):
         def fn(conn, latency, now):
-            rows = conn.execute(sa.select(store.servers).where(
+            rows = [r for r in conn.execute(sa.select(store.servers).where(
                 _visible(now)).order_by(store.servers.c.seq)).all()
+                if self._sees(r)]
             self._log(conn, 'list', True, count=len(rows),
                       latency=latency or None)
             return [_server(r, now) for r in rows]

@@ -235,6 +235,13 @@ class SimCloud(cloud.Cloud):
             return handler.show(ctx, obj), {'found': True}
         return self._run(kind, 'get', fn, object_id=_id(id))
 
+    def owns(self, kind, id):
+        def fn(ctx, handler, latency):
+            obj = ctx.visible(kind, id)
+            owned = obj is not None and ctx.owns(obj)
+            return owned, {'found': obj is not None, 'owned': owned}
+        return self._run(kind, 'get', fn, object_id=_id(id))
+
     def _mine(self, ctx, handler, kind, id, verb):
         """The object the caller may change, or the service's refusal:
         404 when it does not see it, 403 when it sees another project's
@@ -324,6 +331,9 @@ class SimCloud(cloud.Cloud):
             S = store.servers.c
             live = sa.and_(S.deleted == sa.false(), sa.or_(
                 S.gone_at.is_(None), S.gone_at > now))
+            if not self._admin:   # another project's is not found
+                live = sa.and_(live, sa.or_(
+                    S.project_id.is_(None), S.project_id == self.project_id))
             ids = [r.id for r in conn.execute(sa.select(S.id).where(
                 live, S.id == ref))] or [r.id for r in conn.execute(
                     sa.select(S.id).where(live, S.name == ref))]

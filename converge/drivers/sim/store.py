@@ -98,6 +98,10 @@ servers = sa.Table(
     # (wiring.py); NULL for the servers of the default network, whose
     # delete then reads nothing more
     sa.Column('wired', sa.Boolean),
+    # the project that made it: another project's server is not found
+    # (as Nova answers a GET with that project's token); NULL for a
+    # server made by no project's call (the bench, the operator)
+    sa.Column('project_id', sa.String(255)),
 )
 
 api_log = sa.Table(
