@@ -565,8 +565,12 @@ def main(argv=None):
 
 def run_cloud(args):
     from converge.bench import cloud
+    def shown(row):
+        # each row as it ends: a run of many minutes that fails late
+        # keeps what it measured
+        print(cloud.line(row), file=sys.stderr, flush=True)
     rows = cloud.run(args.os_cloud, args.n or [50], heat=args.heat,
-                     threads=args.worker_threads or 8, on_row=_dot,
+                     threads=args.worker_threads or 8, on_row=shown,
                      heat_cloud_name=args.heat_cloud)
     print('', file=sys.stderr)
     print(cloud.table(rows))

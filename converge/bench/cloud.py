@@ -71,8 +71,18 @@ class Counted:
 
 
 def _wait(predicate, timeout):
+    """Until `predicate()`; a 5xx of the cloud while it is asked (Nova's
+    list, when a burst of 200 builds loads this 2-core machine) is asked
+    again, as converge's driver retries it."""
+    from openstack import exceptions
     deadline = time.monotonic() + timeout
-    while not predicate():
+    while True:
+        try:
+            if predicate():
+                return
+        except exceptions.HttpException as e:
+            if (e.status_code or 0) < 500:
+                raise
         if time.monotonic() > deadline:
             raise harness_mod.BenchError('the cloud did not get there in '
                                          '%d s' % timeout)
@@ -314,12 +324,14 @@ COLUMNS = [('label', 'scenario', '%s'), ('engine', 'engine', '%s'),
            ('cpu_s', 'engine_cpu_s', '%.1f'), ('status', 'status', '%s')]
 
 
+def line(row):
+    return '  '.join('-' if row.get(k) is None else f % row[k]
+                     for k, _, f in COLUMNS)
+
+
 def table(rows):
-    out = ['  '.join(h for _, h, _ in COLUMNS)]
-    for row in rows:
-        out.append('  '.join(
-            '-' if row.get(k) is None else f % row[k] for k, _, f in COLUMNS))
-    return '\n'.join(out)
+    return '\n'.join(['  '.join(h for _, h, _ in COLUMNS)]
+                     + [line(row) for row in rows])
 
 
 def dump(rows):
