@@ -37,9 +37,8 @@ class Controller:
         self.service = service_mod.Service(engine)
 
 
-def reply(body, status=200):
-    return webob.Response(json=body, status=status,
-                          content_type='application/json', charset='utf-8')
+def reply(body, status=200, hint=None):
+    return wsgi.json_response(body, status, hint)
 
 
 def accepted(body=None):

@@ -32,17 +32,17 @@ class Controller(_Stacks):
         rows = self.service.resource_list(ctx, ident, filters,
                                           nested_depth=depth)
         detail = common.flag(q.get('with_detail'), 'with_detail')
+        details = self.service.resource_details(ctx, ident) if detail \
+            else {}
         out = []
         for r in rows:
             item = self._resource(req, ctx, r, depth > 0)
-            if detail and r['stack_id'] == ident:
-                full = self.service.resource_show(ctx, ident,
-                                                  r['resource_name'])
-                item.update({k: full[k] for k in (
-                    'attributes', 'properties', 'description',
-                    'required_by') if k in full})
+            if r['stack_id'] == ident and r['resource_name'] in details:
+                item.update(details[r['resource_name']])
             out.append(item)
-        return common.reply({'resources': out})
+        return common.reply({'resources': out}, hint='list the resources '
+                            'without with_detail, and show them one by one'
+                            if detail else None)
 
     def _resource(self, req, ctx, r, nested):
         url = _resource_url(req, ctx, r['stack_name'], r['stack_id'],
