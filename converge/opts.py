@@ -250,10 +250,14 @@ API_OPTS = [
     cfg.IntOpt('threads', default=32, min=2,
                help='Requests of the orchestration API converge-api '
                     'serves at once; more wait their turn.'),
-    cfg.IntOpt('agent_threads', default=64, min=1,
+    cfg.IntOpt('agent_threads', default=16, min=1,
                help='Requests of the agents\' routes (/v1/agent/...) '
                     'served at once, on threads of their own: a held long '
-                    'poll takes one of these, never one of `threads`.'),
+                    'poll takes one of these, never one of `threads`; '
+                    'others wait their turn. Each running request may '
+                    'hold a database connection (an agent host\'s '
+                    'signals do): with `threads` and the engine\'s own, '
+                    'keep them within the database pool (64).'),
     cfg.IntOpt('max_connections', default=1000, min=1,
                help='Connections converge-api keeps open at once; beyond '
                     'them it accepts no more until one closes. Requests '

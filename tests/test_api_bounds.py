@@ -144,14 +144,14 @@ def test_slow_clients_and_long_polls_take_no_one_elses_threads(
 
 
 def test_agents_long_polls_have_a_pool_of_their_own(engine, api, tmp_path):
-    """Without the per-credential cap, 40 held long polls take 40 of the
-    agents' threads and none of the API's."""
+    """Without the per-credential cap, 40 long polls take every thread of
+    the agents' pool (16) and wait for one, and none of the API's."""
     conf.CONF.set_override('max_requests_per_credential', 0, 'api')
     url, agent = _agent(engine, tmp_path)
     _, token = api_tokens.create(engine.db, 'converge')
     answers = _long_polls(url, agent, 40)
     deadline = time.monotonic() + 30
-    while api._agents.active_count < 40:
+    while api._agents.active_count < 16:
         assert time.monotonic() < deadline, api._agents.active_count
         time.sleep(0.02)  # waiting for the polls to be held
     code, _, took = _timed_stacks(api, token)
@@ -182,20 +182,30 @@ def test_headers_too_slow_are_cut_off(api):
         served.stop()
 
 
-# 30 resources, each a str_replace of a 2 KB template with a 4 KB value:
-# 4 MB each (within max_function_result_size), 240 MB stored with their
-# attributes, from a request of about 8 KB
-AMPLIFIED = {
-    'heat_template_version': '2018-08-31',
-    'parameters': {
-        'shape': {'type': 'string', 'default': '$a' * 1000},
-        'fill': {'type': 'string', 'default': 'y' * 4000}},
-    'resources': {
-        'v%02d' % i: {'type': 'OS::Heat::Value', 'properties': {
-            'value': {'str_replace': {
-                'template': {'get_param': 'shape'},
-                'params': {'$a': {'get_param': 'fill'}}}}}}
-        for i in range(30)}}
+def _amplified(fill):
+    """30 resources, each a str_replace of a 2 KB template with a 4 KB
+    value: 4 MB each (within max_function_result_size), 240 MB stored
+    with their attributes, from a request of about 8 KB. `fill`: where
+    the value comes from."""
+    return {
+        'heat_template_version': '2018-08-31',
+        'parameters': {
+            'shape': {'type': 'string', 'default': '$a' * 1000},
+            'fill': {'type': 'string', 'default': 'y' * 4000}},
+        'resources': dict({
+            'v%02d' % i: {'type': 'OS::Heat::Value', 'properties': {
+                'value': {'str_replace': {
+                    'template': {'get_param': 'shape'},
+                    'params': {'$a': fill}}}}}
+            for i in range(30)}, seed={
+                'type': 'OS::Heat::Value',
+                'properties': {'value': {'get_param': 'fill'}}})}
+
+
+#: the values known when the stack is created
+AMPLIFIED = _amplified({'get_param': 'fill'})
+#: known only once another resource is made
+AMPLIFIED_LATER = _amplified({'get_attr': ['seed', 'value']})
 
 
 def _peak_rss_mb(pid):
@@ -220,11 +230,13 @@ def _until_settled(url, headers, name, timeout=300):
 
 
 def test_an_amplifying_template_is_refused_in_bounded_memory(tmp_path):
-    """A small request whose functions build hundreds of MB: the stack
-    stores at most [DEFAULT] max_stack_size (the resources beyond it fail,
-    naming the limit, their values stored nowhere), the listing with
-    detail answers, and converge-api's memory stays under 300 MB (it took
-    2.3 GB and the database 320 MB)."""
+    """A small request whose functions build hundreds of MB. Known at
+    create: refused (400), nothing stored. Known only as the resources
+    are made: the stack stores at most [DEFAULT] max_stack_size (the
+    resources beyond it fail, naming the limit, their values stored
+    nowhere), and the listing with detail answers. converge-api's memory
+    stays under 300 MB throughout (it took 2.3 GB and the database 320
+    MB)."""
     import requests
     from tests.test_heat_api import API, _start_api
     home = tmp_path / 'home'
@@ -239,6 +251,14 @@ def test_an_amplifying_template_is_refused_in_bounded_memory(tmp_path):
         body = json.dumps({'stack_name': 'amp', 'template': AMPLIFIED})
         assert len(body) < 16 * 1024
         r = requests.post(base + '/stacks', data=body, headers=headers)
+        assert r.status_code == 400, r.text
+        assert 'max_stack_size' in r.json()['error']['message']
+        assert requests.get(base + '/stacks', headers=headers).json()[
+            'stacks'] == []
+
+        r = requests.post(base + '/stacks', data=json.dumps({
+            'stack_name': 'amp', 'template': AMPLIFIED_LATER}),
+            headers=headers)
         assert r.status_code == 201, r.text
         st = _until_settled(base, headers, 'amp')
         assert st['stack_status'] == 'CREATE_FAILED'
@@ -325,13 +345,49 @@ def test_an_answer_beyond_the_response_size_is_refused(engine, api,
 
 
 def test_a_body_too_large_is_refused_in_heats_shape(engine, api):
-    """A body beyond [api] max_json_body_size is refused before it is
-    read whole (waitress's limit), with Heat's 413 error body."""
+    """A body announced beyond [api] max_json_body_size is refused as
+    soon as its headers arrive, before any of it is read, with Heat's
+    413 error body."""
     _, token = api_tokens.create(engine.db, 'converge')
-    code, body = _post(api.url + '/v1/converge/stacks', {
-        'stack_name': 'big', 'template': 'x' * (1024 * 1024 + 1)},
-        {'X-Auth-Token': token})
-    assert code == 413, body
+    with socket.create_connection((api.host, api.port), timeout=30) as s:
+        s.sendall(b'POST /v1/converge/stacks HTTP/1.1\r\nHost: x\r\n'
+                  b'X-Auth-Token: %s\r\nContent-Type: application/json'
+                  b'\r\nContent-Length: %d\r\n\r\n'
+                  % (token.encode(), 1024 * 1024 + 1))
+        answer = b''
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+    head, _, body = answer.partition(b'\r\n\r\n')
+    assert head.split()[1] == b'413', answer
     err = json.loads(body)
     assert err['code'] == 413 and 'max_json_body_size' in err['error'][
         'message']
+
+
+def test_many_function_calls_in_one_resource_are_bounded_together(
+        engine, api):
+    """Each call is held to max_function_result_size; the calls of one
+    resolution (a resource's properties) together to max_stack_size: a
+    list of ten 200 KB str_replace under a 1 MB limit is refused at
+    create (400, naming the limit and where), and nothing stored."""
+    conf.CONF.set_override('max_stack_size', 1024 * 1024)
+    try:
+        _, token = api_tokens.create(engine.db, 'converge')
+        headers = {'X-Auth-Token': token}
+        call = {'str_replace': {'template': '$a' * 100,
+                                'params': {'$a': 'y' * 2000}}}
+        code, body = _post(api.url + '/v1/converge/stacks', {
+            'stack_name': 'fanout', 'template': et.hot({'v': {
+                'type': 'OS::Heat::Value',
+                'properties': {'value': [call] * 10}}})}, headers)
+        assert code == 400, body
+        message = json.loads(body)['error']['message']
+        assert 'max_stack_size' in message
+        assert 'resources.v.properties.value' in message
+        code, _, body = _get(api.url + '/v1/converge/stacks', headers)
+        assert json.loads(body)['stacks'] == []
+    finally:
+        conf.CONF.clear_override('max_stack_size')
