@@ -229,42 +229,69 @@ def _until_settled(url, headers, name, timeout=300):
         time.sleep(0.2)  # polling the stack's status, as a client does
 
 
+class _Served:
+    """converge-api in its own process on a home of `tmp_path` (its
+    memory measured alone), and a token of project amp."""
+
+    def __init__(self, tmp_path, conf_text=''):
+        from tests.test_heat_api import API, _start_api
+        cfg = tmp_path / 'converge.conf'
+        cfg.write_text('[DEFAULT]\nhome = %s\n%s' % (tmp_path / 'home',
+                                                    conf_text))
+        self.proc, url = _start_api(str(cfg), str(tmp_path / 'api.log'))
+        self.base = url + '/v1/amp'
+        self.headers = {
+            'X-Auth-Token': API(str(cfg), url).token('amp')['token'],
+            'Content-Type': 'application/json'}
+
+    def create(self, template):
+        import requests
+        return requests.post(self.base + '/stacks', headers=self.headers,
+                             data=json.dumps({'stack_name': 'amp',
+                                              'template': template}))
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
 def test_an_amplifying_template_is_refused_in_bounded_memory(tmp_path):
-    """A small request whose functions build hundreds of MB. Known at
-    create: refused (400), nothing stored. Known only as the resources
-    are made: the stack stores at most [DEFAULT] max_stack_size (the
-    resources beyond it fail, naming the limit, their values stored
-    nowhere), and the listing with detail answers. converge-api's memory
-    stays under 300 MB throughout (it took 2.3 GB and the database 320
-    MB)."""
+    """A request of 8 KB whose functions would build 120 MB (240 MB
+    stored with the attributes) is refused at create (400, naming the
+    limit), nothing stored, converge-api's memory under 300 MB (it took
+    2.3 GB, and the database 320 MB)."""
     import requests
-    from tests.test_heat_api import API, _start_api
-    home = tmp_path / 'home'
-    cfg = tmp_path / 'converge.conf'
-    cfg.write_text('[DEFAULT]\nhome = %s\n' % home)
-    proc, url = _start_api(str(cfg), str(tmp_path / 'api.log'))
+    api = _Served(tmp_path)
     try:
-        api = API(str(cfg), url)
-        base = url + '/v1/amp'
-        headers = {'X-Auth-Token': api.token('amp')['token'],
-                   'Content-Type': 'application/json'}
         body = json.dumps({'stack_name': 'amp', 'template': AMPLIFIED})
         assert len(body) < 16 * 1024
-        r = requests.post(base + '/stacks', data=body, headers=headers)
+        r = api.create(AMPLIFIED)
         assert r.status_code == 400, r.text
         assert 'max_stack_size' in r.json()['error']['message']
-        assert requests.get(base + '/stacks', headers=headers).json()[
-            'stacks'] == []
+        assert requests.get(api.base + '/stacks', headers=api.headers
+                            ).json()['stacks'] == []
+        peak = _peak_rss_mb(api.proc.pid)
+        assert peak < 300, peak
+    finally:
+        api.stop()
 
-        r = requests.post(base + '/stacks', data=json.dumps({
-            'stack_name': 'amp', 'template': AMPLIFIED_LATER}),
-            headers=headers)
+
+def test_values_known_late_stop_at_the_stack_size(tmp_path):
+    """The same values known only as the resources are made: the stack
+    stores at most [DEFAULT] max_stack_size (32 MiB here), the resources
+    beyond it fail naming the limit, their values stored nowhere; the
+    listing with detail answers; converge-api stays under 300 MB."""
+    import requests
+    api = _Served(tmp_path, 'max_stack_size = %d\n' % (32 * 2 ** 20))
+    try:
+        r = api.create(AMPLIFIED_LATER)
         assert r.status_code == 201, r.text
-        st = _until_settled(base, headers, 'amp')
+        st = _until_settled(api.base, api.headers, 'amp')
         assert st['stack_status'] == 'CREATE_FAILED'
         assert 'max_stack_size' in st['stack_status_reason']
-        r = requests.get(base + '/stacks/amp/%s/resources?with_detail=true'
-                         % st['id'], headers=headers, timeout=120)
+        r = requests.get(api.base + '/stacks/amp/%s/resources?with_detail='
+                         'true' % st['id'], headers=api.headers,
+                         timeout=120)
         assert r.status_code == 200, r.text
         resources = r.json()['resources']
         failed = [x for x in resources
@@ -277,11 +304,10 @@ def test_an_amplifying_template_is_refused_in_bounded_memory(tmp_path):
         # the limit, and what the worker threads recording at the same
         # moment may each add beyond it (one resource each)
         assert stored <= 32 * 2 ** 20 + 8 * 8.1e6, stored
-        peak = _peak_rss_mb(proc.pid)
+        peak = _peak_rss_mb(api.proc.pid)
         assert peak < 300, peak
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        api.stop()
 
 
 def _post(url, body, headers):

@@ -47,19 +47,19 @@ class Concurrency:
                 return self._refused(cap, environ, start_response)
             self._held[key] = held + 1
         try:
-            # the body is built here (JSON answers are), so the slot is
-            # held for the whole work of the request
             answer = self.app(environ, start_response)
-            try:
-                return list(answer)
-            finally:
-                if hasattr(answer, 'close'):
-                    answer.close()
-        finally:
-            with self._lock:
-                left = self._held.pop(key) - 1
-                if left:
-                    self._held[key] = left
+        except BaseException:
+            self._release(key)
+            raise
+        # the slot is held until the answer is sent (a listing is
+        # written as it is sent): the server closes it then
+        return _Held(answer, lambda: self._release(key))
+
+    def _release(self, key):
+        with self._lock:
+            left = self._held.pop(key) - 1
+            if left:
+                self._held[key] = left
 
     @staticmethod
     def _refused(cap, environ, start_response):
@@ -69,3 +69,22 @@ class Concurrency:
                  'been answered' % cap, 'TooMany')
         resp.headers['Retry-After'] = '1'
         return resp(environ, start_response)
+
+
+class _Held:
+    """An answer whose `release` runs once, when the server closes it."""
+
+    def __init__(self, answer, release):
+        self._answer, self._release = answer, release
+
+    def __iter__(self):
+        return iter(self._answer)
+
+    def close(self):
+        try:
+            if hasattr(self._answer, 'close'):
+                self._answer.close()
+        finally:
+            release, self._release = self._release, None
+            if release is not None:
+                release()

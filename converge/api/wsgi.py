@@ -34,7 +34,7 @@ def error_response(code, message, kind=None, title=None):
 def json_response(body, status=200, hint=None):
     """`body` as JSON; refused (Heat's RequestLimitExceeded, 400) when
     larger than [api] max_response_size. `hint`: how to ask for less."""
-    text = json.dumps(body, separators=(',', ':')).encode()
+    text = _encode(body)
     limit = conf_mod.CONF.api.max_response_size
     if len(text) > limit:
         raise exception.RequestLimitExceeded(
@@ -43,6 +43,36 @@ def json_response(body, status=200, hint=None):
                                       '; %s' % hint if hint else ''))
     return webob.Response(body=text, status=status,
                           content_type='application/json', charset='utf-8')
+
+
+def json_list_response(key, items, hint=None):
+    """{key: items} as JSON, written an item at a time as it is sent:
+    the answer is never whole in memory beside the items (a listing
+    with detail of a stack of max_stack_size). Each item is encoded
+    once to be counted, against [api] max_response_size, before
+    anything is sent, and again as it is sent."""
+    head, tail = ('{"%s":[' % key).encode(), b']}'
+    size = len(head) + len(tail) + max(0, len(items) - 1)
+    limit = conf_mod.CONF.api.max_response_size
+    for item in items:
+        size += len(_encode(item))
+        if size > limit:
+            raise exception.RequestLimitExceeded(
+                'the answer would be more than %d bytes ([api] '
+                'max_response_size)%s' % (limit,
+                                          '; %s' % hint if hint else ''))
+
+    def chunks():
+        yield head
+        for i, item in enumerate(items):
+            yield (b',' if i else b'') + _encode(item)
+        yield tail
+    return webob.Response(app_iter=chunks(), content_length=size,
+                          content_type='application/json', charset='utf-8')
+
+
+def _encode(value):
+    return json.dumps(value, separators=(',', ':')).encode()
 
 
 def read_json(req):

@@ -6,7 +6,10 @@ stored 320 MB. The stack's total is checked where the engine first knows
 each part: its template, files, environment and parameters at create and
 update, before anything is stored; a resource's resolved properties when
 they are resolved (before the cloud is touched), and its attributes when
-they are recorded.
+they are recorded. What the cloud says of a resource (its observed state,
+which the template does not shape) is not counted: a 1,000-node TripleO
+overcloud stores 14 MB of template, 8 MB of properties and attributes,
+and 17 MB of observed state.
 
 Cheaply: a resource's values are serialised once to be measured (json's C
 encoder: microseconds for the usual few hundred bytes). Only a resource
@@ -132,8 +135,8 @@ def _summed(engine, stack_id, row_id):
     """Bytes the stack's resources store now, but row `row_id`'s."""
     R = models.Resource
     query = sa.select(sa.func.sum(
-        _stored(R.properties) + _stored(R.attributes) +
-        _stored(R.observed))).where(R.stack_id == stack_id)
+        _stored(R.properties) + _stored(R.attributes))).where(
+            R.stack_id == stack_id)
     if row_id is not None:
         query = query.where(R.id != row_id)
     with engine.db.connect() as conn:

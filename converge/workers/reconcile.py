@@ -665,10 +665,8 @@ class Unit:
             else None
         attrs = observe_mod.jsonable(attrs)
         observed = observe_mod.jsonable(observed)
-        self.record_size = self._props_size + stack_size.json_size(
-            attrs) + stack_size.json_size(observed)
-        self._bounded(self.record_size,
-                      'properties, attributes and observed state')
+        self.record_size = self._props_size + stack_size.json_size(attrs)
+        self._bounded(self.record_size, 'properties and attributes')
         values = dict(
             physical_id=plugin.physical_id,
             reference_id=plugin.reference_id(),

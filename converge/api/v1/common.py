@@ -37,8 +37,8 @@ class Controller:
         self.service = service_mod.Service(engine)
 
 
-def reply(body, status=200, hint=None):
-    return wsgi.json_response(body, status, hint)
+def reply(body, status=200):
+    return wsgi.json_response(body, status)
 
 
 def accepted(body=None):

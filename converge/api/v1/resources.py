@@ -5,6 +5,7 @@ resource's (filters, sort, limit, marker, nested_depth), one event."""
 from converge import exception
 from converge.api import auth
 from converge.api import signals
+from converge.api import wsgi
 from converge.api.v1 import common
 from converge.api.v1.common import action
 from converge.api.v1.stacks import Controller as _Stacks
@@ -40,9 +41,9 @@ class Controller(_Stacks):
             if r['stack_id'] == ident and r['resource_name'] in details:
                 item.update(details[r['resource_name']])
             out.append(item)
-        return common.reply({'resources': out}, hint='list the resources '
-                            'without with_detail, and show them one by one'
-                            if detail else None)
+        return wsgi.json_list_response(
+            'resources', out, hint='list the resources without '
+            'with_detail, and show them one by one' if detail else None)
 
     def _resource(self, req, ctx, r, nested):
         url = _resource_url(req, ctx, r['stack_name'], r['stack_id'],
