@@ -15,13 +15,13 @@ Cheaply: a resource's values are serialised once to be measured (json's C
 encoder: microseconds for the usual few hundred bytes). Only a resource
 larger than its fair share of what the template leaves ((limit - template)
 / resources) needs the stack's total; while each stays within its share
-the stack cannot exceed the limit. The total is summed from the rows at
-most every REFRESH seconds per stack and process, the resources recorded
-meanwhile added to it; within that, what other processes (or this one's
-resources within their share) store is seen at the next sum. So the limit
-may be overshot by what the stack's units record in those seconds, and by
-one resource per worker thread recording at the same moment (the units of
-one batch count each other).
+the stack cannot exceed the limit. The total is summed from the rows
+when what this process recorded since its last sum reaches half of what
+that sum left below the limit, or after REFRESH seconds. Other processes' records
+meanwhile are seen at the next sum: each may add up to half of what was
+left, so with several engine processes the limit may be overshot by that
+much each, and by one resource per worker thread recording at the same
+moment (the units of one batch count each other).
 """
 
 import json
@@ -87,8 +87,8 @@ def _stored(col):
 
 
 #: seconds a process trusts the stack's total it last summed (adding what
-#: it recorded since) before it sums the rows again
-REFRESH = 2.0
+#: it recorded since) at most before it sums the rows again
+REFRESH = 30.0
 
 #: stack id -> [bytes of its resources when summed, bytes this process
 #: added since, when summed]
@@ -110,11 +110,13 @@ def check_resource(engine, defn, stack_id, row_id, name, size, what,
     with _lock:
         known = _totals.get(stack_id)
         if known is not None and now - known[2] < REFRESH and \
-                template + known[0] + known[1] + pending + size <= limit:
-            # within what the last sum left: most resources of a large
-            # stack are over their share (22,000 of a TripleO overcloud
-            # have 850 bytes each), and a sum per resource read the
-            # whole stack each time
+                2 * (known[1] + pending + size) <= \
+                limit - template - known[0]:
+            # within half of what the last sum left: most resources of a
+            # large stack are over their share (22,000 of a TripleO
+            # overcloud have 850 bytes each), and a sum per resource read
+            # the whole stack each time (every 2 s still cost a quarter
+            # more of the engine's time on that create)
             known[1] += size
             return
     others = _summed(engine, stack_id, row_id)
