@@ -17,10 +17,10 @@ larger than its fair share of what the template leaves ((limit - template)
 / resources) needs the stack's total; while each stays within its share
 the stack cannot exceed the limit. The total is summed from the rows
 when what this process recorded since its last sum reaches half of what
-that sum left below the limit, or after REFRESH seconds. Other processes' records
-meanwhile are seen at the next sum: each may add up to half of what was
-left, so with several engine processes the limit may be overshot by that
-much each, and by one resource per worker thread recording at the same
+that sum left below the limit, or after REFRESH seconds. Other
+processes' records meanwhile are seen at the next sum: each may add up
+to half of what was left, so with several engine processes the limit
+may be overshot by that much each, and by one resource per worker thread recording at the same
 moment (the units of one batch count each other).
 """
 
