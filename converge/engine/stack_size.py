@@ -20,8 +20,9 @@ when what this process recorded since its last sum reaches half of what
 that sum left below the limit, or after REFRESH seconds. Other
 processes' records meanwhile are seen at the next sum: each may add up
 to half of what was left, so with several engine processes the limit
-may be overshot by that much each, and by one resource per worker thread recording at the same
-moment (the units of one batch count each other).
+may be overshot by that much each, and by one resource per worker
+thread recording at the same moment (the units of one batch count each
+other).
 """
 
 import json
