@@ -74,6 +74,13 @@ class InvalidInput(ConvergeError):
     exit_code = 2
 
 
+class RequestLimitExceeded(InvalidInput):
+    """More than a size limit allows (Heat's error of the name, 400)."""
+
+    def __init__(self, message, **kwargs):
+        super().__init__('Request limit exceeded: %s' % message, **kwargs)
+
+
 class NotFound(ConvergeError):
     exit_code = 3
 

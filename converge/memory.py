@@ -19,3 +19,33 @@ def gc_paused():
     finally:
         if was:
             gc.enable()
+
+
+#: glibc's mallopt parameter: the size from which a block is mapped on its
+#: own (and unmapped when freed)
+_M_MMAP_THRESHOLD = -3
+
+
+def return_large_blocks(size=1024 * 1024):
+    """Give blocks of `size` bytes and more back to the system when they
+    are freed (glibc only; elsewhere nothing changes).
+
+    glibc maps large blocks on their own and unmaps them when freed, but
+    raises that threshold (up to 32 MB) each time one is freed: after
+    that, a service handling a few values of megabytes (a template's
+    functions' results, a listing's answer) keeps them in its heap,
+    fragmented, and never gives the memory back. Fixing the threshold
+    keeps converge-api's size that of what it holds now: measured, a
+    stack of 4 MB values took it to 344 MB and left it at 317 MB; with
+    it, 243 MB at most and 148 MB after."""
+    import ctypes
+    import ctypes.util
+    name = ctypes.util.find_library('c')
+    if not name:
+        return False
+    try:
+        libc = ctypes.CDLL(name)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(_M_MMAP_THRESHOLD, size))

@@ -51,6 +51,19 @@ DEFAULT_OPTS = [
                     'accepted, in minutes; the default is a week.'),
     cfg.IntOpt('max_resources_per_stack', default=30000, min=1,
                help='Most resources one stack may hold.'),
+    cfg.IntOpt('max_stack_size', default=64 * 1024 * 1024, min=1024,
+               help='Most bytes (as JSON) one stack may store: its '
+                    'template, files, environment and parameters, and '
+                    'its resources\' resolved properties and attributes '
+                    'and its outputs. A create or update beyond it is '
+                    'refused (400) and nothing stored; a resource whose '
+                    'resolved values would take the stack beyond it fails '
+                    'without storing them. Nested stacks count on their '
+                    'own. The results of the intrinsic functions of one '
+                    'resolution (a resource\'s properties, the outputs, '
+                    'a template\'s values as it is checked) are held to '
+                    'it too. A 1,000-node TripleO overcloud in one stack '
+                    '(22,000 resources) stores about 22 MB so.'),
     cfg.IntOpt('max_stacks_per_project', default=512, min=0,
                help='Most live stacks (nested ones not counted) one '
                     'project may have; 0: no limit. Heat\'s '
@@ -281,8 +294,45 @@ API_OPTS = [
                     'agents are given). Default: the address it listens '
                     'on.'),
     cfg.IntOpt('threads', default=32, min=2,
-               help='Requests converge-api serves at once (a held long '
-                    'poll takes one).'),
+               help='Requests of the orchestration API converge-api '
+                    'serves at once; more wait their turn.'),
+    cfg.IntOpt('agent_threads', default=16, min=1,
+               help='Requests of the agents\' routes (/v1/agent/...) '
+                    'served at once, on threads of their own: a held long '
+                    'poll takes one of these, never one of `threads`; '
+                    'others wait their turn. Each running request may '
+                    'hold a database connection (an agent host\'s '
+                    'signals do): with `threads` and the engine\'s own, '
+                    'keep them within the database pool (64).'),
+    cfg.IntOpt('max_connections', default=1000, min=1,
+               help='Connections converge-api keeps open at once; beyond '
+                    'them it accepts no more until one closes. Requests '
+                    'waiting for a thread are at most one a connection.'),
+    cfg.FloatOpt('header_timeout', default=10.0, min=0.1,
+                 help='Seconds a request\'s line and headers may take to '
+                      'arrive, from their first byte; a connection still '
+                      'sending them then is closed (slow clients hold no '
+                      'thread meanwhile, only a connection).'),
+    cfg.FloatOpt('body_timeout', default=60.0, min=0.1,
+                 help='Seconds a request\'s body may take to arrive after '
+                      'its headers.'),
+    cfg.IntOpt('client_socket_timeout', default=60, min=1,
+               help='Seconds an idle connection (no request in progress) '
+                    'is kept open. Heat\'s option (its default, 900, kept '
+                    'idle clients for a quarter of an hour).'),
+    cfg.IntOpt('max_header_size', default=65536, min=1024,
+               help='Largest request line and headers, in bytes; larger '
+                    'is answered 431.'),
+    cfg.IntOpt('max_requests_per_credential', default=8, min=0,
+               help='Requests one credential (an API token, an agent\'s '
+                    'id and token) may have in progress at once in one '
+                    'converge-api process; one more is answered 429 with '
+                    'Retry-After. 0: no limit.'),
+    cfg.IntOpt('max_response_size', default=80 * 1024 * 1024, min=1024,
+               help='Largest answer, in bytes of JSON; a request whose '
+                    'answer would be larger is refused (400, '
+                    'RequestLimitExceeded) and told how to ask for less '
+                    '(a listing without with_detail, a limit).'),
     cfg.FloatOpt('max_poll_wait', default=20.0, min=0.0,
                  help='Longest an agent\'s long poll is held, in seconds.'),
     cfg.IntOpt('max_signals_per_request', default=500, min=1,
@@ -297,12 +347,14 @@ API_OPTS = [
                          "URL's, the roles X-Roles' (development only)")],
                help='How the orchestration API (/v1/{project_id}/...) '
                     'knows who is asking.'),
-    cfg.IntOpt('max_requests_per_minute', default=0, min=0,
+    cfg.IntOpt('max_requests_per_minute', default=3000, min=0,
                help='Most requests to the orchestration API one caller (a '
                     'token, or a keystone user in a project) may make in '
                     'a minute, counted across every API process in the '
                     'database (each counted request costs a write); '
-                    'beyond it, 429. 0: no limit.'),
+                    'beyond it, 429. The default is generous (50 a '
+                    'second, sustained): it stops a runaway script, not '
+                    'a busy client. 0: no limit.'),
     cfg.IntOpt('max_json_body_size', default=1048576, min=1,
                help='Largest request body the API reads, in bytes '
                     "(Heat's default)."),

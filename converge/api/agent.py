@@ -57,8 +57,8 @@ class Controller:
         version, docs = software.deployments(self.engine, agent_id, token)
         if seen is not None and str(version) == seen:
             return webob.Response(status=304)
-        resp = webob.Response(json={'version': version,
-                                    'deployments': docs})
+        resp = wsgi.json_response({'version': version,
+                                   'deployments': docs})
         resp.etag = str(version)
         return resp
 
@@ -72,7 +72,7 @@ class Controller:
         changed = software.poll(self.engine, agents,
                                 wait=_wait(body.get('wait')),
                                 stopping=self.stopping)
-        return webob.Response(json={'agents': changed})
+        return wsgi.json_response({'agents': changed})
 
     def signal(self, req, deployment_id):
         agent_id, token = _credential(req)
@@ -80,7 +80,7 @@ class Controller:
         accepted, reason = software.signal(
             self.engine, deployment_id, agent_id, token,
             req.params.get('run', ''), payload)
-        return webob.Response(json={'accepted': accepted, 'reason': reason})
+        return wsgi.json_response({'accepted': accepted, 'reason': reason})
 
     def signals(self, req):
         """Many agents' signals in one request (an agent host's), each
@@ -98,7 +98,7 @@ class Controller:
             raise wsgi.Error(400, '%d signals in one request; at most %d '
                                   '([api] max_signals_per_request)'
                              % (len(items), most))
-        return webob.Response(json={
+        return wsgi.json_response({
             'signals': software.signals(self.engine, items)})
 
     def wait_condition_signal(self, req, handle_id):
@@ -106,4 +106,4 @@ class Controller:
         stored = waitconditions.signal(
             self.engine, handle_id, req.headers.get('X-Auth-Token', ''),
             wsgi.read_json(req))
-        return webob.Response(json=stored)
+        return wsgi.json_response(stored)

@@ -33,6 +33,8 @@ def main(argv=None):
         except ValueError:
             parser.error('--bind takes HOST:PORT, e.g. 0.0.0.0:8004')
         host = host or '0.0.0.0'
+    from converge import memory
+    memory.return_large_blocks()
     from converge.api import server
     from converge.engine import context
     engine = context.Engine()

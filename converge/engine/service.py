@@ -475,6 +475,12 @@ class Service:
                 for m in members]
 
     @_read
+    def resource_details(self, ctx, ident):
+        """{name: properties, attributes, description, required_by} of
+        the stack's current resources (a listing with detail)."""
+        return views.resource_details(self.engine, self._stack(ctx, ident))
+
+    @_read
     def resource_show(self, ctx, ident, name):
         st = self._stack(ctx, ident)
         data = self._masked(ctx, st.id,

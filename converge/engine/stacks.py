@@ -16,6 +16,7 @@ from converge.db import models
 from converge.engine import children
 from converge.engine import definitions
 from converge.engine import policies
+from converge.engine import stack_size
 from converge.engine import traversal
 from converge.graph import dependencies
 
@@ -168,6 +169,7 @@ def create(engine, name, bundle, params, disable_rollback=True,
         check_depth(parent[2])
     check_timeout(timeout)
     policy = converge_policy_of(bundle, converge_policy)
+    stack_size.check_bundle(bundle, params)
     project_id = project_id or engine_project()
     stack_id = stack_id or api.new_id()
     defn = validate(bundle, params, stack_name=name, stack_id=stack_id,
@@ -232,6 +234,7 @@ def _update(engine, ident, bundle, params, existing, rollback,
         engine, ident, bundle, params, existing, clear_parameters,
         project_id, old_env=old_env)
     policy = converge_policy_of(bundle, converge_policy)
+    stack_size.check_bundle(bundle, params or {})
     if policy is None and old_env.get('converge'):
         # the environment that set the policy is gone: so is it
         policy = ('off', None)

@@ -299,6 +299,25 @@ def resource_detail(engine, st, name):
     return data
 
 
+def resource_details(engine, st):
+    """What a listing with detail adds to each current resource (its
+    properties, attributes, description, required_by), from one read of
+    the rows and one graph: shown one by one, each read every row."""
+    rows = resources(engine, st)
+    defn = _definition(engine, st)
+    required_by = {}
+    for name, deps in (defn.dependencies() if defn else {}).items():
+        for dep in deps:
+            required_by.setdefault(dep, []).append(name)
+    return {name: {
+        'attributes': row.attributes or {},
+        'properties': row.properties or {},
+        'description': (defn.resources[name].description
+                        if defn and name in defn.resources else ''),
+        'required_by': sorted(required_by.get(name, ()))}
+        for name, row in rows.items()}
+
+
 def resource_metadata(engine, st, name):
     """The resource's metadata as its template resolves it now."""
     rows = resources(engine, st)

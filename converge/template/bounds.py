@@ -21,6 +21,7 @@ _DEFAULTS = {
     'max_template_nodes': 2000000,
     'max_template_depth': 64,
     'max_function_result_size': 4 * 1024 * 1024,
+    'max_stack_size': 64 * 1024 * 1024,
     'yaql_time_limit': 2.0,
     'pattern_time_limit': 0.5,
     'yaql_limit_iterators': 200,

@@ -88,6 +88,11 @@ class Context:
     def __init__(self, scope, data=None):
         self.scope = scope
         self.data = data
+        #: bytes the functions of this resolution (a resource's
+        #: properties, a stack's outputs, a template's values as it is
+        #: checked) built: each call is bounded, and so is their sum (a
+        #: thousand calls of 4 MB in one list, or in as many resources)
+        self.built = 0
 
 
 def _dumps(v):
@@ -130,8 +135,8 @@ class Function:
     def result(self, args, ctx):
         raise NotImplementedError
 
-    def _limit(self):
-        return _ResultLimit(self)
+    def _limit(self, ctx):
+        return _ResultLimit(self, ctx)
 
     def __repr__(self):
         return '{%s: %r}' % (self.name, self.args)
@@ -142,9 +147,11 @@ class _ResultLimit:
     result can be far bigger than their arguments (str_replace, list_join,
     repeat, list_concat) count it as they build it."""
 
-    def __init__(self, fn):
-        self.fn = fn
+    def __init__(self, fn, ctx):
+        self.fn, self.ctx = fn, ctx
         self.size = bounds.limit('max_function_result_size')
+        self.total = bounds.limit('max_stack_size')
+        self.counted = 0
 
     def over(self, size):
         return self.fn.error('the result would be larger than %d bytes '
@@ -154,6 +161,16 @@ class _ResultLimit:
     def check(self, size):
         if size > self.size:
             raise self.over(size)
+        # the resolution's sum: what this call added since its last look
+        self.ctx.built += size - self.counted
+        self.counted = size
+        if self.ctx.built > self.total:
+            raise self.fn.error(
+                'with the functions evaluated before it (of this '
+                'resource, or of the whole template when it is checked) '
+                'it built more than %d bytes (limit [DEFAULT] '
+                'max_stack_size: more than a stack may store)'
+                % self.total)
 
 
 def _json_size(v):
@@ -367,7 +384,10 @@ class StrReplace(Function):
             if k:
                 items.append((k, v))
         items.sort(key=lambda kv: (-len(kv[0]), kv[0]))
-        return _replace(tmpl, items, self._limit())
+        limit = self._limit(ctx)
+        out = _replace(tmpl, items, limit)
+        limit.check(len(out))
+        return out
 
 
 def _replace(tmpl, items, limit):
@@ -417,7 +437,7 @@ class ListJoin(Function):
                 raise self.error('expected a list, got %s' % _type(lst))
             items.extend(lst)
         out = []
-        limit = self._limit()
+        limit = self._limit(ctx)
         size = -len(delim)
         for item in items:
             if item is None:
@@ -506,7 +526,7 @@ class Repeat(Function):
             combos = zip(*lists)
         tmpl = args['template']
         out = []
-        limit = self._limit()
+        limit = self._limit(ctx)
         size = 0
         for combo in combos:
             item = _subst(tmpl, list(zip(keys, combo)))
@@ -626,7 +646,7 @@ class ListConcat(Function):
         if not isinstance(args, list):
             raise self.error('the argument must be a list of lists')
         out = []
-        limit = self._limit()
+        limit = self._limit(ctx)
         size = 0
         for item in args:
             if item is None:

@@ -42,6 +42,7 @@ from converge.db import api
 from converge import listeners
 from converge.engine import rows as rows_mod
 from converge.engine import secrecy
+from converge.engine import stack_size
 from converge.engine import traversal as traversal_mod
 from converge.graph import plan
 from converge.resources import observe as observe_mod
@@ -179,11 +180,20 @@ def _record_together(engine, together, failed):
     None is recorded already) in one transaction, or each alone if that
     fails; an entry whose unit lost or failed gets outcome False."""
     shared = []
+    pending = 0
     for i, (unit, outcome, start) in enumerate(together):
         if outcome is None:
             continue
         try:
+            unit.batch_pending = pending
             unit.prepare(outcome)
+            pending += unit.record_size
+        except exception.RequestLimitExceeded as exc:
+            # its values too large to record: it fails, alone, now
+            # (before the shared transaction)
+            unit.handle(unit.refused(outcome, exc))
+            together[i] = (unit, None, start)
+            continue
         except Exception:
             LOG.exception('check_resource %s %s failed', unit.trav.id,
                           unit.sp.node)
@@ -313,6 +323,11 @@ class Unit:
         self.is_update = plan.is_update(sp.node)
         self.row = self.current_id = None
         self.defn = self.rdef = self.deps = self.props = None
+        self._props_size = 0  # bytes of self.props as JSON
+        # bytes of this unit's record; and of the records prepared before
+        # it in its batch, not yet committed (so not summed by the size
+        # check), which it counts as the stack's
+        self.record_size = self.batch_pending = 0
         self.plugin = None
         self.started = None   # stamp of an unclaimed action's start
         self.ready = []       # dependents to send after commit
@@ -379,6 +394,11 @@ class Unit:
             return self._adopt_external()
         try:
             self.props = self.defn.resolve_properties(self.name, self.deps)
+            # measured before the cloud is touched: a resource whose
+            # resolved values would take the stack beyond its size is
+            # made nowhere
+            self._props_size = stack_size.json_size(self.props)
+            self._bounded(self._props_size, 'resolved properties')
         except exception.ConvergeError as exc:
             return Outcome(FAILED, _first_action(row), str(exc))
         self.plugin = self._plugin(row)
@@ -605,12 +625,28 @@ class Unit:
         return _deletion_policy(rdef), plugin_cls
 
     # -- the one place outcomes are handled ---------------------------------
+    def _bounded(self, size, what):
+        """Refuse `size` bytes more of this resource's values beyond the
+        stack's max_stack_size (stack_size.py)."""
+        stack_size.check_resource(
+            self.engine, self.defn, self.stack.id,
+            self.row.id if self.row is not None else None, self.name, size,
+            what, pending=self.batch_pending)
+
+    def refused(self, outcome, exc):
+        """A DONE outcome whose values were too large to record."""
+        return Outcome(FAILED, outcome.action or self.row.action, str(exc))
+
     def handle(self, outcome):
         while outcome.kind == REPLACE:
             outcome = self._replace(outcome)
         if outcome.kind == DONE:
             if self.is_update:
-                self._record(outcome)
+                try:
+                    self._record(outcome)
+                except exception.RequestLimitExceeded as exc:
+                    # raised before the record's transaction began
+                    self._failed(self.refused(outcome, exc))
             else:
                 self._drop(outcome)
         elif outcome.kind == FAILED:
@@ -643,12 +679,15 @@ class Unit:
         observed = outcome.observed
         attrs = plugin.get_attributes(observed) if observed is not None \
             else None
+        attrs = observe_mod.jsonable(attrs)
+        observed = observe_mod.jsonable(observed)
+        self.record_size = self._props_size + stack_size.json_size(attrs)
+        self._bounded(self.record_size, 'properties and attributes')
         values = dict(
             physical_id=plugin.physical_id,
             reference_id=plugin.reference_id(),
             properties=plugin.properties, data=_done_data(plugin.data),
-            attributes=observe_mod.jsonable(attrs),
-            observed=observe_mod.jsonable(observed),
+            attributes=attrs, observed=observed,
             template_id=self.trav.template_id, replaced_by=None,
             requires=self.deps.row_ids(), traversal_id=self.trav.id,
             engine_id=None, type=self.rdef.type,

@@ -41,8 +41,7 @@ class Controller:
 
 
 def reply(body, status=200):
-    return webob.Response(json=body, status=status,
-                          content_type='application/json', charset='utf-8')
+    return wsgi.json_response(body, status)
 
 
 def accepted(body=None):

@@ -5,6 +5,7 @@ resource's (filters, sort, limit, marker, nested_depth), one event."""
 from converge import exception
 from converge.api import auth
 from converge.api import signals
+from converge.api import wsgi
 from converge.api.v1 import common
 from converge.api.v1.common import action
 from converge.api.v1.stacks import Controller as _Stacks
@@ -32,17 +33,17 @@ class Controller(_Stacks):
         rows = self.service.resource_list(ctx, ident, filters,
                                           nested_depth=depth)
         detail = common.flag(q.get('with_detail'), 'with_detail')
+        details = self.service.resource_details(ctx, ident) if detail \
+            else {}
         out = []
         for r in rows:
             item = self._resource(req, ctx, r, depth > 0)
-            if detail and r['stack_id'] == ident:
-                full = self.service.resource_show(ctx, ident,
-                                                  r['resource_name'])
-                item.update({k: full[k] for k in (
-                    'attributes', 'properties', 'description',
-                    'required_by') if k in full})
+            if r['stack_id'] == ident and r['resource_name'] in details:
+                item.update(details[r['resource_name']])
             out.append(item)
-        return common.reply({'resources': out})
+        return wsgi.json_list_response(
+            'resources', out, hint='list the resources without '
+            'with_detail, and show them one by one' if detail else None)
 
     def _resource(self, req, ctx, r, nested):
         url = _resource_url(req, ctx, r['stack_name'], r['stack_id'],
