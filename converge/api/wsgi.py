@@ -1,5 +1,7 @@
 """What every route shares: Heat's JSON error body, reading a JSON body."""
 
+import json
+
 import webob
 import webob.exc
 
