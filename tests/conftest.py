@@ -3,11 +3,19 @@ threading backend before anything imports oslo_messaging."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import converge  # noqa: F401
 import pytest
+
+#: the home of whatever a test runs without one of its own (an in-process
+#: conf.setup([]), a process that inherits this environment): never the
+#: real ~/.converge (real_home_untouched below checks)
+RUN_HOME = tempfile.mkdtemp(prefix='converge-tests-home-')
+os.environ['CONVERGE_HOME'] = RUN_HOME
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(REPO, 'examples')
@@ -44,6 +52,10 @@ class CLI:
     def json(self, *args, **kw):
         proc = self.run(*(list(args) + ['-f', 'json']), **kw)
         return json.loads(proc.stdout)
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(RUN_HOME, ignore_errors=True)
 
 
 def pytest_configure(config):
