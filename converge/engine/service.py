@@ -477,23 +477,33 @@ class Service:
     @_read
     def resource_details(self, ctx, ident):
         """{name: properties, attributes, description, required_by} of
-        the stack's current resources (a listing with detail)."""
-        return views.resource_details(self.engine, self._stack(ctx, ident))
+        the stack's current resources (a listing with detail), masked as
+        resource_show masks one."""
+        st = self._stack(ctx, ident)
+        data = self._masked(ctx, st.id,
+                            views.resource_details(self.engine, st))
+        for name, detail in data.items():
+            self._mask_derived(st, name, detail)
+        return data
+
+    def _mask_derived(self, st, name, data):
+        """Properties whose template reads a hidden parameter, masked
+        whole (Heat's rule) where masking by value left them shown."""
+        if st.template_id is None:
+            return
+        keys = secrecy.derived(self.engine, st.template_id)[0].get(name, ())
+        for field in ('properties', 'desired_properties',
+                      'applied_properties'):
+            for key in keys:
+                if key in (data.get(field) or {}):
+                    data[field][key] = secrecy.masked_whole(data[field][key])
 
     @_read
     def resource_show(self, ctx, ident, name):
         st = self._stack(ctx, ident)
         data = self._masked(ctx, st.id,
                             views.resource_detail(self.engine, st, name))
-        if st.template_id is not None:
-            keys = secrecy.derived(self.engine, st.template_id)[0].get(
-                name, ())
-            for field in ('properties', 'desired_properties',
-                          'applied_properties'):
-                for key in keys:
-                    if key in (data.get(field) or {}):
-                        data[field][key] = secrecy.masked_whole(
-                            data[field][key])
+        self._mask_derived(st, name, data)
         return data
 
     @_read
