@@ -36,6 +36,7 @@ def api(tmp_path):
     stop_agents(home)
 
 
+@pytest.mark.long
 def test_no_server_error_from_any_generated_request(api):
     api, log = api
     token = api.token('fuzz')['token']

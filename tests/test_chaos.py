@@ -46,7 +46,7 @@ import pytest
 from converge.bench import fleet
 from tests.distributed import Deployment, require, wait_for
 
-pytestmark = [pytest.mark.chaos, pytest.mark.distributed,
+pytestmark = [pytest.mark.chaos, pytest.mark.long, pytest.mark.distributed,
               pytest.mark.xdist_group('services')]
 
 CI = os.environ.get('CI') == 'true'

@@ -52,6 +52,7 @@ def _complete_count(d):
                  "AND action = 'CREATE'")[0][0]
 
 
+@pytest.mark.long
 def test_three_workers_500_resources_one_killed(dist, tmp_path):
     for _ in range(3):
         dist.start_worker()

@@ -7,6 +7,8 @@ of the recreated servers run again by their agents and no other.
 
 import os
 
+import pytest
+
 NODE = '''heat_template_version: 2018-08-31
 parameters:
   index: {type: string}
@@ -55,6 +57,7 @@ def _runs(cli, server):
         return 0
 
 
+@pytest.mark.long
 def test_drift_is_found_checked_planned_and_repaired(cli, write):
     write('node.yaml', NODE)
     top = write('cluster.yaml', CLUSTER % 8)

@@ -6,6 +6,8 @@ scaling out runs again only the deployments that read what changed."""
 import json
 import os
 
+import pytest
+
 EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), 'examples', 'slurm', 'cluster.yaml')
 
@@ -24,6 +26,7 @@ def _read(cli, server, name):
         return f.read().strip()
 
 
+@pytest.mark.long
 def test_a_cluster_converges_through_its_facts(cli):
     cli.run('stack', 'create', 'slurm', '-t', EXAMPLE, '--wait',
             timeout=240)

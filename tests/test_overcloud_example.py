@@ -47,6 +47,7 @@ def _runs(cli):
     return runs
 
 
+@pytest.mark.long
 def test_the_overcloud_updates_controllers_one_by_one_then_computes(cli):
     cli.run('stack', 'create', 'overcloud', '-t', TEMPLATE, '--parameter',
             'compute_count=%d' % COMPUTES, '--wait', timeout=600)

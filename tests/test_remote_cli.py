@@ -313,6 +313,7 @@ def _servers(cloud, name):
                if s['Name'] == name)
 
 
+@pytest.mark.long
 def test_converge_extensions_and_osc_verbs(api, tmp_path, write):
     """What Heat's API has no route for, remotely: graph, drift, converge
     healing a server deleted behind the engine's back, abandon and adopt;

@@ -292,14 +292,16 @@ def test_creates_per_second_are_capped(engine, tmp_path):
     assert et.status(stack) == 'CREATE_COMPLETE'
     stamps = sorted(c['ts'] for c in _creates(engine))
     assert len(stamps) == 9
-    # the log's stamps come some time after each slot was taken, and on a
-    # loaded machine that time varies by a tenth of a second and more: so
-    # no half second holds more than three creates, and the seventh comes
-    # two seconds of slots after the first (less that variation); without
-    # the limit all nine go out within a fraction of a second
+    # the cap is on when slots are taken: no second holds more than three.
+    # The log's stamps come some time after each slot was taken, and on a
+    # loaded 2-core machine (CI) that time has varied by more than half a
+    # second; so allow up to 0.75 s of it: no quarter second holds more
+    # than three creates, and the seventh comes two seconds of slots after
+    # the first less that. Without the cap all nine go out at once.
     for i, t in enumerate(stamps):
-        assert sum(1 for u in stamps[i:] if u < t + 0.5) <= 3
-    assert stamps[6] - stamps[0] >= 1.5
+        assert sum(1 for u in stamps[i:] if u < t + 0.25) <= 3, stamps
+    assert stamps[6] - stamps[0] >= 1.25, stamps
+    assert stamps[8] - stamps[2] >= 1.25, stamps
 
 
 def test_an_awaited_event_resumes_the_wait_at_once(engine, tmp_path,
