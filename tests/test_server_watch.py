@@ -98,3 +98,75 @@ def test_a_server_never_listed_after_our_call_is_read_once():
     watch.assume({'id': 's1', 'status': 'BUILD'})
     watch._assumed['s1'] -= 1    # assumed a second ago: > 3 * 0
     assert watch.look('s1') is None
+
+
+def test_a_slow_list_does_not_make_our_calls_read_again():
+    """Three intervals are counted from when a list began, not from now:
+    a list that took seconds on a loaded cloud, begun soon after our
+    call, says nothing of it yet, and each deleted server was read with
+    a GET of its own."""
+    import time
+    nova = Nova()
+    watch = openstack.ServerWatch(nova, interval=10)
+    watch.assume({'id': 's1', 'status': 'ACTIVE',
+                  'OS-EXT-STS:task_state': 'deleting'})
+    now = time.monotonic()
+    watch._assumed['s1'] = now - 35     # our DELETE, 35 s ago
+    watch._local_at = now - 8           # the last list began 27 s after
+    assert watch.look('s1')['OS-EXT-STS:task_state'] == 'deleting'
+    assert nova.calls == []
+
+
+def test_looks_answer_while_a_list_is_under_way():
+    """One looker lists; the others answer at once from what is known
+    (each look is a poll: the next sees the list). Looks queued behind a
+    slow list had held every worker thread: on a loaded cloud 10 server
+    deletes on 8 threads waited 9 s for a thread."""
+    import threading
+    nova = Nova()
+    watch = openstack.ServerWatch(nova, interval=0)
+    nova.listed = [server('ACTIVE', '2026-11-28T09:38:02Z')]
+    assert watch.look('s1')['status'] == 'ACTIVE'
+    listing, release = threading.Event(), threading.Event()
+    plain = nova.get
+
+    def slow_get(url, **kw):
+        if url.startswith('/servers/detail'):
+            listing.set()
+            assert release.wait(30)
+        return plain(url, **kw)
+    nova.get = slow_get
+    nova.listed = [server('SHUTOFF', '2026-11-28T09:38:09Z')]
+    lister = threading.Thread(target=watch.look, args=('s1',))
+    lister.start()
+    try:
+        assert listing.wait(30)
+        # while the list runs: what the last list showed, no list of its own
+        assert watch.look('s1')['status'] == 'ACTIVE'
+        assert sum(1 for c in nova.calls
+                   if c[1].startswith('/servers/detail')) == 1
+    finally:
+        release.set()
+        lister.join(30)
+    nova.get = plain
+    nova.listed = []
+    assert watch.look('s1')['status'] == 'SHUTOFF'
+
+
+def test_a_failed_list_lets_the_next_look_list_again():
+    nova = Nova()
+    watch = openstack.ServerWatch(nova, interval=0)
+    plain = nova.get
+
+    def broken(url, **kw):
+        raise RuntimeError('nova away')
+    nova.get = broken
+    try:
+        watch.look('s1')
+    except RuntimeError:
+        pass
+    else:
+        raise AssertionError('the list error was not raised')
+    nova.get = plain
+    nova.listed = [server('ACTIVE', '2026-11-28T09:38:02Z')]
+    assert watch.look('s1')['status'] == 'ACTIVE'
