@@ -6,8 +6,12 @@ see the engine's processes, cannot read another server's disk, and its
 files belong to an unprivileged uid of the host; its deployments still
 run and report their outputs. The CLI, embedded, as a user runs it."""
 
+import json
 import os
 import re
+import shutil
+import socket
+import sys
 import time
 
 import pytest
@@ -199,3 +203,103 @@ def test_an_operator_may_turn_confinement_off(cli, tmp_path):
                       'server')['physical_resource_id']
     st = os.stat(os.path.join(cli.home, 'sim-disks', server, 'mine'))
     assert st.st_uid == os.geteuid()
+
+
+# A server's first boot signals a wait condition with the handle's
+# curl_cli (cloud-init's user data, as templates write it); a deployment
+# on another server tries the host's loopback and an abstract unix
+# socket, then signals the same handle. The stack completes only if both
+# signals reach converge-api.
+FIRST_BOOT = '''#!/bin/sh
+CURL -sS -d '{"status": "SUCCESS", "id": "boot", "data": "booted"}'
+'''
+
+PROBES = r'''#!/bin/sh
+probe() { "$python" -c "$1" 2>&1 | tail -n 1; }
+probe "import socket; socket.create_connection(('127.0.0.1', $port), 5)" \
+  > "$heat_outputs_path.tcp"
+probe "import socket; s = socket.socket(socket.AF_UNIX); s.settimeout(5); \
+s.connect('\0$abstract')" > "$heat_outputs_path.unix"
+sh -c "$curl_cli -sS -d '{\"status\": \"SUCCESS\", \"id\": \"deployment\", \
+\"data\": \"deployed\"}'" > /dev/null 2> "$heat_outputs_path.curl" && \
+  printf signalled > "$heat_outputs_path.signal"
+'''
+
+
+def _network_template(port, abstract):
+    return {
+        'heat_template_version': '2018-08-31',
+        'resources': {
+            'handle': {'type': 'OS::Heat::WaitConditionHandle'},
+            'wait': {'type': 'OS::Heat::WaitCondition', 'properties': {
+                'handle': {'get_resource': 'handle'}, 'count': 2,
+                'timeout': 180}},
+            'booted': {'type': 'OS::Nova::Server', 'properties': {
+                'image': 'cirros', 'flavor': 'm1.tiny',
+                'user_data_format': 'RAW',
+                'user_data': {'str_replace': {
+                    'template': FIRST_BOOT,
+                    'params': {'CURL': {'get_attr': ['handle',
+                                                     'curl_cli']}}}}}},
+            'server': {'type': 'OS::Nova::Server', 'properties': {
+                'image': 'cirros', 'flavor': 'm1.tiny',
+                'user_data_format': 'SOFTWARE_CONFIG'}},
+            'config': {'type': 'OS::Heat::SoftwareConfig', 'properties': {
+                'group': 'script', 'config': PROBES,
+                'inputs': [{'name': n} for n in ('python', 'port',
+                                                 'abstract', 'curl_cli')],
+                'outputs': [{'name': n} for n in ('tcp', 'unix', 'curl',
+                                                  'signal')]}},
+            'deployment': {
+                'type': 'OS::Heat::SoftwareDeployment', 'properties': {
+                    'config': {'get_resource': 'config'},
+                    'server': {'get_resource': 'server'},
+                    'input_values': {
+                        'python': sys.executable, 'port': port,
+                        'abstract': abstract,
+                        'curl_cli': {'get_attr': ['handle', 'curl_cli']}}}},
+        },
+        'outputs': dict(
+            {n: {'value': {'get_attr': ['deployment', n]}}
+             for n in ('tcp', 'unix', 'curl', 'signal')},
+            data={'value': {'get_attr': ['wait', 'data']}}),
+    }
+
+
+@pytest.mark.skipif(not shutil.which('curl'), reason='no curl here')
+def test_a_servers_scripts_reach_converge_api_and_nothing_else_of_the_host(
+        cli, tmp_path):
+    """Each server has a network namespace of its own: a tenant's
+    script finds nothing of what listens on the host's loopback (a
+    database with trust authentication, a broker) nor its abstract unix
+    sockets; converge-api, at the URL its wait condition's curl_cli
+    names, it reaches, from a first boot and from a deployment."""
+    tcp = socket.socket()
+    tcp.bind(('127.0.0.1', 0))
+    tcp.listen(8)
+    tcp.setblocking(False)
+    abstract = 'converge-test-%d' % os.getpid()
+    unix = socket.socket(socket.AF_UNIX)
+    unix.bind('\0' + abstract)
+    unix.listen(8)
+    unix.setblocking(False)
+    conf = tmp_path / 'converge.conf'
+    conf.write_text('[sim]\nrun_user_data = true\n')
+    path = tmp_path / 'network.yaml'
+    path.write_text(yaml.safe_dump(_network_template(tcp.getsockname()[1],
+                                                     abstract)))
+    try:
+        cli.run('--config-file', str(conf), 'stack', 'create', 'net', '-t',
+                str(path), '--wait', timeout=300)
+        shown = cli.json('stack', 'output', 'show', 'net', '--all')
+        assert shown['tcp'].startswith('ConnectionRefusedError'), shown
+        assert shown['unix'].startswith('ConnectionRefusedError'), shown
+        for sock in (tcp, unix):
+            with pytest.raises(BlockingIOError):
+                sock.accept()
+    finally:
+        tcp.close()
+        unix.close()
+    assert shown['signal'] == 'signalled', shown
+    assert json.loads(shown['data']) == {'boot': 'booted',
+                                         'deployment': 'deployed'}, shown

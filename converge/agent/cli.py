@@ -54,6 +54,16 @@ def _parser():
                      default=rootfs.DEFAULT_UID,
                      help='First host uid of a confined server\'s 65536 '
                           '(its root is this one)')
+    sim.add_argument('--api-endpoint', metavar='URL', action='append',
+                     default=[],
+                     help='converge-api as the servers are told it: what '
+                          'a confined server\'s software may reach of '
+                          'the network, forwarded into its own (may be '
+                          'repeated)')
+    sim.add_argument('--api-url-file', metavar='PATH',
+                     help='A file holding one more such URL, read as '
+                          'servers\' roots are made (an embedded home\'s '
+                          'api.url)')
     sim.add_argument('--unconfined', action='store_true',
                      help='Run the servers\' software unconfined, as this '
                           'process\'s user on this machine (trusted '
@@ -102,7 +112,9 @@ def _sim_host(args, url):
     # a second host for the same disks exits at once: that is success
     simhost.serve(url, args.disks, wait=args.poll_wait,
                   backoff_max=args.max_backoff,
-                  confine=not args.unconfined, uid=args.server_uid)
+                  confine=not args.unconfined, uid=args.server_uid,
+                  endpoints=args.api_endpoint,
+                  endpoint_file=args.api_url_file)
     return 0
 
 

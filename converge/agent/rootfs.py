@@ -22,18 +22,22 @@ server's hooks and first-boot scripts run, where the agent host may
   they all die with it (and an IPC namespace: no shared memory or message
   queue of the host's);
 - in a **user namespace**: root inside, host uids ``[sim] server_uid`` +
-  0..65535 outside (`host_id`), never root on the host.
-
-The network namespace stays the host's: the server's agent endpoint and
-a wait condition's URL are on this machine's loopback, which a network
-namespace of its own would need a bridge or a forwarder to reach.
+  0..65535 outside (`host_id`), never root on the host;
+- in a **network namespace**: its own loopback and no route out, so not
+  what listens on the host's loopback (the engine's database, a broker,
+  converge's processes) nor the host's abstract unix sockets. What
+  converge gave the server to reach, converge-api (its wait conditions'
+  and deployments' signal URLs), is there at the same address and port:
+  a socket listening in the namespace whose connections the agent host
+  forwards (`netns`, `relay`; `enable`'s endpoints).
 
 A root is made once per server (`Root`: a process that built it and
 sleeps as its PID 1) and each hook joins it with util-linux's nsenter:
 ``Root(disk, binds(disk)).argv(cwd) + [program, ...]`` runs any program
 there (the hooks' tools today; a server's own agent, os-collect-config,
 would run the same way, from the agent's directories bound read-only).
-Where roots cannot be made (not root, not Linux, a tool missing) the
+Where roots cannot be made (not root, not Linux, a tool missing, no
+network namespace, an endpoint that cannot be forwarded) the
 hooks of simulated servers fail saying so, unless the operator chose to
 run them unconfined (``[sim] confine_servers = false``).
 """
@@ -50,6 +54,9 @@ import subprocess
 import sys
 import tempfile
 import threading
+
+from converge.agent import netns
+from converge.agent import relay
 
 LOG = logging.getLogger(__name__)
 
@@ -94,7 +101,8 @@ _TOOLS = {name: shutil.which(name) for name in (
     'setpriv', 'unshare', 'nsenter', 'mount', 'umount', 'pivot_root',
     'mkdir', 'rmdir', 'cp', 'chown', 'sleep', 'env')}
 _STATE = {'available': None, 'enabled': False, 'confine': True,
-          'uid': DEFAULT_UID, 'reason': None}
+          'uid': DEFAULT_UID, 'reason': None, 'endpoints': (),
+          'endpoint_file': None, 'targets': None}
 _PROBE_LOCK = threading.Lock()
 
 
@@ -102,11 +110,35 @@ class Unconfined(OSError):
     """A simulated server's software cannot be confined here."""
 
 
-def enable(on=True, confine=True, uid=DEFAULT_UID):
+def enable(on=True, confine=True, uid=DEFAULT_UID, endpoints=(),
+           endpoint_file=None):
     """This process runs the hooks of simulated servers (the sim's agent
     host): confine them (or not, if the operator said so), the server's
-    uids from `uid` on the host."""
-    _STATE.update(enabled=on, confine=confine, uid=int(uid))
+    uids from `uid` on the host. What they reach of the network is
+    converge-api at the URLs `endpoints` and the one kept in
+    `endpoint_file` (an embedded home's api.url, read as roots are
+    made), the URLs converge gives its servers."""
+    _STATE.update(enabled=on, confine=confine, uid=int(uid),
+                  endpoints=tuple(endpoints), endpoint_file=endpoint_file,
+                  targets=None)
+
+
+def targets():
+    """The endpoints a server's root forwards (`netns.Target`s), its
+    names resolved once; OSError when one cannot be."""
+    urls = list(_STATE['endpoints'])
+    if _STATE['endpoint_file']:
+        try:
+            with open(_STATE['endpoint_file']) as f:
+                kept = f.read().strip()
+        except OSError:   # no command of the home has served it yet
+            kept = ''
+        if kept and kept not in urls:
+            urls.append(kept)
+    cached = _STATE['targets']
+    if cached is None or cached[0] != urls:
+        cached = _STATE['targets'] = (urls, netns.targets(urls))
+    return cached[1]
 
 
 def confining():
@@ -312,11 +344,12 @@ def _fstab_path(path):
     return ''.join('\\%03o' % ord(c) if c in ' \t\n\\' else c for c in path)
 
 
-def _launcher(binds, uid):
-    """The shell, run as root in fresh mount and PID namespaces (as their
-    PID 1), that builds the root under `_STAGE`, moves into it and, in a
-    user namespace of its own, says ``ready <host pid>``, waits for its
-    uid map and sleeps as the root's root."""
+def _launcher(binds, uid, hosts=()):
+    """The shell, run as root in fresh mount, PID and network namespaces
+    (as their PID 1), that builds the root under `_STAGE` (`hosts`: lines
+    added to its /etc/hosts), moves into it and, in a user namespace of
+    its own, says ``ready <host pid>``, waits for its uid map and sleeps
+    as the root's root."""
     stage = _STAGE
     dirs, copies, fstab = set(), [], []
     for path in SYSTEM_DIRS:
@@ -370,6 +403,9 @@ def _launcher(binds, uid):
         script.append('%s -a --parents -- %s .' % (
             q(t['cp']), ' '.join(q(p) for p in copies)))
     script += [': > %s' % rel(f) for f in files]
+    if hosts:
+        script.append('printf "%%s\\n" %s >> etc/hosts' % ' '.join(
+            q(line) for line in hosts))
     script += [
         '%s -hR %d:%d .' % (q(t['chown']), uid, uid),
         # the table is read whole before the /proc mount covers it
@@ -396,20 +432,24 @@ class Root:
     util-linux's nsenter): made once per server, not per hook. It dies
     with the agent's process (parent-death signal, set from a thread
     that lives as long) or when `close`d, and every process in it with
-    it."""
+    it, and its forwarders (`endpoints`: the `netns.Target`s its network
+    namespace gets, by default `targets()`)."""
 
-    def __init__(self, disk, binds, uid=None):
+    def __init__(self, disk, binds, uid=None, endpoints=None):
         self.binds = list(binds)
         self.uid = _STATE['uid'] if uid is None else uid
+        self.endpoints = targets() if endpoints is None else list(endpoints)
         self._lock = threading.Lock()
         self._closed = False
+        self._forwarding = None
         disk = os.path.realpath(disk)   # named in an error
         t = _TOOLS
         self.proc = _SPAWNER.popen(
             [t['setpriv'], '--pdeathsig', 'KILL', '--', t['unshare'],
-             '--mount', '--pid', '--ipc', '--fork', '--kill-child',
+             '--mount', '--pid', '--ipc', '--net', '--fork', '--kill-child',
              '--propagation', 'private', '--', '/bin/sh', '-c',
-             _launcher(self.binds, self.uid)],
+             _launcher(self.binds, self.uid,
+                       netns.hosts_lines(self.endpoints))],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, start_new_session=True)
         try:
@@ -421,6 +461,7 @@ class Root:
             for name in ('uid_map', 'gid_map'):
                 with open('/proc/%d/%s' % (self.pid, name), 'w') as f:
                     f.write('0 %d %d\n' % (self.uid, UID_COUNT))
+            self._network(disk)
             self.proc.stdin.write(b'go\n')
             self.proc.stdin.close()
         except (OSError, ValueError):
@@ -429,6 +470,22 @@ class Root:
         finally:
             self.proc.stdout.close()
         self.proc.stderr.close()
+
+    def _network(self, disk):
+        """Its loopback up, and a forwarder at each of its endpoints."""
+        try:
+            listeners = netns.listen(self.pid, self.endpoints)
+        except OSError as e:
+            raise OSError('the network of the root of %s could not be '
+                          'made: %s' % (disk, e))
+        if not listeners:
+            return
+        try:
+            self._forwarding = relay.RELAY.forward(listeners)
+        except BaseException:
+            for sock, _target in listeners:
+                sock.close()
+            raise
 
     def _error(self):
         self.close()
@@ -444,13 +501,16 @@ class Root:
         root, in directory `cwd` (a path in the root)."""
         t = _TOOLS
         return [t['nsenter'], '--target=%d' % self.pid, '--user',
-                '--mount', '--pid', '--ipc', '--', t['env'], '-C', cwd]
+                '--mount', '--pid', '--ipc', '--net', '--', t['env'], '-C',
+                cwd]
 
     def close(self):
         with self._lock:   # once: its pid may be another's once reaped
             if self._closed:
                 return
             self._closed = True
+        if self._forwarding is not None:
+            self._forwarding.close()
         if self.proc.poll() is None:   # not reaped yet: its pid is its own
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)

@@ -177,17 +177,28 @@ def ensure_running(url, disks):
         with open(os.path.join(disks, LOG_FILE), 'ab') as log:
             _SPAWNED[disks] = subprocess.Popen(
                 [sys.executable, '-m', 'converge.agent.cli', '--disks',
-                 disks] + _confinement(), env=env, stdin=subprocess.DEVNULL, stdout=log,
-                stderr=log, close_fds=True, start_new_session=True,
-                cwd=disks)
+                 disks] + _confinement(), env=env, stdin=subprocess.DEVNULL,
+                stdout=log, stderr=log, close_fds=True,
+                start_new_session=True, cwd=disks)
 
 
 def _confinement():
-    """The agent host's arguments for [sim] confine_servers, server_uid."""
+    """The agent host's arguments for [sim] confine_servers, server_uid,
+    and the converge-api URL the servers are given (all a confined
+    server reaches of the network): [api] public_endpoint, else the one
+    the home keeps (api.url, read again as servers boot: the first
+    command of a home may start the host before it serves), else where
+    it is configured to listen."""
     from converge import conf
     if not conf.CONF.sim.confine_servers:
         return ['--unconfined']
-    return ['--server-uid', str(conf.CONF.sim.server_uid)]
+    args = ['--server-uid', str(conf.CONF.sim.server_uid)]
+    endpoint = conf.api_endpoint()
+    if endpoint:
+        args += ['--api-endpoint', endpoint]
+    if not conf.CONF.api.public_endpoint:
+        args += ['--api-url-file', conf.api_url_file()]
+    return args
 
 
 def shutdown(url, disks, timeout=20.0):
