@@ -462,6 +462,27 @@ def test_mask_rules():
     assert not masking.Mask()   # nothing to hide: data passes as it is
 
 
+def test_a_sealed_value_reads_back_as_a_value_of_its_own(tmp_path):
+    """Values read back are kept opened (a row is read by every unit
+    that needs it): each reader still gets a value of its own, and what
+    one changes the next does not see."""
+    from converge import conf as conf_mod
+    from converge.db import sealing
+    conf_mod.CONF.set_override('auth_encryption_key', 'k')
+    try:
+        value = {'password': 'a-secret', 'list': [1]}
+        stored = sealing.seal(value)
+        assert 'a-secret' not in json.dumps(stored)
+        first = sealing.unseal(stored)
+        first['list'].append(2)
+        first['password'] = 'changed'
+        assert sealing.unseal(stored) == value
+        other = sealing.seal(value)
+        assert other != stored     # each token its own IV: no equal texts
+    finally:
+        conf_mod.CONF.clear_override('auth_encryption_key')
+
+
 def test_log_lines_mask_remembered_secrets():
     """A secret the process met is masked in its log lines, tracebacks
     included."""

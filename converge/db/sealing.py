@@ -17,11 +17,13 @@ in the home (0600). It is never kept in the database it protects.
 """
 
 import base64
+import collections
 import hashlib
 import json
 import os
 import secrets
 import threading
+import time
 
 from sqlalchemy import JSON
 from sqlalchemy import types
@@ -38,6 +40,21 @@ _LOCK = threading.Lock()
 #: (key text) -> Fernet; (key file, its inode and mtime) -> key text
 _FERNETS = {}
 _FILES = {}
+#: key file -> (when last looked at, its text): a key file is looked at
+#: again after KEY_RECHECK seconds, not on every value (a stat per value
+#: was a twentieth of a TripleO create's CPU)
+_CHECKED = {}
+KEY_RECHECK = 5.0
+#: values read back (a resource's row is read by every unit that needs
+#: it): token -> the plain JSON, least recently used dropped beyond
+#: OPENED_BYTES; a value over OPENED_LARGEST is not kept. By token alone,
+#: the key not looked up again: a token opened here was opened with this
+#: process's key (each token's IV is random, so another key's token is
+#: never the same text)
+_OPENED = collections.OrderedDict()
+_OPENED_SIZE = [0]
+OPENED_BYTES = 16 * 1024 * 1024
+OPENED_LARGEST = 256 * 1024
 
 
 def _conf():
@@ -47,6 +64,16 @@ def _conf():
 
 def _home_key(make):
     path = os.path.join(_conf().home_dir(), KEY_FILE)
+    checked = _CHECKED.get(path)
+    if checked is not None and time.monotonic() - checked[0] < KEY_RECHECK:
+        return checked[1]
+    text = _read_home_key(path, make)
+    if text is not None:
+        _CHECKED[path] = (time.monotonic(), text)
+    return text
+
+
+def _read_home_key(path, make):
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -109,7 +136,9 @@ def seal(value):
     if text is None:
         return value
     data = json.dumps(value, separators=(',', ':')).encode('utf-8')
-    return {SEALED: _fernet(text).encrypt(data).decode('ascii')}
+    token = _fernet(text).encrypt(data).decode('ascii')
+    _keep_opened(token, data)   # read back soon, by the units after
+    return {SEALED: token}
 
 
 def is_sealed(value):
@@ -120,6 +149,18 @@ def unseal(value):
     """A stored value as it was written."""
     if not is_sealed(value):
         return value
+    token = value[SEALED]
+    with _LOCK:
+        data = _OPENED.get(token)
+        if data is not None:
+            _OPENED.move_to_end(token)
+    if data is None:
+        data = _open(token)
+        _keep_opened(token, data)
+    return json.loads(data)   # a value of its own for each reader
+
+
+def _open(token):
     text = key_text()
     if text is None:
         raise exception.ConvergeError(
@@ -127,12 +168,24 @@ def unseal(value):
             'configured to read them ([DEFAULT] auth_encryption_key)')
     from cryptography import fernet
     try:
-        data = _fernet(text).decrypt(value[SEALED].encode('ascii'))
+        return _fernet(text).decrypt(token.encode('ascii'))
     except fernet.InvalidToken:
         raise exception.ConvergeError(
             'The database holds values encrypted with another key than '
             '[DEFAULT] auth_encryption_key')
-    return json.loads(data)
+
+
+def _keep_opened(key, data):
+    if len(data) > OPENED_LARGEST:
+        return
+    with _LOCK:
+        if key in _OPENED:
+            return
+        _OPENED[key] = data
+        _OPENED_SIZE[0] += len(data)
+        while _OPENED_SIZE[0] > OPENED_BYTES:
+            _, dropped = _OPENED.popitem(last=False)
+            _OPENED_SIZE[0] -= len(dropped)
 
 
 class Sealed(types.TypeDecorator):
