@@ -8,8 +8,6 @@ by an older converge (0755, 0644) is closed at its next start.
 
 import os
 
-from sqlalchemy.engine import make_url
-
 
 def _narrow(path, mode):
     try:
@@ -45,6 +43,9 @@ def sqlite(url):
     under the usual umask); other URLs as they are."""
     if not str(url).startswith('sqlite'):
         return url
+    # not at import: conf imports this module, and a command sent to a
+    # converge-api needs no database (sqlalchemy is a fifth of its start)
+    from sqlalchemy.engine import make_url
     path = make_url(str(url)).database
     if path and path != ':memory:' and not path.startswith('file:'):
         folder_of = os.path.dirname(os.path.abspath(path))

@@ -161,6 +161,7 @@ class ConvergeApp(app.App):
     def engine(self):
         if self._engine is None:
             from converge.engine import context
+            _idle_threads_exit_soon()   # here: a remote command has none
             self._engine = context.Engine()
         return self._engine
 
@@ -319,7 +320,6 @@ def _globals_first(parser):
 
 
 def main(argv=None):
-    _idle_threads_exit_soon()
     _no_distribution_scan()
     application = ConvergeApp()
     rc = application.run(sys.argv[1:] if argv is None else argv)
