@@ -10,6 +10,7 @@ rows, so a revocation holds on every host at once.
 import hashlib
 import re
 import secrets
+import threading
 import time
 import uuid
 
@@ -123,36 +124,80 @@ def authenticate(db, token):
 RATES = models.ApiRate.__table__
 
 
+#: requests counted in this process and not yet written, per caller
+_TALLY = {}
+_TALLY_LOCK = threading.Lock()
+#: a process writes its count at least this often (seconds)
+TALLY_FLUSH = 1.0
+
+
+class _Tally:
+    __slots__ = ('window', 'pending', 'known', 'written_at')
+
+    def __init__(self, window):
+        self.window = window
+        self.pending = 0      # counted here, not written yet
+        self.known = 0        # the window's count as last written
+        self.written_at = 0.0
+
+
 def count_request(db, caller, cap, now=None):
     """Count one request of `caller` in this minute; raise TooMany when
-    it is beyond `cap`. A fixed window per minute, in the database: one
-    UPDATE per request (an INSERT for the first of a minute, which also
-    drops the windows before the last)."""
+    it is beyond `cap`. A fixed window per minute, counted in the
+    database so that it holds across API processes; each process writes
+    its count in batches (a fiftieth of the cap, or each second), not a
+    row per request: a write per request cost every API call 1.4 ms and
+    the database's write lock. With a small cap every request is
+    written; with several processes the cap may be passed by up to a
+    batch each."""
+    now = now or time.time()
+    window = int(now // 60)
+    batch = max(1, cap // 50)
+    with _TALLY_LOCK:
+        tally = _TALLY.get(caller)
+        if tally is None or tally.window != window:
+            tally = _TALLY[caller] = _Tally(window)
+        if tally.known + tally.pending >= cap:
+            _refuse(cap, now)   # counts only grow in a window
+        tally.pending += 1
+        due = tally.pending >= batch or \
+            time.monotonic() - tally.written_at >= TALLY_FLUSH
+        if not due:
+            return
+        add, tally.pending = tally.pending, 0
+        tally.written_at = time.monotonic()
     try:
-        _count(db, caller, cap, now)
+        total = _add(db, caller, window, add)
     except sa.exc.IntegrityError:
         # the first request of the minute came twice at once: the other
         # one made the row, count on it
-        _count(db, caller, cap, now)
+        total = _add(db, caller, window, add)
+    with _TALLY_LOCK:
+        if tally.window == window:
+            tally.known = max(tally.known, total)
+    if total > cap and total - add >= cap:
+        _refuse(cap, now)   # the cap was reached before this batch
 
 
-def _count(db, caller, cap, now):
-    window = int((now or time.time()) // 60)
+def _add(db, caller, window, add):
+    """Adds `add` to the caller's count of `window`; its total."""
     with db.begin() as conn:
         res = conn.execute(RATES.update().where(
-            RATES.c.caller == caller, RATES.c.minute == window,
-            RATES.c.count < cap).values(count=RATES.c.count + 1))
+            RATES.c.caller == caller, RATES.c.minute == window).values(
+                count=RATES.c.count + add))
         if res.rowcount == 1:
-            return
-        if conn.execute(sa.select(RATES.c.count).where(
+            return conn.execute(sa.select(RATES.c.count).where(
                 RATES.c.caller == caller,
-                RATES.c.minute == window)).first() is None:
-            conn.execute(RATES.delete().where(RATES.c.caller == caller,
-                                              RATES.c.minute < window - 1))
-            conn.execute(RATES.insert().values(caller=caller, minute=window,
-                                               count=1))
-            return
+                RATES.c.minute == window)).scalar()
+        conn.execute(RATES.delete().where(RATES.c.caller == caller,
+                                          RATES.c.minute < window - 1))
+        conn.execute(RATES.insert().values(caller=caller, minute=window,
+                                           count=add))
+        return add
+
+
+def _refuse(cap, now):
     raise exception.TooMany(
         'More than %d requests in a minute ([api] max_requests_per_minute);'
-        ' try again in %d s' % (cap, 60 - int((now or time.time()) % 60)),
-        retry_after=60 - int((now or time.time()) % 60))
+        ' try again in %d s' % (cap, 60 - int(now % 60)),
+        retry_after=60 - int(now % 60))
