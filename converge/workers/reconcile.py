@@ -40,6 +40,7 @@ from converge import conf as conf_mod
 from converge import exception
 from converge.db import api
 from converge import listeners
+from converge.engine import hooks
 from converge.engine import rows as rows_mod
 from converge.engine import secrecy
 from converge.engine import stack_size
@@ -410,20 +411,64 @@ class Unit:
                 'CHECK', 'SUSPEND', 'RESUME'):
             # never claimed, so never acted on: nothing of it can exist
             # yet (a create is claimed before it reaches the cloud)
-            return self._act(decide_mod.CREATE, None)
+            return self._paused(decide_mod.CREATE) or \
+                self._act(decide_mod.CREATE, None)
         if row.type != self.rdef.type and self.trav.action not in (
                 'CHECK', 'SUSPEND', 'RESUME'):
             # another type is another resource (Heat): the new one is
             # made, the old one cleaned up by its own type
-            return Outcome(REPLACE)
+            return self._paused(decide_mod.REPLACE) or Outcome(REPLACE)
         seen = observe_mod.observe(self.plugin, self._waiting)
         decision = decide_mod.for_update(self.trav.action, row, self.plugin,
                                          seen.state)
-        if decision == decide_mod.REPLACE:
-            return Outcome(REPLACE)
         if decision == decide_mod.NOTHING:
             return Outcome(DONE, observed=seen.state)
+        paused = self._paused(decision)
+        if paused is not None:
+            return paused
+        if decision == decide_mod.REPLACE:
+            return Outcome(REPLACE)
         return self._act(decision, seen.state)
+
+    def _paused(self, decision):
+        """A hook the environment sets on this resource for what it is
+        about to do (engine/hooks.py): reached now, its event written and
+        the row's data marked, or still pending; then a WAIT for its
+        clearing (no action: the row's state stays as it is). None when
+        there is no hook, or it was cleared in this traversal."""
+        hook = hooks.HOOK_OF_ACTION.get(self.trav.action)
+        if hook is None or decision not in (
+                decide_mod.CREATE, decide_mod.UPDATE, decide_mod.REPLACE,
+                decide_mod.DELETE) or (hook == 'pre-create') != (
+                decision == decide_mod.CREATE):
+            return None
+        row = self.row
+        defn = self.defn
+        if defn is None:   # a cleanup node: the stack's environment
+            if self.stack.template_id is None:
+                return None
+            defn = self.engine.definition(self.stack.template_id, self.stack)
+        if not hooks.matches(defn.bundle.environment, self.name, hook):
+            return None
+        if hooks.cleared_in(row.data, hook, self.trav.id):
+            return None
+        action = hook.split('-', 1)[1].upper()
+        if self._timed_out():
+            return Outcome(FAILED, action, 'Timed out')
+        if not hooks.reached_in(row.data, hook, self.trav.id):
+            data = hooks.reached(row.data, hook, self.trav.id)
+            with self.engine.db.begin() as conn:
+                self._cas(conn, data=data)
+                api.events_add(conn, self._event(
+                    row.physical_id, row.action, row.status,
+                    hooks.paused_reason(hook)))
+            row.data = data
+        row_id = row.id
+        reason = hooks.paused_reason(hook)
+        return Outcome(WAIT, None, reason, wait=base.Wait(
+            event=hooks.event_for(self.name, hook), after=hooks.RECHECK,
+            reason=reason,
+            still=lambda conn: hooks.still_pending(conn, row_id, hook)))
 
     def _act(self, decision, observed):
         action = decision  # CREATE, UPDATE, CHECK, SUSPEND or RESUME
@@ -588,6 +633,10 @@ class Unit:
                 if seen.error is not None:
                     return Outcome(FAILED, 'DELETE', _reason(seen.error))
                 return Outcome(DONE, 'DELETE', events=False)
+        if not (row.action == 'DELETE' and row.status == 'IN_PROGRESS'):
+            paused = self._paused(decide_mod.DELETE)   # not back from a wait
+            if paused is not None:
+                return paused
         blocked = self._claim('DELETE')
         if blocked is not None:
             return blocked
@@ -1063,7 +1112,7 @@ def _done_data(data):
     if _RETRIES in data:
         data = dict(data)
         del data[_RETRIES]
-    return data
+    return hooks.without_mark(data)
 
 
 def _adopting(row, stack_action):

@@ -1,0 +1,46 @@
+"""The hooks (breakpoints) of an environment's ``resource_registry``
+``resources`` entries, as Heat reads them: which are valid, and which a
+resource matches. What a hook does is engine/hooks.py's."""
+
+import fnmatch
+
+HOOK_TYPES = ('pre-create', 'pre-update', 'pre-delete', 'post-create',
+              'post-update', 'post-delete')
+
+
+def invalid(value):
+    """The hook types of a ``hooks`` value (a string or a list of them)
+    that Heat does not know."""
+    hooks = [value] if isinstance(value, str) else value
+    if not isinstance(hooks, list):
+        return [value]
+    return [h for h in hooks if h not in HOOK_TYPES]
+
+
+def bad_entries(resources, path=()):
+    """(path, bad value) of every ``hooks`` in a registry's ``resources``
+    (nested paths too) naming a hook type Heat does not know."""
+    for name, entry in (resources or {}).items():
+        if not isinstance(entry, dict):
+            continue
+        for key, value in entry.items():
+            if key == 'hooks':
+                if invalid(value):
+                    yield list(path) + [name, key], value
+            elif isinstance(value, dict):
+                yield from bad_entries({key: value}, list(path) + [name])
+
+
+def matches(env, name, hook):
+    """Whether the environment sets `hook` on the resource `name` (its
+    ``resources`` entries, names or globs, as Heat's matches_hook)."""
+    registry = (env or {}).get('resource_registry') or {}
+    for pattern, entry in (registry.get('resources') or {}).items():
+        if not isinstance(entry, dict) or 'hooks' not in entry:
+            continue
+        if not fnmatch.fnmatchcase(name, pattern):
+            continue
+        hooks = entry['hooks']
+        if hook == hooks or (isinstance(hooks, list) and hook in hooks):
+            return True
+    return False
