@@ -7,9 +7,9 @@ import fnmatch
 from cliff import command
 from cliff import lister
 
+from converge import breakpoints
 from converge import exception
 from converge.cmd import common
-from converge.engine import hooks
 
 
 def _hook_of_status(svc, ctx, stack):
@@ -19,7 +19,7 @@ def _hook_of_status(svc, ctx, stack):
     if 'IN_PROGRESS' not in status:
         raise exception.InvalidInput('Stack status %s not IN_PROGRESS'
                                      % status)
-    hook = hooks.HOOK_OF_ACTION.get(status.split('_', 1)[0])
+    hook = breakpoints.HOOK_OF_ACTION.get(status.split('_', 1)[0])
     if hook is None:
         raise exception.InvalidInput(
             'Unexpected stack status %s, only create, update and delete '

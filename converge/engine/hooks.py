@@ -30,15 +30,13 @@ paused at.
 import sqlalchemy as sa
 
 from converge import exception
+from converge.breakpoints import (  # noqa: F401 (this module's too)
+    HOOK_OF_ACTION, HOOK_TYPES, cleared_reason, matches, paused_events,
+    paused_reason)
 from converge.db import api
 from converge.db import models
 from converge.engine import traversal
 from converge.graph import plan as plan_mod
-from converge.template.registry_hooks import HOOK_TYPES, matches  # noqa
-
-#: the hook a stack action pauses its resources at
-HOOK_OF_ACTION = {'CREATE': 'pre-create', 'UPDATE': 'pre-update',
-                  'DELETE': 'pre-delete'}
 
 #: the row data key noting a hook reached (Heat keeps it in resource data)
 MARK = 'converge:hook'
@@ -50,15 +48,6 @@ RECHECK = 60.0
 
 class InvalidHook(exception.InvalidInput):
     """Heat's InvalidBreakPointHook: a 400."""
-
-
-def paused_reason(hook):
-    return '%s paused until Hook %s is cleared' % (
-        hook.split('-', 1)[1].upper(), hook)
-
-
-def cleared_reason(hook):
-    return 'Hook %s is cleared' % hook
 
 
 def event_for(name, hook):

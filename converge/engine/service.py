@@ -555,16 +555,10 @@ class Service:
             trav = api.traversal_get(s, st.current_traversal)
         since = trav.created_at.replace(
             tzinfo=datetime.timezone.utc).timestamp() if trav else 0
-        paused = {}
-        for ev in self.event_list(ctx, st.id, nested_depth=nested_depth):
-            if ev['timestamp'] < since:
-                continue
-            key = (ev['stack_name'], ev['resource_name'])
-            if ev['resource_status_reason'] == hooks.paused_reason(hook):
-                paused[key] = ev
-            elif ev['resource_status_reason'] == hooks.cleared_reason(hook):
-                paused.pop(key, None)
-        return list(paused.values())
+        return hooks.paused_events(
+            [ev for ev in self.event_list(ctx, st.id,
+                                          nested_depth=nested_depth)
+             if ev['timestamp'] >= since], hook)
 
     def hooks_paused(self, ctx, stack_id):
         """Whether the stack's traversal (and its nested stacks') is held

@@ -12,9 +12,9 @@ import urllib.request
 
 import yaml
 
+from converge import breakpoints
 from converge import exception
 from converge.template import bounds
-from converge.template import registry_hooks
 
 _Base = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
 
@@ -530,14 +530,14 @@ def _merge_env(env, new, filename, text):
                        'parameter_merge_strategies'):
             env.setdefault(section, {}).update(value)
         elif section == 'resource_registry':
-            for path, bad in registry_hooks.bad_entries(
+            for path, bad in breakpoints.bad_entries(
                     value.get('resources') if isinstance(
                         value.get('resources'), dict) else None):
                 path = [section, 'resources'] + path
                 raise exception.InvalidTemplate(
                     'Invalid hook type "%s" for resource breakpoint, '
                     'acceptable hook types are: %s'
-                    % (bad, ', '.join(registry_hooks.HOOK_TYPES)),
+                    % (bad, ', '.join(breakpoints.HOOK_TYPES)),
                     path=path, filename=filename,
                     line=line_in_text(text, path))
             reg = env.setdefault('resource_registry', {})

@@ -1,11 +1,17 @@
-"""The hooks (breakpoints) of an environment's ``resource_registry``
-``resources`` entries, as Heat reads them: which are valid, and which a
-resource matches. What a hook does is engine/hooks.py's."""
+"""Heat's hooks (breakpoints) as data: those of an environment's
+``resource_registry`` ``resources`` entries (which are valid, which a
+resource matches) and the events that tell of them (what `stack hook
+poll` reads). No database: the CLI's remote client reads them too. What
+a hook does to a traversal is engine/hooks.py's."""
 
 import fnmatch
 
 HOOK_TYPES = ('pre-create', 'pre-update', 'pre-delete', 'post-create',
               'post-update', 'post-delete')
+
+#: the hook a stack action pauses its resources at
+HOOK_OF_ACTION = {'CREATE': 'pre-create', 'UPDATE': 'pre-update',
+                  'DELETE': 'pre-delete'}
 
 
 def invalid(value):
@@ -44,3 +50,26 @@ def matches(env, name, hook):
         if hook == hooks or (isinstance(hooks, list) and hook in hooks):
             return True
     return False
+
+
+def paused_reason(hook):
+    return '%s paused until Hook %s is cleared' % (
+        hook.split('-', 1)[1].upper(), hook)
+
+
+def cleared_reason(hook):
+    return 'Hook %s is cleared' % hook
+
+
+def paused_events(events, hook):
+    """Of the events since the stack's action started (oldest first),
+    those of a resource reaching `hook` not followed by its clearing:
+    what `stack hook poll` lists, read as heatclient reads them."""
+    paused = {}
+    for ev in events:
+        key = (ev.get('stack_name'), ev['resource_name'])
+        if ev['resource_status_reason'] == paused_reason(hook):
+            paused[key] = ev
+        elif ev['resource_status_reason'] == cleared_reason(hook):
+            paused.pop(key, None)
+    return list(paused.values())
