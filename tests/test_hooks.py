@@ -7,11 +7,12 @@ them (subprocesses)."""
 
 import json
 import signal
-import time
 
 import pytest
 
 from tests import test_heat_api
+from tests.test_remote_cli import Remote
+from tests.test_wait_condition import _until
 
 #: a converge-api on loopback over an embedded home (test_heat_api's)
 api = test_heat_api.api
@@ -48,16 +49,6 @@ POLL_COLUMNS = ['Resource Name', 'ID', 'Resource Status Reason',
                 'Resource Status', 'Event Time']
 
 
-def _until(predicate, timeout=60):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = predicate()
-        if got:
-            return got
-        assert time.monotonic() < deadline, 'never came'
-        time.sleep(0.1)
-
-
 def _poll(cli, stack, *args):
     """`converge stack hook poll`'s rows; none before the stack is
     there."""
@@ -83,12 +74,16 @@ def test_nested_pre_create_hook_polled_and_cleared_with_openstack(
         out = osc('stack', 'hook', 'poll', 'hk', '--nested-depth', '2',
                   '-f', 'json')
         return json.loads(out.stdout)
-    rows = _until(polled)
+    rows = _until(polled, timeout=60)
     assert [(r['Resource Name'], r['Resource Status'],
              r['Resource Status Reason']) for r in rows] == [
         ('word', 'INIT_COMPLETE',
          'CREATE paused until Hook pre-create is cleared')]
     assert rows[0]['Stack Name'].startswith('hk-inner-')
+    # the converge CLI over the API lists the same
+    remote = Remote('%s/v1/hooks' % api.url, token, str(tmp_path / 'nohome'))
+    assert remote.json('stack', 'hook', 'poll', 'hk', '--nested-depth',
+                       '2') == rows
     assert hc.stacks.get('hk').stack_status == 'CREATE_IN_PROGRESS'
     # what waits for it waits: `last` reads the nested stack's output
     assert hc.resources.get('hk', 'last').resource_status == \
@@ -96,7 +91,7 @@ def test_nested_pre_create_hook_polled_and_cleared_with_openstack(
     osc('stack', 'hook', 'clear', 'hk', 'inner/wo*')
     # then `last` reaches its own hook; its signal clears it
     rows = _until(lambda: [r for r in polled()
-                           if r['Resource Name'] == 'last'])
+                           if r['Resource Name'] == 'last'], timeout=60)
     assert len(polled()) == 1
     osc('stack', 'resource', 'signal', 'hk', 'last', '--data',
         '{"unset_hook": "pre-create"}')
@@ -106,6 +101,21 @@ def test_nested_pre_create_hook_polled_and_cleared_with_openstack(
     events = [e.resource_status_reason for e in hc.events.list(
         'hk', nested_depth=2)]
     assert events.count('Hook pre-create is cleared') == 2
+    # an update's hook, polled by OSC (which looks for "Stack UPDATE
+    # started" exactly) and cleared by it
+    hc.stacks.update('hk', parameters={'v': 'b'}, **test_heat_api._sent(
+        tmp_path, TOP, files={'inner.yaml': INNER},
+        env_text='resource_registry:\n  resources:\n'
+                 '    first: {hooks: pre-update}\n'))
+    rows = _until(lambda: json.loads(osc('stack', 'hook', 'poll', 'hk',
+                                         '-f', 'json').stdout), timeout=60)
+    assert [(r['Resource Name'], r['Resource Status Reason'])
+            for r in rows] == [
+        ('first', 'UPDATE paused until Hook pre-update is cleared')]
+    osc('stack', 'hook', 'clear', 'hk', 'first')
+    assert test_heat_api._settled(hc, 'hk').stack_status == \
+        'UPDATE_COMPLETE'
+    assert hc.resources.get('hk', 'first').attributes['value'] == 'b'
     # a hook that is not pending, or of no known type, is refused (400)
     bad = osc('stack', 'resource', 'signal', 'hk', 'first', '--data',
               '{"unset_hook": "pre-create"}', check=False)
@@ -126,7 +136,7 @@ def test_embedded_hook_survives_kill_9(cli, write):
 
     def polled():
         return _poll(cli, 'k', '--nested-depth', '1')
-    rows = _until(polled)
+    rows = _until(polled, timeout=60)
     assert list(rows[0]) == POLL_COLUMNS + ['Stack Name']
     assert [(r['Resource Name'], r['Resource Status']) for r in rows] == [
         ('word', 'INIT_COMPLETE')]
@@ -152,7 +162,7 @@ def test_embedded_pre_update_and_pre_delete(cli, write):
                 '    first: {hooks: [pre-update, pre-delete]}\n')
     proc = cli.popen('stack', 'update', 'u', '-t', top, '-e', env,
                      '--parameter', 'v=b')
-    rows = _until(lambda: _poll(cli, 'u'))
+    rows = _until(lambda: _poll(cli, 'u'), timeout=60)
     assert [(r['Resource Name'], r['Resource Status'],
              r['Resource Status Reason']) for r in rows] == [
         ('first', 'CREATE_COMPLETE',
@@ -170,7 +180,7 @@ def test_embedded_pre_update_and_pre_delete(cli, write):
         'attributes']['value'] == 'b'
 
     proc = cli.popen('stack', 'delete', 'u', '--yes')
-    rows = _until(lambda: _poll(cli, 'u'))
+    rows = _until(lambda: _poll(cli, 'u'), timeout=60)
     assert [(r['Resource Name'], r['Resource Status Reason'])
             for r in rows] == [
         ('first', 'DELETE paused until Hook pre-delete is cleared')]
