@@ -443,7 +443,10 @@ class RemoteService:
     def hooks_paused(self, ctx, stack_id):
         """Over the API: whether a hook of the stack's action is pending
         (what else could run there is the server's to know)."""
-        return bool(self.hook_poll(ctx, stack_id, nested_depth=10))
+        try:
+            return bool(self.hook_poll(ctx, stack_id, nested_depth=10))
+        except exception.InvalidInput:   # it ended meanwhile
+            return False
 
     def event_show(self, ctx, ident, resource_name, event_id):
         return _event(self.http.get('%s/resources/%s/events/%s' % (

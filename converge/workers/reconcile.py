@@ -437,10 +437,9 @@ class Unit:
         clearing (no action: the row's state stays as it is). None when
         there is no hook, or it was cleared in this traversal."""
         hook = hooks.HOOK_OF_ACTION.get(self.trav.action)
-        if hook is None or decision not in (
-                decide_mod.CREATE, decide_mod.UPDATE, decide_mod.REPLACE,
-                decide_mod.DELETE) or (hook == 'pre-create') != (
-                decision == decide_mod.CREATE):
+        if decision not in _HOOKED.get(hook, ()):
+            # as Heat's: a resource an update adds or removes is not
+            # paused (pre-create and pre-delete are a create's, a delete's)
             return None
         row = self.row
         defn = self.defn
@@ -1103,6 +1102,11 @@ class DependencyData:
 #: a waiting row's action -> the decision that runs its step again
 _RESUMABLE = {'CREATE': decide_mod.CREATE, 'UPDATE': decide_mod.UPDATE,
               'SUSPEND': decide_mod.SUSPEND, 'RESUME': decide_mod.RESUME}
+
+#: the decisions each hook pauses
+_HOOKED = {'pre-create': (decide_mod.CREATE,),
+           'pre-update': (decide_mod.UPDATE, decide_mod.REPLACE),
+           'pre-delete': (decide_mod.DELETE,)}
 
 #: the plug-in data key counting transient-error retries of one action
 _RETRIES = 'converge:retries'
