@@ -49,6 +49,22 @@ POLL_COLUMNS = ['Resource Name', 'ID', 'Resource Status Reason',
                 'Resource Status', 'Event Time']
 
 
+@pytest.fixture
+def started(cli):
+    """start(*args): `converge *args` in the background, killed at the
+    test's end if it is still running (a failed test leaves no engine)."""
+    procs = []
+
+    def start(*args):
+        procs.append(cli.popen(*args))
+        return procs[-1]
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def _poll(cli, stack, *args):
     """`converge stack hook poll`'s rows; none before the stack is
     there."""
@@ -126,13 +142,13 @@ def test_nested_pre_create_hook_polled_and_cleared_with_openstack(
 
 
 @pytest.mark.long
-def test_embedded_hook_survives_kill_9(cli, write):
+def test_embedded_hook_survives_kill_9(cli, write, started):
     """The paused create's only engine is killed; the hook stays pending
     in the database, and `converge stack hook clear` (embedded: this
     process is the engine now) sees the stack to its end."""
     top, _ = _files(write)
     env = write('env.yaml', NESTED_HOOK)
-    proc = cli.popen('stack', 'create', 'k', '-t', top, '-e', env)
+    proc = started('stack', 'create', 'k', '-t', top, '-e', env)
 
     def polled():
         return _poll(cli, 'k', '--nested-depth', '1')
@@ -155,12 +171,12 @@ def test_embedded_hook_survives_kill_9(cli, write):
         'attributes']['value'] == 'hi'
 
 
-def test_embedded_pre_update_and_pre_delete(cli, write):
+def test_embedded_pre_update_and_pre_delete(cli, write, started):
     top, _ = _files(write)
     cli.run('stack', 'create', 'u', '-t', top)
     env = write('env.yaml', 'resource_registry:\n  resources:\n'
                 '    first: {hooks: [pre-update, pre-delete]}\n')
-    proc = cli.popen('stack', 'update', 'u', '-t', top, '-e', env,
+    proc = started('stack', 'update', 'u', '-t', top, '-e', env,
                      '--parameter', 'v=b')
     rows = _until(lambda: _poll(cli, 'u'), timeout=60)
     assert [(r['Resource Name'], r['Resource Status'],
@@ -179,7 +195,7 @@ def test_embedded_pre_update_and_pre_delete(cli, write):
     assert cli.json('stack', 'resource', 'show', 'u', 'first')[
         'attributes']['value'] == 'b'
 
-    proc = cli.popen('stack', 'delete', 'u', '--yes')
+    proc = started('stack', 'delete', 'u', '--yes')
     rows = _until(lambda: _poll(cli, 'u'), timeout=60)
     assert [(r['Resource Name'], r['Resource Status Reason'])
             for r in rows] == [

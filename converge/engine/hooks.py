@@ -30,9 +30,7 @@ paused at.
 import sqlalchemy as sa
 
 from converge import exception
-from converge.breakpoints import (  # noqa: F401 (read here by the engine)
-    HOOK_OF_ACTION, HOOK_TYPES, cleared_reason, matches, paused_events,
-    paused_reason)
+from converge.breakpoints import HOOK_TYPES, cleared_reason
 from converge.db import api
 from converge.db import models
 from converge.engine import traversal

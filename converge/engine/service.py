@@ -21,6 +21,7 @@ import time
 
 from sqlalchemy import exc as sa_exc
 
+from converge import breakpoints
 from converge import conf
 from converge import exception
 from converge import masking
@@ -546,7 +547,7 @@ class Service:
         clearing). Raises InvalidInput when the stack is not
         IN_PROGRESS."""
         st = self._stack(ctx, ident)
-        hook = hooks.HOOK_OF_ACTION.get(st.action)
+        hook = breakpoints.HOOK_OF_ACTION.get(st.action)
         if st.status != 'IN_PROGRESS' or hook is None:
             raise exception.InvalidInput(
                 'Stack %s is %s_%s: hooks are polled while it is created, '
@@ -555,7 +556,7 @@ class Service:
             trav = api.traversal_get(s, st.current_traversal)
         since = trav.created_at.replace(
             tzinfo=datetime.timezone.utc).timestamp() if trav else 0
-        return hooks.paused_events(
+        return breakpoints.paused_events(
             [ev for ev in self.event_list(ctx, st.id,
                                           nested_depth=nested_depth)
              if ev['timestamp'] >= since], hook)

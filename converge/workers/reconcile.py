@@ -36,6 +36,7 @@ import time
 
 from oslo_log import log as logging
 
+from converge import breakpoints
 from converge import conf as conf_mod
 from converge import exception
 from converge.db import api
@@ -436,7 +437,7 @@ class Unit:
         the row's data marked, or still pending; then a WAIT for its
         clearing (no action: the row's state stays as it is). None when
         there is no hook, or it was cleared in this traversal."""
-        hook = hooks.HOOK_OF_ACTION.get(self.trav.action)
+        hook = breakpoints.HOOK_OF_ACTION.get(self.trav.action)
         if decision not in _HOOKED.get(hook, ()):
             # as Heat's: a resource an update adds or removes is not
             # paused (pre-create and pre-delete are a create's, a delete's)
@@ -447,7 +448,7 @@ class Unit:
             if self.stack.template_id is None:
                 return None
             defn = self.engine.definition(self.stack.template_id, self.stack)
-        if not hooks.matches(defn.bundle.environment, self.name, hook):
+        if not breakpoints.matches(defn.bundle.environment, self.name, hook):
             return None
         if hooks.cleared_in(row.data, hook, self.trav.id):
             return None
@@ -460,10 +461,10 @@ class Unit:
                 self._cas(conn, data=data)
                 api.events_add(conn, self._event(
                     row.physical_id, row.action, row.status,
-                    hooks.paused_reason(hook)))
+                    breakpoints.paused_reason(hook)))
             row.data = data
         row_id = row.id
-        reason = hooks.paused_reason(hook)
+        reason = breakpoints.paused_reason(hook)
         return Outcome(WAIT, None, reason, wait=base.Wait(
             event=hooks.event_for(self.name, hook), after=hooks.RECHECK,
             reason=reason,
