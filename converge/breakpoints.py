@@ -12,6 +12,8 @@ HOOK_TYPES = ('pre-create', 'pre-update', 'pre-delete', 'post-create',
 #: the hook a stack action pauses its resources at
 HOOK_OF_ACTION = {'CREATE': 'pre-create', 'UPDATE': 'pre-update',
                   'DELETE': 'pre-delete'}
+#: and once it has done it (post-delete: see engine/hooks.py)
+POST_HOOK_OF_ACTION = {'CREATE': 'post-create', 'UPDATE': 'post-update'}
 
 
 def invalid(value):
@@ -61,15 +63,19 @@ def cleared_reason(hook):
     return 'Hook %s is cleared' % hook
 
 
-def paused_events(events, hook):
+def paused_events(events, *hooks):
     """Of the events since the stack's action started (oldest first),
-    those of a resource reaching `hook` not followed by its clearing:
-    what `stack hook poll` lists, read as heatclient reads them."""
+    those of a resource reaching one of `hooks` (None: left out) not
+    followed by its clearing: what `stack hook poll` lists, read as
+    heatclient reads them."""
     paused = {}
-    for ev in events:
-        key = (ev.get('stack_name'), ev['resource_name'])
-        if ev['resource_status_reason'] == paused_reason(hook):
-            paused[key] = ev
-        elif ev['resource_status_reason'] == cleared_reason(hook):
-            paused.pop(key, None)
-    return list(paused.values())
+    for hook in hooks:
+        if hook is None:
+            continue
+        for ev in events:
+            key = (ev.get('stack_name'), ev['resource_name'], hook)
+            if ev['resource_status_reason'] == paused_reason(hook):
+                paused[key] = ev
+            elif ev['resource_status_reason'] == cleared_reason(hook):
+                paused.pop(key, None)
+    return sorted(paused.values(), key=lambda e: e['timestamp'])

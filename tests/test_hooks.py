@@ -209,6 +209,28 @@ def test_embedded_pre_update_and_pre_delete(cli, write, started):
     assert cli.json('stack', 'list') == []
 
 
+def test_embedded_post_create(cli, write, started):
+    """post-create: the resource is created and recorded, and what
+    depends on it waits until the hook is cleared."""
+    top, _ = _files(write)
+    env = write('env.yaml', 'resource_registry:\n  resources:\n'
+                '    inner: {hooks: post-create}\n')
+    proc = started('stack', 'create', 'p', '-t', top, '-e', env)
+    rows = _until(lambda: _poll(cli, 'p'), timeout=60)
+    assert [(r['Resource Name'], r['Resource Status'],
+             r['Resource Status Reason']) for r in rows] == [
+        ('inner', 'CREATE_COMPLETE',
+         'CREATE paused until Hook post-create is cleared')]
+    states = {r['resource_name']: r['resource_status'] for r in
+              cli.json('stack', 'resource', 'list', 'p')}
+    assert states == {'first': 'CREATE_COMPLETE', 'inner': 'CREATE_COMPLETE',
+                      'last': 'INIT_COMPLETE'}
+    cli.run('stack', 'hook', 'clear', '--post-create', 'p', 'inner')
+    assert proc.wait(timeout=60) == 0
+    assert cli.json('stack', 'resource', 'show', 'p', 'last')[
+        'attributes']['value'] == 'hi'
+
+
 def test_bad_hooks_are_refused(cli, write):
     top, _ = _files(write)
     env = write('env.yaml', 'resource_registry:\n  resources:\n'

@@ -438,7 +438,8 @@ class RemoteService:
                    e['resource_status_reason'].startswith(
                        'Stack %s started' % action)]
         return hooks.paused_events(events[started[-1]:] if started
-                                   else events, hook)
+                                   else events, hook,
+                                   hooks.POST_HOOK_OF_ACTION.get(action))
 
     def hooks_paused(self, ctx, stack_id):
         """Over the API: whether a hook of the stack's action is pending

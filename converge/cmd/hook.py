@@ -65,7 +65,8 @@ class ClearHook(command.Command):
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('stack', metavar='<stack>')
-        for hook in ('pre-create', 'pre-update', 'pre-delete'):
+        for hook in ('pre-create', 'pre-update', 'pre-delete',
+                     'post-create', 'post-update'):
             parser.add_argument('--' + hook, dest='hook_type',
                                 action='store_const', const=hook,
                                 help='Clear the %s hooks' % hook)

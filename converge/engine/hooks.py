@@ -22,9 +22,12 @@ then runs again and goes on. A hook is reached once per traversal: a
 later traversal pauses again.
 
 As Heat: pre-create only in a stack CREATE, pre-update in an UPDATE (of
-a resource that changes or is replaced), pre-delete in a DELETE. The
-post-* hooks are accepted in an environment (Heat's types) and not
-paused at.
+a resource that changes or is replaced), pre-delete in a DELETE. After
+its action, post-create (in a CREATE) and post-update (in an UPDATE)
+pause a resource recorded COMPLETE: its node waits the same way instead
+of being marked done, so what depends on it waits
+(reconcile.Unit._held). post-delete is accepted (Heat's type) and not
+paused at: the deleted row is gone with its node.
 """
 
 import sqlalchemy as sa

@@ -543,8 +543,8 @@ class Service:
         """The hooks the stack's resources (and, `nested_depth` levels
         down, its nested stacks') are paused at: the events that said so
         since the stack's action started (Heat's `stack hook poll`: the
-        hook of the stack's action, each event not followed by its
-        clearing). Raises InvalidInput when the stack is not
+        hooks of the stack's action, each event not followed by its
+        clearing; converge's post-* too). Raises InvalidInput when the stack is not
         IN_PROGRESS."""
         st = self._stack(ctx, ident)
         hook = breakpoints.HOOK_OF_ACTION.get(st.action)
@@ -559,7 +559,8 @@ class Service:
         return breakpoints.paused_events(
             [ev for ev in self.event_list(ctx, st.id,
                                           nested_depth=nested_depth)
-             if ev['timestamp'] >= since], hook)
+             if ev['timestamp'] >= since],
+            hook, breakpoints.POST_HOOK_OF_ACTION.get(st.action))
 
     def hooks_paused(self, ctx, stack_id):
         """Whether the stack's traversal (and its nested stacks') is held

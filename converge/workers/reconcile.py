@@ -715,12 +715,54 @@ class Unit:
     def _record(self, outcome):
         values, events = self._prepared or self._done_record(outcome)
         self._prepared = None
+        held = self._held(outcome)
+        if held is not None:   # done, and paused at a post-* hook
+            hook, reached = held
+            values = dict(values, data=hooks.reached(
+                values.get('data'), hook, self.trav.id))
+            if reached:
+                events = list(events) + [self._event(
+                    values.get('physical_id'), outcome.action, 'COMPLETE',
+                    breakpoints.paused_reason(hook))]
         with self._transaction() as conn:
             self._cas(conn, **values)
             if events:
                 self._add_events(conn, *events)
             self._release_slot(conn)
-            self._finish(conn, resource_id=self.row.id)
+            if held is not None:
+                self._hold(conn, held[0])
+            else:
+                self._finish(conn, resource_id=self.row.id)
+
+    def _held(self, outcome):
+        """(hook, reached now) when the resource, done, pauses at the
+        post-create or post-update hook its environment sets (Heat's: its
+        action is recorded COMPLETE; what depends on it waits until the
+        hook is cleared), or stays paused there; None otherwise."""
+        hook = breakpoints.POST_HOOK_OF_ACTION.get(self.trav.action)
+        if hook is None:
+            return None
+        data = self.row.data
+        before = hooks.reached_in(data, hook, self.trav.id)
+        if not before and outcome.action != self.trav.action:
+            return None
+        if hooks.cleared_in(data, hook, self.trav.id) or \
+                not breakpoints.matches(self.defn.bundle.environment,
+                                        self.name, hook):
+            return None
+        return hook, not before
+
+    def _hold(self, conn, hook):
+        """The node, done acting, waits for the hook's clearing (in the
+        transaction recording it) instead of being marked done."""
+        wake_at = time.time() + hooks.RECHECK
+        event = hooks.event_for(self.name, hook)
+        if self.shared is not None:   # with the batch's at its end
+            self.shared.waits.append((self.sp.node, wake_at, event))
+        elif not api.sync_wait(conn, self.trav.id, self.sp.node, wake_at,
+                               event):
+            raise Lost()
+        self.wake = self.recorded = wake_at
 
     def _done_record(self, outcome):
         """(the row's values, the events) of a DONE update unit."""
