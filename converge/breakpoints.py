@@ -72,10 +72,10 @@ def paused_events(events, *hooks):
     for hook in hooks:
         if hook is None:
             continue
-        for ev in events:
+        for i, ev in enumerate(events):
             key = (ev.get('stack_name'), ev['resource_name'], hook)
             if ev['resource_status_reason'] == paused_reason(hook):
-                paused[key] = ev
+                paused[key] = i
             elif ev['resource_status_reason'] == cleared_reason(hook):
                 paused.pop(key, None)
-    return sorted(paused.values(), key=lambda e: e['timestamp'])
+    return [events[i] for i in sorted(paused.values())]
