@@ -27,22 +27,24 @@ def _chain(n, params=None, extra=None):
 
 
 def _visited(engine, stack_id):
-    """Names of the rows the stack's last traversal wrote, and what its
-    start event said after "Stack UPDATE started: "."""
+    """Names of the rows the stack's last traversal wrote, and what the
+    event after its start ("Stack UPDATE started", Heat's text) said
+    after "Stack UPDATE change set: "."""
     from converge.engine import request, service
     with engine.db.read() as s:
         stack = api.stack_get(s, stack_id)
         rows = api.resources_live(s, stack_id)
     trav = stack.current_traversal
-    [start] = [e for e in service.Service(engine).event_list(
-        request.make(), stack_id, query={})   # Heat's, with the stack's
+    [start, said] = [e['resource_status_reason'] for e in service.Service(
+        engine).event_list(request.make(), stack_id,
+                           query={})   # Heat's, with the stack's
         if e.get('traversal_id') == trav and
         e['resource_type'] == 'OS::Heat::Stack' and
         e['resource_status'] == 'UPDATE_IN_PROGRESS']
-    said = start['resource_status_reason']
-    assert said.startswith('Stack UPDATE started: '), said
+    assert start == 'Stack UPDATE started', start
+    assert said.startswith('Stack UPDATE change set: '), said
     return ({r.name for r in rows if r.traversal_id == trav},
-            said[len('Stack UPDATE started: '):])
+            said[len('Stack UPDATE change set: '):])
 
 
 def _outputs(engine, stack_id):

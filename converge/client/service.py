@@ -15,6 +15,7 @@ so a command prints the same columns in both modes.
 import types
 import urllib.parse
 
+from converge import breakpoints as hooks
 from converge import exception
 from converge.client import bundles
 
@@ -418,6 +419,35 @@ class RemoteService:
             if limit:
                 rows = rows[-limit:]
         return rows
+
+    def hook_poll(self, ctx, ident, nested_depth=0):
+        """As the local one, read from Heat's routes as heatclient reads
+        them: the events since the stack's last "Stack <ACTION>
+        started"."""
+        st = self.stack_show(ctx, ident, with_outputs=False)
+        action, _, status = st['stack_status'].partition('_')
+        hook = hooks.HOOK_OF_ACTION.get(action)
+        if status != 'IN_PROGRESS' or hook is None:
+            raise exception.InvalidInput(
+                'Stack %s is %s: hooks are polled while it is created, '
+                'updated or deleted' % (st['stack_name'], st['stack_status']))
+        events = self.event_list(ctx, st['id'], nested_depth=nested_depth,
+                                 query={'sort_dir': 'asc'})
+        started = [i for i, e in enumerate(events)
+                   if e['physical_resource_id'] == st['id'] and
+                   e['resource_status_reason'].startswith(
+                       'Stack %s started' % action)]
+        return hooks.paused_events(events[started[-1]:] if started
+                                   else events, hook,
+                                   hooks.POST_HOOK_OF_ACTION.get(action))
+
+    def hooks_paused(self, ctx, stack_id):
+        """Over the API: whether a hook of the stack's action is pending
+        (what else could run there is the server's to know)."""
+        try:
+            return bool(self.hook_poll(ctx, stack_id, nested_depth=10))
+        except exception.InvalidInput:   # it ended meanwhile
+            return False
 
     def event_show(self, ctx, ident, resource_name, event_id):
         return _event(self.http.get('%s/resources/%s/events/%s' % (

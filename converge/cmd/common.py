@@ -70,11 +70,12 @@ def add_timeout(parser, help_text):
                         help=help_text + ' (minutes, a positive number)')
 
 
-def run(app, args, ident, operation):
+def run(app, args, ident, operation, until_paused=False):
     """Start a traversal with `operation(service, ctx)` and, embedded or
-    with --wait, follow it to the end. `ident` names the stack in the
-    message that says how to resume after Ctrl-C. Returns the stack's
-    record; raises when the operation did not reach its goal."""
+    with --wait, follow it to the end (or, `until_paused`, until the stack
+    waits for its hooks alone). `ident` names the stack in the message
+    that says how to resume after Ctrl-C. Returns the stack's record;
+    raises when the operation did not reach its goal."""
     svc, ctx = app.service(), app.context()
     embedded = app.runs_engine()
     app.resume_hint = ident
@@ -91,9 +92,15 @@ def run(app, args, ident, operation):
     outcome = progress.follow(svc, ctx, stack_id, traversal_id,
                               out=sys.stderr if _quiet(args)
                               else app.stdout,
-                              local_workers=embedded)
+                              local_workers=embedded,
+                              until=(lambda: svc.hooks_paused(ctx, stack_id))
+                              if until_paused else None)
     app.resume_hint = None  # the traversal ended: nothing to resume
     stack = outcome.stack
+    if outcome.paused:
+        sys.stderr.write('Stack %s is paused at its hooks: see `converge '
+                         'stack hook poll %s`\n' % (stack.name, stack.name))
+        return stack
     if outcome.superseded_by is not None:
         raise exception.Conflict(
             'Stack %s: superseded by another operation (%s, traversal %s) '

@@ -20,10 +20,13 @@ class Outcome:
     the stack from us (a dict) if one did, and whether we followed our own
     traversal's rollback (its goal was not reached)."""
 
-    def __init__(self, stack, superseded_by=None, rolled_back=False):
+    def __init__(self, stack, superseded_by=None, rolled_back=False,
+                 paused=False):
         self.stack = stack
         self.superseded_by = superseded_by
         self.rolled_back = rolled_back
+        #: stopped where `until` said (the stack held by its hooks)
+        self.paused = paused
 
 
 def event_line(ev):
@@ -82,9 +85,10 @@ class EventStream:
 
 
 def follow(svc, ctx, stack_id, traversal_id, out=None, tty=None,
-           local_workers=False):
+           local_workers=False, until=None):
     """Block until the stack leaves IN_PROGRESS or another traversal takes
-    it. A rollback started by this traversal's failure is followed too.
+    it (or `until()` says so: the stack waits for its hooks). A rollback
+    started by this traversal's failure is followed too.
 
     `svc` is the service layer (converge.engine.service.Service), `ctx`
     the request context the stack is read with.
@@ -111,6 +115,8 @@ def follow(svc, ctx, stack_id, traversal_id, out=None, tty=None,
             rolled_back = True
             continue
         ended = nxt is not None or stack.status != 'IN_PROGRESS'
+        paused = not ended and until is not None and until()
+        ended = ended or paused
         if tty:
             if ended or total < BIG_TRAVERSAL or \
                     time.monotonic() - counted >= 1.0:
@@ -139,5 +145,6 @@ def follow(svc, ctx, stack_id, traversal_id, out=None, tty=None,
                 svc.drain_local()
             if tty:
                 out.write('\n')
-            return Outcome(stack, superseded_by=nxt, rolled_back=rolled_back)
+            return Outcome(stack, superseded_by=nxt, rolled_back=rolled_back,
+                           paused=paused)
         time.sleep(POLL)

@@ -105,7 +105,9 @@ class SignalResource(command.Command):
                     'traversal_id': result['traversal_id']}
 
         try:
-            common.run(self.app, args, args.stack, operation)
+            common.run(self.app, args, args.stack, operation,
+                       until_paused=isinstance(details, dict) and
+                       'unset_hook' in details)
         except _NothingToFollow:
             self.app.resume_hint = None
         self.app.stdout.write('%s: %s\n' % (

@@ -5,6 +5,7 @@ database, no engine (stacks.py validates children with it, nested.py
 creates and updates them).
 """
 
+import fnmatch
 import hashlib
 import json
 import uuid
@@ -35,12 +36,21 @@ def child_environment(env, resource_name):
     parameters (the child's are the resource's properties)."""
     registry = {k: v for k, v in (env.get('resource_registry') or {}).items()
                 if k != 'resources'}
-    mine = ((env.get('resource_registry') or {}).get('resources') or {}).get(
-        resource_name)
+    entries = (env.get('resource_registry') or {}).get('resources') or {}
+    # as Heat's: the entries of every glob matching the resource, then its
+    # own name's (which wins); a hook set as nested_res/child_res reaches
+    # the child this way
+    inner = {}
+    for pattern, mine in entries.items():
+        if pattern != resource_name and isinstance(mine, dict) and \
+                fnmatch.fnmatchcase(resource_name, pattern):
+            inner.update((k, v) for k, v in mine.items()
+                         if isinstance(v, dict))
+    mine = entries.get(resource_name)
     if isinstance(mine, dict):
-        inner = {k: v for k, v in mine.items() if isinstance(v, dict)}
-        if inner:
-            registry['resources'] = inner
+        inner.update((k, v) for k, v in mine.items() if isinstance(v, dict))
+    if inner:
+        registry['resources'] = inner
     out = {'resource_registry': registry,
            'parameter_defaults': dict(env.get('parameter_defaults') or {})}
     for key in ('parameter_merge_strategies', 'event_sinks'):

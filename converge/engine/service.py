@@ -15,11 +15,13 @@ back, and saying so is safer than guessing whether it committed.
 """
 
 import contextlib
+import datetime
 import functools
 import time
 
 from sqlalchemy import exc as sa_exc
 
+from converge import breakpoints
 from converge import conf
 from converge import exception
 from converge import masking
@@ -28,6 +30,7 @@ from converge.drivers import trusts
 from converge.engine import abandon
 from converge.engine import catalog
 from converge.engine import health
+from converge.engine import hooks
 from converge.engine import listing
 from converge.engine import preview
 from converge.engine import request
@@ -524,10 +527,46 @@ class Service:
         """Signal a resource (an OS::Heat::ScalingPolicy: scale its
         group). Returns what became of the signal: {status (SCALING,
         IGNORED), reason, capacity, stack_id, traversal_id (the traversal
-        scaling the group, or None)}."""
+        scaling the group, or None)}. A signal {"unset_hook": HOOK}
+        clears that hook of the resource (engine/hooks.py) instead:
+        status CLEARED, traversal_id the root stack's, going on."""
+        if isinstance(details, dict) and 'unset_hook' in details:
+            return hooks.clear(self.engine, ident, name,
+                               details['unset_hook'],
+                               project_id=request.project_of(ctx))
         return scaling.signal(self.engine, ident, name, details,
                               project_id=request.project_of(ctx),
                               signal_id=signal_id)
+
+    @_read
+    def hook_poll(self, ctx, ident, nested_depth=0):
+        """The hooks the stack's resources (and, `nested_depth` levels
+        down, its nested stacks') are paused at: the events that said so
+        since the stack's action started (Heat's `stack hook poll`: the
+        hooks of the stack's action, each event not followed by its
+        clearing; converge's post-* too). Raises InvalidInput when the stack is not
+        IN_PROGRESS."""
+        st = self._stack(ctx, ident)
+        hook = breakpoints.HOOK_OF_ACTION.get(st.action)
+        if st.status != 'IN_PROGRESS' or hook is None:
+            raise exception.InvalidInput(
+                'Stack %s is %s_%s: hooks are polled while it is created, '
+                'updated or deleted' % (st.name, st.action, st.status))
+        with self.engine.db.read() as s:
+            trav = api.traversal_get(s, st.current_traversal)
+        since = trav.created_at.replace(
+            tzinfo=datetime.timezone.utc).timestamp() if trav else 0
+        return breakpoints.paused_events(
+            [ev for ev in self.event_list(ctx, st.id,
+                                          nested_depth=nested_depth)
+             if ev['timestamp'] >= since],
+            hook, breakpoints.POST_HOOK_OF_ACTION.get(st.action))
+
+    def hooks_paused(self, ctx, stack_id):
+        """Whether the stack's traversal (and its nested stacks') is held
+        by hooks alone: nothing goes on until one is cleared."""
+        self._status(ctx, stack_id)
+        return hooks.paused(self.engine, stack_id)
 
     # -- outputs ------------------------------------------------------------
     @_read

@@ -56,18 +56,21 @@ def stack_events(traversals, stack_id, stack_name, events):
                            % t.action),
                 'cancelled': ('FAILED', t.failure or 'Stack %s cancelled'
                               % t.action)}
-        started = 'Stack %s started' % t.action
+        # Heat's text exactly: heatclient's `stack hook poll` looks for
+        # it; an update's change set follows in an event of its own
+        marks = [(begun, -1, 'IN_PROGRESS', 'Stack %s started' % t.action,
+                  'IN_PROGRESS')]
         if (t.options or {}).get('change_set'):
-            started += ': ' + t.options['change_set']
-        marks = [(begun, -1, 'IN_PROGRESS', started)]
+            marks.append((begun, 0, 'IN_PROGRESS', 'Stack %s change set: %s'
+                          % (t.action, t.options['change_set']), 'CHANGES'))
         if t.state in ends and t.finished_at is not None:
             end = max(_epoch(t.finished_at), last.get(t.id, 0))
-            marks.append((end, 1 << 62) + ends[t.state])
-        for ts, order, status, reason in marks:
+            marks.append((end, 1 << 62) + ends[t.state] + (ends[t.state][0],))
+        for ts, order, status, reason, key in marks:
             out.append(event({
                 'id': order, 'traversal_id': t.id,
                 'uuid': str(uuid.uuid5(uuid.NAMESPACE_URL,
-                                       '%s/%s' % (t.id, status))),
+                                       '%s/%s' % (t.id, key))),
                 'resource_name': stack_name,
                 'resource_type': 'OS::Heat::Stack',
                 'physical_resource_id': stack_id, 'action': t.action,

@@ -36,10 +36,12 @@ import time
 
 from oslo_log import log as logging
 
+from converge import breakpoints
 from converge import conf as conf_mod
 from converge import exception
 from converge.db import api
 from converge import listeners
+from converge.engine import hooks
 from converge.engine import rows as rows_mod
 from converge.engine import secrecy
 from converge.engine import stack_size
@@ -410,20 +412,63 @@ class Unit:
                 'CHECK', 'SUSPEND', 'RESUME'):
             # never claimed, so never acted on: nothing of it can exist
             # yet (a create is claimed before it reaches the cloud)
-            return self._act(decide_mod.CREATE, None)
+            return self._paused(decide_mod.CREATE) or \
+                self._act(decide_mod.CREATE, None)
         if row.type != self.rdef.type and self.trav.action not in (
                 'CHECK', 'SUSPEND', 'RESUME'):
             # another type is another resource (Heat): the new one is
             # made, the old one cleaned up by its own type
-            return Outcome(REPLACE)
+            return self._paused(decide_mod.REPLACE) or Outcome(REPLACE)
         seen = observe_mod.observe(self.plugin, self._waiting)
         decision = decide_mod.for_update(self.trav.action, row, self.plugin,
                                          seen.state)
-        if decision == decide_mod.REPLACE:
-            return Outcome(REPLACE)
         if decision == decide_mod.NOTHING:
             return Outcome(DONE, observed=seen.state)
+        paused = self._paused(decision)
+        if paused is not None:
+            return paused
+        if decision == decide_mod.REPLACE:
+            return Outcome(REPLACE)
         return self._act(decision, seen.state)
+
+    def _paused(self, decision):
+        """A hook the environment sets on this resource for what it is
+        about to do (engine/hooks.py): reached now, its event written and
+        the row's data marked, or still pending; then a WAIT for its
+        clearing (no action: the row's state stays as it is). None when
+        there is no hook, or it was cleared in this traversal."""
+        hook = breakpoints.HOOK_OF_ACTION.get(self.trav.action)
+        if decision not in _HOOKED.get(hook, ()):
+            # as Heat's: a resource an update adds or removes is not
+            # paused (pre-create and pre-delete are a create's, a delete's)
+            return None
+        row = self.row
+        defn = self.defn
+        if defn is None:   # a cleanup node: the stack's environment
+            if self.stack.template_id is None:
+                return None
+            defn = self.engine.definition(self.stack.template_id, self.stack)
+        if not breakpoints.matches(defn.bundle.environment, self.name, hook):
+            return None
+        if hooks.cleared_in(row.data, hook, self.trav.id):
+            return None
+        action = hook.split('-', 1)[1].upper()
+        if self._timed_out():
+            return Outcome(FAILED, action, 'Timed out')
+        if not hooks.reached_in(row.data, hook, self.trav.id):
+            data = hooks.reached(row.data, hook, self.trav.id)
+            with self.engine.db.begin() as conn:
+                self._cas(conn, data=data)
+                api.events_add(conn, self._event(
+                    row.physical_id, row.action, row.status,
+                    breakpoints.paused_reason(hook)))
+            row.data = data
+        row_id = row.id
+        reason = breakpoints.paused_reason(hook)
+        return Outcome(WAIT, None, reason, wait=base.Wait(
+            event=hooks.event_for(self.name, hook), after=hooks.RECHECK,
+            reason=reason,
+            still=lambda conn: hooks.still_pending(conn, row_id, hook)))
 
     def _act(self, decision, observed):
         action = decision  # CREATE, UPDATE, CHECK, SUSPEND or RESUME
@@ -588,6 +633,10 @@ class Unit:
                 if seen.error is not None:
                     return Outcome(FAILED, 'DELETE', _reason(seen.error))
                 return Outcome(DONE, 'DELETE', events=False)
+        if not (row.action == 'DELETE' and row.status == 'IN_PROGRESS'):
+            paused = self._paused(decide_mod.DELETE)   # not back from a wait
+            if paused is not None:
+                return paused
         blocked = self._claim('DELETE')
         if blocked is not None:
             return blocked
@@ -666,12 +715,54 @@ class Unit:
     def _record(self, outcome):
         values, events = self._prepared or self._done_record(outcome)
         self._prepared = None
+        held = self._held(outcome)
+        if held is not None:   # done, and paused at a post-* hook
+            hook, reached = held
+            values = dict(values, data=hooks.reached(
+                values.get('data'), hook, self.trav.id))
+            if reached:
+                events = list(events) + [self._event(
+                    values.get('physical_id'), outcome.action, 'COMPLETE',
+                    breakpoints.paused_reason(hook))]
         with self._transaction() as conn:
             self._cas(conn, **values)
             if events:
                 self._add_events(conn, *events)
             self._release_slot(conn)
-            self._finish(conn, resource_id=self.row.id)
+            if held is not None:
+                self._hold(conn, held[0])
+            else:
+                self._finish(conn, resource_id=self.row.id)
+
+    def _held(self, outcome):
+        """(hook, reached now) when the resource, done, pauses at the
+        post-create or post-update hook its environment sets (Heat's: its
+        action is recorded COMPLETE; what depends on it waits until the
+        hook is cleared), or stays paused there; None otherwise."""
+        hook = breakpoints.POST_HOOK_OF_ACTION.get(self.trav.action)
+        if hook is None:
+            return None
+        data = self.row.data
+        before = hooks.reached_in(data, hook, self.trav.id)
+        if not before and outcome.action != self.trav.action:
+            return None
+        if hooks.cleared_in(data, hook, self.trav.id) or \
+                not breakpoints.matches(self.defn.bundle.environment,
+                                        self.name, hook):
+            return None
+        return hook, not before
+
+    def _hold(self, conn, hook):
+        """The node, done acting, waits for the hook's clearing (in the
+        transaction recording it) instead of being marked done."""
+        wake_at = time.time() + hooks.RECHECK
+        event = hooks.event_for(self.name, hook)
+        if self.shared is not None:   # with the batch's at its end
+            self.shared.waits.append((self.sp.node, wake_at, event))
+        elif not api.sync_wait(conn, self.trav.id, self.sp.node, wake_at,
+                               event):
+            raise Lost()
+        self.wake = self.recorded = wake_at
 
     def _done_record(self, outcome):
         """(the row's values, the events) of a DONE update unit."""
@@ -1055,6 +1146,11 @@ class DependencyData:
 _RESUMABLE = {'CREATE': decide_mod.CREATE, 'UPDATE': decide_mod.UPDATE,
               'SUSPEND': decide_mod.SUSPEND, 'RESUME': decide_mod.RESUME}
 
+#: the decisions each hook pauses
+_HOOKED = {'pre-create': (decide_mod.CREATE,),
+           'pre-update': (decide_mod.UPDATE, decide_mod.REPLACE),
+           'pre-delete': (decide_mod.DELETE,)}
+
 #: the plug-in data key counting transient-error retries of one action
 _RETRIES = 'converge:retries'
 
@@ -1063,7 +1159,7 @@ def _done_data(data):
     if _RETRIES in data:
         data = dict(data)
         del data[_RETRIES]
-    return data
+    return hooks.without_mark(data)
 
 
 def _adopting(row, stack_action):
