@@ -39,6 +39,9 @@ class Ref(fn.Function):
             raise self.error('the argument must be the name of a resource '
                              'or a parameter, not %s' % type(name).__name__)
         self.kind = self._kind(parser, name)
+        if self.kind == 'resource':
+            #: the resource it names (functions.referenced_resource)
+            self.resource_name = name
 
     def _kind(self, parser, name):
         scope = parser.scope

@@ -107,6 +107,10 @@ class ResourceDefinition:
         #: the names it reads (get_attr, get_resource): its inputs; the
         #: rest of `requires` is order only (depends_on)
         self.reads = set()
+        #: property -> the resource of the template it names by
+        #: reference and whose definition it reads (plug-in's
+        #: ``definition_properties``: a LaunchConfigurationName)
+        self.sources = {}
         #: its snippet as written (StackDefinition.digest)
         self._raw = None
         self._digest = None
@@ -573,6 +577,7 @@ class StackDefinition:
         self.resources = {}
         self._all_attr_refs = []
         vctx = fn.Context(self)
+        later = []
         for name, plugin in self._plugins.items():
             r = res[name]
             path = (section, name)
@@ -607,23 +612,67 @@ class StackDefinition:
             rd._metadata = meta
             rd.reads = set(refs)
             rd._raw = r
+            rd.sources = self._sources(plugin, props, path + (
+                F('properties'),))
             self.resources[name] = rd
             # validate properties with references unknown; an external
             # resource is adopted as it is, so its properties are not used
+            # (one reading another's definition once all are parsed)
             if external_id is None and not self.stored:
-                values = fn.resolve(props, vctx)
-                self._check_props(rd, values)
+                if rd.sources:
+                    later.append(rd)
+                else:
+                    self._check_props(rd, fn.resolve(props, vctx), vctx)
             mvalues = fn.resolve(meta, vctx)
             if mvalues is not UNKNOWN and mvalues is not fn.OMIT and \
                     mvalues is not None and not isinstance(mvalues, dict):
                 raise _err('%s must be a map' % F('metadata'),
                            path + (F('metadata'),))
 
-    def _check_props(self, rd, values):
+        for rd in later:
+            self._check_props(rd, fn.resolve(rd._properties, vctx), vctx)
+
+    @staticmethod
+    def _sources(plugin, props, path):
+        """The plug-in's definition_properties: each must name another
+        resource of the template by reference (Ref, get_resource)."""
+        out = {}
+        for key in getattr(plugin, 'definition_properties', ()):
+            if key not in props:
+                continue
+            name = fn.referenced_resource(props[key])
+            if name is None:
+                raise _err('%s must be a reference (Ref) to a resource of '
+                           'this template' % key, path + (key,))
+            out[key] = name
+        return out
+
+    def _with_sources(self, rd, values, ctx):
+        """`values` with each definition property's reference given
+        with what it names: {reference, name, properties, metadata}."""
+        if not rd.sources or not isinstance(values, dict):
+            return values
+        values = dict(values)
+        for key, name in rd.sources.items():
+            src = self.resources.get(name)
+            if src is None or key not in values:
+                continue
+            props = fn.resolve(src._properties, ctx)
+            meta = fn.resolve(src._metadata, ctx)
+            values[key] = {'reference': values[key], 'name': name,
+                           'type': src.type,
+                           'properties': props if isinstance(props, dict)
+                           else {},
+                           'metadata': meta if isinstance(meta, dict)
+                           else {}}
+        return values
+
+    def _check_props(self, rd, values, ctx):
         if values is fn.OMIT or values is None:
             values = {}
         if values is UNKNOWN:
             return {}
+        values = self._with_sources(rd, values, ctx)
         F = self._res_fields
         path = [self.format.section('resources'), rd.name, F('properties')]
         if not isinstance(values, dict):
@@ -755,6 +804,10 @@ class StackDefinition:
                        rd.deletion_policy, rd.update_policy, rd.external_id]
             if rd.plugin.built_from_files:
                 payload.append(self._files_digest())
+            # what it reads of another's definition (a launch
+            # configuration's properties) is its own
+            payload += [self.digest(n) for n in sorted(
+                set(rd.sources.values())) if n != name]
             rd._digest = _sha(payload)
         return rd._digest
 
@@ -774,8 +827,9 @@ class StackDefinition:
     def resolve_properties(self, name, data):
         rd = self._resource(name)
         try:
-            values = fn.resolve(rd._properties, fn.Context(self, data))
-            return self._check_props(rd, values)
+            ctx = fn.Context(self, data)
+            values = fn.resolve(rd._properties, ctx)
+            return self._check_props(rd, values, ctx)
         except exception.InvalidTemplate as e:
             raise self._locate(e)
 

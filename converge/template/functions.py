@@ -43,6 +43,15 @@ def has_unknown(v):
     return False
 
 
+def referenced_resource(v):
+    """The resource a parsed snippet names by reference (get_resource,
+    CloudFormation's Ref of a resource), or None."""
+    name = getattr(v, 'resource_name', None)
+    if isinstance(v, GetResource) and isinstance(v.args, str):
+        name = v.args
+    return name
+
+
 def resolve(v, ctx):
     if isinstance(v, Function):
         return v.resolve(ctx)
