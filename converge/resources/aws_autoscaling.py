@@ -107,6 +107,19 @@ _ROLLING = p.Schema(p.MAP, 'How a change of the launch configuration '
                         'PauseTime': p.Schema(p.STRING)})
 
 
+#: what both groups take
+_GROUP_PROPERTIES = {
+        'AvailabilityZones': p.Schema(p.LIST, 'Not implemented (one '
+                                      'zone).', required=True),
+        'LaunchConfigurationName': p.Schema(
+            p.ANY, 'Ref to the AWS::AutoScaling::LaunchConfiguration the '
+            'members are made from.', required=True, update_allowed=True),
+        'LoadBalancerNames': p.Schema(p.LIST, 'Not supported (no '
+                                      'AWS::ElasticLoadBalancing).'),
+        'Tags': translated.KEY_VALUE,
+}
+
+
 class _Group(translated.Translated, autoscaling.AutoScalingGroup):
     """What both AWS-style groups share: members from a launch
     configuration, InstanceList, a rolling update in UpdatePolicy."""
@@ -179,12 +192,7 @@ class AutoScalingGroup(_Group):
 
     rolling_key = 'AutoScalingRollingUpdate'
 
-    properties_schema = {
-        'AvailabilityZones': p.Schema(p.LIST, 'Not implemented (one '
-                                      'zone).', required=True),
-        'LaunchConfigurationName': p.Schema(
-            p.ANY, 'Ref to the AWS::AutoScaling::LaunchConfiguration the '
-            'members are made from.', required=True, update_allowed=True),
+    properties_schema = dict(_GROUP_PROPERTIES, **{
         'InstanceId': p.Schema(p.STRING, 'Not supported: name a '
                                'LaunchConfigurationName.'),
         'MaxSize': p.Schema(p.INTEGER, 'The most members.', required=True,
@@ -200,12 +208,9 @@ class AutoScalingGroup(_Group):
         'HealthCheckGracePeriod': p.Schema(p.INTEGER, 'Not implemented.'),
         'HealthCheckType': p.Schema(p.STRING, 'Not implemented.',
                                     allowed_values=['EC2', 'ELB']),
-        'LoadBalancerNames': p.Schema(p.LIST, 'Not supported (no '
-                                      'AWS::ElasticLoadBalancing).'),
         'VPCZoneIdentifier': p.Schema(p.LIST, 'Subnets: the members boot '
                                       'on the first.'),
-        'Tags': translated.KEY_VALUE,
-    }
+    })
 
     @classmethod
     def translate(cls, v, path):
@@ -223,18 +228,10 @@ class InstanceGroup(_Group):
 
     rolling_key = 'RollingUpdate'
 
-    properties_schema = {
-        'AvailabilityZones': p.Schema(p.LIST, 'Not implemented (one '
-                                      'zone).', required=True),
-        'LaunchConfigurationName': p.Schema(
-            p.ANY, 'Ref to the AWS::AutoScaling::LaunchConfiguration the '
-            'members are made from.', required=True, update_allowed=True),
+    properties_schema = dict(_GROUP_PROPERTIES, **{
         'Size': p.Schema(p.INTEGER, 'The number of instances.',
                          required=True, min=0, update_allowed=True),
-        'LoadBalancerNames': p.Schema(p.LIST, 'Not supported (no '
-                                      'AWS::ElasticLoadBalancing).'),
-        'Tags': translated.KEY_VALUE,
-    }
+    })
 
     @classmethod
     def translate(cls, v, path):
