@@ -61,8 +61,18 @@ def templates(corpus):
                 yield os.path.relpath(os.path.join(d, n), corpus)
 
 
+#: templates outside invalid/ that are broken, and what converge says
+#: of them (Heat validates these and shows the error where the output is
+#: read; converge refuses what can never resolve, as it does for HOT)
+BROKEN = {
+    'F17/WordPress_Single_Instance_With_Neutron.template':
+        'Outputs.InstanceIPAddress.Value.Ref: The specified reference '
+        '"IPAddress" is incorrect',
+}
+
+
 def expected_invalid(rel):
-    return '/invalid/' in rel
+    return '/invalid/' in rel or os.path.relpath(rel, TOP) in BROKEN
 
 
 def mirrored(corpus, doc):
