@@ -285,3 +285,22 @@ def test_corpus_template_through_the_cli(rel, cli, tmp_path):
         assert proc.returncode == 0, proc.stderr
     status, reason = cfn_corpus.create(CORPUS, rel, cli.home)
     assert status == 'CREATE_COMPLETE', reason
+
+
+def test_a_group_of_instances_from_a_launch_configuration_scales(cli):
+    """AWS::AutoScaling's group boots AWS::EC2::Instances of its launch
+    configuration (its properties and Metadata); its policy scales it."""
+    cli.run('stack', 'create', 'asg', '-t',
+            os.path.join(HERE, 'asg.template'), '--wait')
+    out = cli.json('stack', 'output', 'show', 'asg', '--all')
+    assert len(out['instances'].split(',')) == 1
+    assert len(out['fixed'].split(',')) == 2
+    assert '/resources/Up/signal?token=' in out['alarm_url']
+    servers = cli.json('sim', 'server', 'list')
+    assert len(servers) == 3
+    assert {s['Image'] for s in servers} == {'cirros'}
+    assert {s['Flavor'] for s in servers} == {'m1.tiny'}
+    done = cli.run('stack', 'resource', 'signal', 'asg', 'Up')
+    assert 'scaling group Group from 1 to 2' in done.stdout
+    out = cli.json('stack', 'output', 'show', 'asg', '--all')
+    assert len(out['instances'].split(',')) == 2
