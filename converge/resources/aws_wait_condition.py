@@ -30,7 +30,11 @@ class WaitConditionHandle(os_wait.WaitConditionHandle):
                           urllib.parse.urlencode({'token': token}))
 
     def get_attributes(self, observed):
-        return {}
+        # none a template reads; the token is kept so that it is masked
+        # where it occurs (the URL) for those who may not signal
+        if not self.physical_id:
+            return {}
+        return {'token': os_wait._store(self).token(self.physical_id)}
 
 
 _HANDLE_URL = re.compile(r'/v1/agent/waitconditions/([^/?]+)/signal')
