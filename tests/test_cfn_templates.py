@@ -123,6 +123,12 @@ Parameters:
 AWSTemplateFormatVersion: '2011-01-01'
 Resources: {}
 """, ':2: AWSTemplateFormatVersion: The template version is invalid'),
+    ('two versions', """
+HeatTemplateFormatVersion: '2012-12-12'
+AWSTemplateFormatVersion: '2010-09-09'
+Resources: {}
+""", ':3: AWSTemplateFormatVersion: Ambiguous versions '
+     '(HeatTemplateFormatVersion, AWSTemplateFormatVersion)'),
     ('a launch configuration that is not one', """
 AWSTemplateFormatVersion: '2010-09-09'
 Resources:

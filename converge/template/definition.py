@@ -220,6 +220,11 @@ class StackDefinition:
         del self._all_attr_refs
 
     def _check_version(self, tmpl):
+        keys = [k for k in ('heat_template_version',) + tuple(
+            formats.CFN_VERSIONS) if k in tmpl]
+        if len(keys) > 1:
+            raise _err('Ambiguous versions (%s): a template has one'
+                       % ', '.join(keys), [keys[1]])
         self.format = formats.of(tmpl)
         if self.format.is_cfn:
             self.version = formats.cfn_version(tmpl, self.format.version_key)
