@@ -13,6 +13,7 @@ import pytest
 
 from tests.conftest import REPO
 from tests.distributed import wait_for as _until
+from tests.test_heat_api import api  # noqa: F401 (a fixture)
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'cfn')
 sys.path.insert(0, os.path.join(REPO, 'tools'))
@@ -310,3 +311,22 @@ def test_a_group_of_instances_from_a_launch_configuration_scales(cli):
     assert 'scaling group Group from 1 to 2' in done.stdout
     out = cli.json('stack', 'output', 'show', 'asg', '--all')
     assert len(out['instances'].split(',')) == 2
+
+
+def test_python_heatclient_creates_a_cloudformation_stack(api, tmp_path):
+    """What python-heatclient sends for a CloudFormation template file
+    is taken as Heat takes it."""
+    from tests import test_heat_api
+    hc = api.client('cfn', api.token('cfn')['token'])
+    with open(os.path.join(HERE, 'functions.template')) as f:
+        fields = test_heat_api._sent(tmp_path, f.read())
+    hc.stacks.create(stack_name='viaclient', parameters={'Env': 'dev'},
+                     disable_rollback=True, **fields)
+    st = test_heat_api._settled(hc, 'viaclient')
+    assert st.stack_status == 'CREATE_COMPLETE', st.stack_status_reason
+    outs = {o['output_key']: o['output_value'] for o in st.outputs}
+    assert outs['joined'] == 'other'   # Env=dev: IsProd is false
+    assert outs['dev_only'] == 'never'
+    assert st.parameters['Secret'] == '******'
+    names = {r.resource_name for r in hc.resources.list(st.id)}
+    assert names == {'Joined', 'Chosen', 'Trimmed', 'DevOnly'}
