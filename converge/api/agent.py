@@ -19,9 +19,10 @@ def add_routes(mapper, controller):
     mapper.connect('/v1/agent/deployments/{deployment_id}/signal',
                    handler=controller.signal,
                    conditions={'method': ['POST']})
+    # PUT: cfn-signal's request to an AWS::CloudFormation handle's URL
     mapper.connect('/v1/agent/waitconditions/{handle_id}/signal',
                    handler=controller.wait_condition_signal,
-                   conditions={'method': ['POST']})
+                   conditions={'method': ['POST', 'PUT']})
 
 
 def _credential(req):
@@ -102,8 +103,13 @@ class Controller:
             'signals': software.signals(self.engine, items)})
 
     def wait_condition_signal(self, req, handle_id):
-        """curl_cli's request: the handle's token in X-Auth-Token."""
+        """curl_cli's request: the handle's token in X-Auth-Token; or a
+        request to an AWS::CloudFormation::WaitConditionHandle's
+        pre-signed URL, the token in its query (cfn-signal's body:
+        Status, Reason, UniqueId, Data)."""
+        token = req.headers.get('X-Auth-Token') or \
+            req.GET.get('token', '')
         stored = waitconditions.signal(
-            self.engine, handle_id, req.headers.get('X-Auth-Token', ''),
-            wsgi.read_json(req))
+            self.engine, handle_id, token,
+            waitconditions.from_cfn(wsgi.read_json(req)))
         return wsgi.json_response(stored)

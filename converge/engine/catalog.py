@@ -6,6 +6,8 @@ import fnmatch
 
 from converge import exception
 from converge.resources import registry
+from converge.template import cfn_functions
+from converge.template import formats
 from converge.template import functions
 
 
@@ -113,19 +115,27 @@ def template_versions():
         aliases.setdefault(version, []).append(alias)
     return [{'version': 'heat_template_version.%s' % v, 'type': 'hot',
              'aliases': sorted(aliases.get(v, []))}
-            for v in functions.VERSIONS]
+            for v in functions.VERSIONS] + [
+        {'version': '%s.%s' % kv, 'type': 'cfn', 'aliases': []}
+        for kv in sorted(formats.CFN_VERSIONS.items())]
 
 
 def template_functions(version, with_condition_func=False):
     """The functions a template version offers, with descriptions."""
-    v = version.split('.', 1)[-1]
-    v = functions.ALIASES.get(v, v)
-    if v not in functions.VERSIONS:
-        raise exception.NotFound('Template with version %s not found'
-                                 % version)
-    table = functions.function_table(v)
+    key, _, v = version.rpartition('.')
+    if formats.CFN_VERSIONS.get(key) == v:
+        table = cfn_functions.function_table(v)
+        conditions = cfn_functions.CONDITION_OPS if v == '2010-09-09' \
+            else ()
+    else:
+        v = functions.ALIASES.get(v, v)
+        if v not in functions.VERSIONS:
+            raise exception.NotFound('Template with version %s not found'
+                                     % version)
+        table = functions.function_table(v)
+        conditions = functions.CONDITION_NAMES
     if with_condition_func:
-        table = dict(table, **{n: None for n in functions.CONDITION_NAMES})
+        table = dict(table, **{n: None for n in conditions})
     out = []
     for name, cls in sorted(table.items()):
         if cls is not None and cls.__name__ in ('Removed', 'NotYet'):

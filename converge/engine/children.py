@@ -64,6 +64,16 @@ def child_bundle(pbundle, parent_name, resource_name, child):
     or text, path: a provider's files-map key, facade}), built from the
     parent's Bundle `pbundle`."""
     tmpl = child['template']
+    if tmpl is None and child.get('path'):
+        # a template named by URL (AWS::CloudFormation::Stack's
+        # TemplateURL): the client sent it in the files map
+        child = dict(child, path=pbundle.file_key(child['path']))
+        tmpl = pbundle.files.get(child['path'])
+        if tmpl is None:
+            raise exception.InvalidTemplate(
+                'Could not fetch the nested template %s: it is not in the '
+                'files the client sent (the CLI sends the local files a '
+                'template names; converge fetches no URL)' % child['path'])
     path = child.get('path') or '%s.%s' % (parent_name, resource_name)
     if path.startswith('file://'):   # named as the user knows it
         path = template.url_path(path)
@@ -88,7 +98,7 @@ def _refs(tmpl):
     """The get_file targets and template-file types a template names."""
     found = []
     template.walk_get_file(tmpl, [], found)
-    template.walk_types(tmpl.get('resources'), [], found)
+    found += template.template_refs(tmpl)
     return [name for name, _ in found]
 
 

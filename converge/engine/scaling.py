@@ -89,7 +89,7 @@ def _signal(engine, stack_ident, resource_name, details, project_id,
         policy = rows.get(resource_name)
         if policy is None:
             raise exception.ResourceNotFound(stack.name, resource_name)
-        if policy.type != autoscaling.POLICY_TYPE:
+        if not _is(engine, policy.type, autoscaling.ScalingPolicy):
             raise exception.InvalidInput(
                 'Resource %s of stack %s is %s: only %s takes signals here'
                 % (resource_name, stack.name, policy.type,
@@ -139,6 +139,13 @@ def _event_reason(status, reason, details):
     return text
 
 
+def _is(engine, type_name, cls):
+    """Whether resources of `type_name` are of plug-in `cls` (or of a
+    type run by it: AWS::AutoScaling::ScalingPolicy is a ScalingPolicy)."""
+    found = engine.plugin_class(type_name)
+    return isinstance(found, type) and issubclass(found, cls)
+
+
 def _decide(engine, stack, rows, policy):
     """(status, reason, group row, new capacity, cooldown) of a signal to
     `policy`, as Heat's AutoScalingGroup.adjust decides."""
@@ -147,7 +154,8 @@ def _decide(engine, stack, rows, policy):
     grp = next((r for r in rows.values()
                 if r.name != policy.name and ref is not None and
                 ref in (r.reference_id, r.physical_id)), None)
-    if grp is None or grp.type != autoscaling.GROUP_TYPE:
+    if grp is None or not _is(engine, grp.type,
+                                  autoscaling.AutoScalingGroup):
         named = 'names no resource' if grp is None else \
             'names %s, an %s,' % (grp.name, grp.type)
         return (store.FAILED,

@@ -20,6 +20,7 @@ from converge.db import models
 from converge.drivers import tokens
 from converge.resources import base
 from converge.resources import registry
+from converge.template import formats
 
 _TRUE = ('true', 'yes', 'on', '1', 't', 'y')
 
@@ -34,37 +35,47 @@ def hidden_values(template, environment=None, params=None):
     declares hidden, from `params` and the environment's parameters and
     parameter_defaults: raw documents, so this works where no definition
     could be made (the error that says why may quote the value)."""
-    decl = (template or {}).get('parameters') if isinstance(
-        template, dict) else None
-    if not isinstance(decl, dict):
-        return []
     env = environment if isinstance(environment, dict) else {}
     sources = [params or {}, env.get('parameters') or {},
                env.get('parameter_defaults') or {}]
     found = []
-    for name, schema in decl.items():
-        if not isinstance(schema, dict):
-            continue
-        hidden = schema.get('hidden')
-        if isinstance(hidden, str):
-            hidden = hidden.strip().lower() in _TRUE
-        if hidden is not True:
-            continue
+    for name, ptype, default in _hidden(template):
         given = [s[name] for s in sources
                  if isinstance(s, dict) and name in s]
-        if 'default' in schema:
-            given.append(schema['default'])
+        if default is not _NONE:
+            given.append(default)
         for value in given:
             found.append(value)
-            if isinstance(value, str) and schema.get('type') in (
+            if isinstance(value, str) and ptype in (
                     'comma_delimited_list', 'CommaDelimitedList'):
                 found.extend(v.strip() for v in value.split(','))
-            elif isinstance(value, str) and schema.get('type') == 'json':
+            elif isinstance(value, str) and ptype in ('json', 'Json'):
                 try:
                     found.append(json.loads(value))
                 except ValueError:
                     pass
     return found
+
+
+_NONE = object()
+
+
+def _hidden(template):
+    """(name, type, default or _NONE) of each parameter `template` (a raw
+    document, either format) hides: HOT's ``hidden``, CloudFormation's
+    ``NoEcho``."""
+    fmt = formats.of(template)
+    decl = formats.section(template, 'parameters')
+    keys = ('NoEcho', 'Type', 'Default') if fmt.is_cfn else \
+        ('hidden', 'type', 'default')
+    for name, schema in (decl.items() if isinstance(decl, dict) else ()):
+        if not isinstance(schema, dict):
+            continue
+        hidden = schema.get(keys[0])
+        if isinstance(hidden, str):
+            hidden = hidden.strip().lower() in _TRUE
+        if hidden is True:
+            yield name, schema.get(keys[1]), schema.get(keys[2], _NONE)
 
 
 def bundle_values(bundle, params=None):
@@ -235,23 +246,16 @@ _DERIVED = {}
 
 
 def _hidden_names(template):
-    decl = template.get('parameters') if isinstance(template, dict) \
-        else None
-    names = set()
-    for name, schema in (decl or {}).items():
-        hidden = schema.get('hidden') if isinstance(schema, dict) else None
-        if isinstance(hidden, str):
-            hidden = hidden.strip().lower() in _TRUE
-        if hidden is True:
-            names.add(name)
-    return names
+    return {name for name, _, _ in _hidden(template)}
 
 
 def _reads(snippet, names):
-    """Whether `snippet` reads one of the parameters `names`."""
+    """Whether `snippet` reads one of the parameters `names` (get_param,
+    or CloudFormation's Ref)."""
     if isinstance(snippet, dict):
-        if len(snippet) == 1 and 'get_param' in snippet:
-            arg = snippet['get_param']
+        if len(snippet) == 1 and ('get_param' in snippet or
+                                  'Ref' in snippet):
+            arg = next(iter(snippet.values()))
             first = arg[0] if isinstance(arg, list) and arg else arg
             if isinstance(first, str) and first in names:
                 return True
@@ -276,15 +280,16 @@ def derived(engine, template_id, session=None):
     names = _hidden_names(tmpl)
     resources, outputs = {}, set()
     if names:
-        for rname, r in (tmpl.get('resources') or {}).items():
-            props = r.get('properties') if isinstance(r, dict) else None
+        for rname, r in (formats.section(tmpl, 'resources') or {}).items():
+            props = formats.field(tmpl, r, 'properties')
             keys = {k for k, v in (props or {}).items()
                     if _reads(v, names)} if isinstance(props, dict) \
                 else set()
             if keys:
                 resources[rname] = keys
-        for oname, o in (tmpl.get('outputs') or {}).items():
-            if isinstance(o, dict) and _reads(o.get('value'), names):
+        for oname, o in (formats.section(tmpl, 'outputs') or {}).items():
+            if isinstance(o, dict) and _reads(
+                    formats.field(tmpl, o, 'value'), names):
                 outputs.add(oname)
     found = (resources, outputs)
     with _LOCK:

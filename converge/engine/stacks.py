@@ -91,7 +91,8 @@ def validate(bundle, params, stack_name='stack', stack_id='',
         try:
             check_depth(depth + 1)
         except exception.InvalidInput as exc:
-            path = ['resources', name, 'type']
+            fmt = defn.format
+            path = [fmt.section('resources'), name, fmt.field('type')]
             raise exception.InvalidTemplate(str(exc), path=path).locate(
                 bundle.template_path, bundle.line_of(path))
         validate(child, child_params, stack_name='%s-%s' % (stack_name, name),
@@ -105,16 +106,19 @@ def check_in_cloud(defn, cloud):
     names one, each name looked up once."""
     from converge.resources import constraints
     cache = {}
+    fmt = defn.format   # the keys the template writes
     for name, schema in defn.schemas.items():
         for kind, arg, _ in schema.constraints:
             if kind == 'custom_constraint':
                 constraints.check_value(arg, defn.parameters.get(name),
-                                        cloud, ['parameters', name], cache)
+                                        cloud, [fmt.section('parameters'),
+                                                name], cache)
     for name, rdef in defn.resources.items():
         if rdef.plugin is None:
             continue
         constraints.check(rdef.plugin, defn.unmade_properties(name), cloud,
-                          ['resources', name, 'properties'], cache=cache)
+                          [fmt.section('resources'), name,
+                           fmt.field('properties')], cache=cache)
 
 
 def check_external(engine, defn, bundle, stack_id, project_id, cloud):

@@ -49,3 +49,16 @@ def signal(engine, handle_id, token, body):
     stored = store.add(handle_id, body)
     traversal.wake(engine, stack_id, wait_condition.event_for(handle_id))
     return stored
+
+
+#: cfn-signal's keys (CloudFormation's signal) -> Heat's
+CFN_KEYS = {'Status': 'status', 'Reason': 'reason', 'UniqueId': 'id',
+            'Data': 'data'}
+
+
+def from_cfn(body):
+    """A CloudFormation-form signal body in Heat's keys; any other body
+    as it is (normalise judges it)."""
+    if isinstance(body, dict) and body and set(body) <= set(CFN_KEYS):
+        return {CFN_KEYS[k]: v for k, v in body.items()}
+    return body

@@ -19,6 +19,7 @@ when no property changed.
 from converge import exception
 from converge.resources import base
 from converge.resources import properties as p
+from converge.template import formats
 
 #: seconds between looks at a child whose end was not announced (a lost
 #: wake); the wake itself comes at once
@@ -322,12 +323,12 @@ class TemplateResource(Nested):
     def has_attribute(cls, name):
         if cls.provider_template is None:
             return True
-        outputs = cls.provider_template.get('outputs') or {}
+        outputs = formats.section(cls.provider_template, 'outputs') or {}
         return name in outputs or name in ('OS::stack_id', 'show')
 
     @classmethod
     def attribute_names(cls):
-        outputs = (cls.provider_template or {}).get('outputs') or {}
+        outputs = formats.section(cls.provider_template, 'outputs') or {}
         return set(outputs) | {'OS::stack_id', 'show'}
 
     def attributes_from(self, outputs, observed):

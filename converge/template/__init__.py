@@ -2,7 +2,7 @@
 
 Public API: load_bundle, bundle_from_request, Bundle, StackDefinition, ResourceDefinition,
 UNKNOWN, is_unknown, parse_text, is_provider, join_url, url_path,
-walk_get_file, walk_types.
+walk_get_file, walk_types, template_refs.
 """
 
 from converge.resources.properties import UNKNOWN
@@ -17,8 +17,9 @@ from converge.template.loader import join_url
 from converge.template.loader import parse_text
 from converge.template.loader import url_path
 from converge.template.loader import walk_get_file
+from converge.template.loader import template_refs
 from converge.template.loader import walk_types
 
 __all__ = ['load_bundle', 'bundle_from_request', 'Bundle', 'StackDefinition', 'ResourceDefinition',
            'UNKNOWN', 'is_unknown', 'parse_text', 'is_provider', 'url_path',
-           'join_url', 'walk_get_file', 'walk_types']
+           'join_url', 'walk_get_file', 'walk_types', 'template_refs']

@@ -8,6 +8,9 @@ from converge import exception
 from converge import memory
 from converge.resources import registry as default_registry
 from converge.resources.properties import UNKNOWN
+from converge.template import cfn_functions
+from converge.template import cfn_parameters
+from converge.template import formats
 from converge.template import functions as fn
 from converge.template import parameters as params_mod
 from converge.template import patterns
@@ -50,7 +53,7 @@ def _str_keys(value):
     return value
 
 
-def _check_resource_name(name):
+def _check_resource_name(name, section='resources'):
     """Heat's rule: no "/" (the name is a segment of the resource's
     URL, where "a/b" could never be reached); and a name that can be
     stored and shown: a non-empty string of at most 255 characters (the
@@ -69,7 +72,7 @@ def _check_resource_name(name):
         return
     raise _err('Invalid resource name %s: %s' % (
         json.dumps(name if isinstance(name, str) else str(name))[:300],
-        why), ['resources'])
+        why), [section])
 
 
 def _err(msg, path=()):
@@ -104,6 +107,10 @@ class ResourceDefinition:
         #: the names it reads (get_attr, get_resource): its inputs; the
         #: rest of `requires` is order only (depends_on)
         self.reads = set()
+        #: property -> the resource of the template it names by
+        #: reference and whose definition it reads (plug-in's
+        #: ``definition_properties``: a LaunchConfigurationName)
+        self.sources = {}
         #: its snippet as written (StackDefinition.digest)
         self._raw = None
         self._digest = None
@@ -166,16 +173,34 @@ class StackDefinition:
         if not isinstance(tmpl, dict):
             raise _err('The template is not a JSON object or YAML mapping.')
         self._check_version(tmpl)
-        allowed = TOP_KEYS if self.version >= '2016-10-14' else \
-            tuple(k for k in TOP_KEYS if k != 'conditions')
+        fmt = self.format
+        if fmt.is_cfn:
+            allowed = (fmt.version_key,) + tuple(
+                fmt.section(k) for k in ('description', 'parameters',
+                                         'mappings', 'resources', 'outputs'))
+            if self.version == '2010-09-09':
+                allowed += ('Conditions',)
+        else:
+            allowed = TOP_KEYS if self.version >= '2016-10-14' else \
+                tuple(k for k in TOP_KEYS if k != 'conditions')
         for key in tmpl:
             if key not in allowed:
                 raise _err('"%s" is not a valid template section; valid '
                            'sections: %s' % (key, ', '.join(allowed)),
                            [key])
-        self.description = tmpl.get('description') or ''
-        self.table = fn.function_table(self.version)
-        self.cond_table = fn.condition_table(self.version)
+        self.description = tmpl.get(fmt.section('description')) or ''
+        if fmt.is_cfn:
+            self.table = cfn_functions.function_table(self.version)
+            self.cond_table = cfn_functions.CONDITION_TABLE
+            self.known_functions = cfn_functions.KNOWN
+            self.condition_ops = cfn_functions.CONDITION_OPS
+        else:
+            self.table = fn.function_table(self.version)
+            self.cond_table = fn.condition_table(self.version)
+            self.known_functions = fn.ALL_NAMES
+            self.condition_ops = {k: k for k in fn.CONDITION_NAMES}
+        self.version_label = fmt.label(self.version)
+        self._build_mappings(tmpl)
         self._build_parameters(tmpl, params)
         self._build_groups(tmpl)
         self._build_conditions(tmpl)
@@ -195,9 +220,19 @@ class StackDefinition:
         del self._all_attr_refs
 
     def _check_version(self, tmpl):
+        keys = [k for k in ('heat_template_version',) + tuple(
+            formats.CFN_VERSIONS) if k in tmpl]
+        if len(keys) > 1:
+            raise _err('Ambiguous versions (%s): a template has one'
+                       % ', '.join(keys), [keys[1]])
+        self.format = formats.of(tmpl)
+        if self.format.is_cfn:
+            self.version = formats.cfn_version(tmpl, self.format.version_key)
+            return
         if 'heat_template_version' not in tmpl:
             raise _err('Template format version not found: '
-                       'heat_template_version is missing')
+                       'heat_template_version, HeatTemplateFormatVersion or '
+                       'AWSTemplateFormatVersion is missing')
         raw = tmpl['heat_template_version']
         v = str(raw)
         v = fn.ALIASES.get(v, v)
@@ -208,10 +243,26 @@ class StackDefinition:
                        % (raw, ', '.join(valid)), ['heat_template_version'])
         self.version = v
 
+    def _build_mappings(self, tmpl):
+        """CloudFormation's Mappings: {map: {key: {name: value}}}."""
+        self.mappings = {}
+        if not self.format.is_cfn:
+            return
+        maps = tmpl.get('Mappings') or {}
+        if not isinstance(maps, dict):
+            raise _err('"Mappings" must be a map', ['Mappings'])
+        for name, m in maps.items():
+            if not isinstance(m, dict) or not all(
+                    isinstance(v, dict) for v in m.values()):
+                raise _err('Mapping %s must be a map of maps' % name,
+                           ['Mappings', name])
+        self.mappings = maps
+
     def _build_parameters(self, tmpl, params):
-        decl = tmpl.get('parameters') or {}
+        key = self.format.section('parameters')
+        decl = tmpl.get(key) or {}
         if not isinstance(decl, dict):
-            raise _err('"parameters" must be a map', ['parameters'])
+            raise _err('"%s" must be a map' % key, [key])
         env = self.bundle.environment
         user = dict(env.get('parameters') or {})
         user.update(params)
@@ -228,14 +279,26 @@ class StackDefinition:
         with patterns.budget():
             for name, schema in decl.items():
                 self._build_parameter(name, schema, user, pdefaults)
-        self._pseudo = {'OS::stack_name': self.stack_name,
-                        'OS::stack_id': self.stack_id,
-                        'OS::project_id': self.project_id,
-                        'OS::region': 'RegionOne'}
+        if self.format.is_cfn:
+            self._pseudo = {
+                'AWS::StackName': self.stack_name,
+                # Heat's form: an ARN naming the project and the stack
+                'AWS::StackId': 'arn:openstack:heat::%s:stacks/%s/%s' % (
+                    self.project_id, self.stack_name, self.stack_id),
+                'AWS::Region': 'RegionOne',
+                'AWS::AccountId': self.project_id}
+        else:
+            self._pseudo = {'OS::stack_name': self.stack_name,
+                            'OS::stack_id': self.stack_id,
+                            'OS::project_id': self.project_id,
+                            'OS::region': 'RegionOne'}
 
     def _build_parameter(self, name, schema, user, pdefaults):
-        path = ['parameters', name]
-        p = params_mod.Parameter(name, schema, self.version, path)
+        path = [self.format.section('parameters'), name]
+        if self.format.is_cfn:
+            p = cfn_parameters.Parameter(name, schema, path)
+        else:
+            p = params_mod.Parameter(name, schema, self.version, path)
         self.schemas[name] = p
         if p.hidden:
             self.hidden_parameters.add(name)
@@ -246,7 +309,8 @@ class StackDefinition:
             value = p.coerce(pdefaults[name], path)
             self._provided[name] = value
         elif p.has_default and p.default is not None:
-            value = p.coerce(p.default, path + ['default'])
+            value = p.coerce(p.default, path + [
+                'Default' if self.format.is_cfn else 'default'])
         elif self.validate_values:
             raise _err('The Parameter (%s) was not provided.' % name,
                        path)
@@ -255,7 +319,7 @@ class StackDefinition:
         self.parameters[name] = value
 
     def _build_groups(self, tmpl):
-        groups = tmpl.get('parameter_groups')
+        groups = None if self.format.is_cfn else tmpl.get('parameter_groups')
         self.parameter_groups = groups or []
         if groups is None:
             return
@@ -293,6 +357,15 @@ class StackDefinition:
             return self.parameters[name]
         return self._pseudo[name]
 
+    def has_param(self, name):
+        return name in self.parameters or name in self._pseudo
+
+    def has_resource(self, name):
+        return name in self._plugins
+
+    def is_disabled(self, name):
+        return name in self._disabled
+
     def check_reference(self, name, path):
         plugin = self._plugins.get(name)
         if plugin is not None:
@@ -305,14 +378,15 @@ class StackDefinition:
 
     # -- conditions ----------------------------------------------------
     def _build_conditions(self, tmpl):
-        conds = tmpl.get('conditions') or {}
+        key = self._conditions_key = self.format.section('conditions')
+        conds = tmpl.get(key) or {}
         if not isinstance(conds, dict):
-            raise _err('"conditions" must be a map', ['conditions'])
+            raise _err('"%s" must be a map' % key, [key])
         self._cond_defs = conds
         self._cond_cache = {}
         self._cond_busy = set()
         for name in conds:
-            self._named_condition(name, ('conditions', name))
+            self._named_condition(name, (key, name))
 
     def condition_value(self, expr, path):
         """Decide a condition (name, bool or expression); unknown → True."""
@@ -331,11 +405,11 @@ class StackDefinition:
             raise _err('Invalid condition "%s"' % name, path)
         if name in self._cond_busy:
             raise _err('Circular definition for condition "%s"' % name,
-                       ['conditions', name])
+                       [self._conditions_key, name])
         self._cond_busy.add(name)
         try:
             expr = self._cond_defs[name]
-            value = self._eval_cond(expr, ('conditions', name),
+            value = self._eval_cond(expr, (self._conditions_key, name),
                                     allow_name=False)
         finally:
             self._cond_busy.discard(name)
@@ -351,12 +425,22 @@ class StackDefinition:
             raise _err('Invalid condition definition "%s": a condition must'
                        ' be a boolean or a condition function' % expr, path)
         if isinstance(expr, dict) and len(expr) == 1:
-            (k, arg), = expr.items()
-            p = path + (k,)
+            (name, arg), = expr.items()
+            p = path + (name,)
+            k = self.condition_ops.get(name) if isinstance(name, str) \
+                else None
+            if name == 'Condition' and self.format.is_cfn:
+                # {"Condition": name} inside Fn::And, Fn::Or, Fn::Not
+                return self._named_condition(arg, p)
+            if k == 'not' and self.format.is_cfn:
+                if not isinstance(arg, list) or len(arg) != 1:
+                    raise _err('Fn::Not: arguments must be a list '
+                               '[condition]', p)
+                arg, p = arg[0], p + (0,)
             if k == 'equals':
                 if not isinstance(arg, list) or len(arg) != 2:
-                    raise _err('equals: arguments must be a list of 2 '
-                               'values', p)
+                    raise _err('%s: arguments must be a list of 2 '
+                               'values' % name, p)
                 a = self._cond_arg(arg[0], p + (0,))
                 b = self._cond_arg(arg[1], p + (1,))
                 if fn.has_unknown(a) or fn.has_unknown(b):
@@ -368,7 +452,7 @@ class StackDefinition:
             if k in ('and', 'or'):
                 if not isinstance(arg, list) or len(arg) < 2:
                     raise _err('%s: arguments must be a list of at least 2 '
-                               'conditions' % k, p)
+                               'conditions' % name, p)
                 unknown = False
                 for i, item in enumerate(arg):
                     v = self._eval_cond(item, p + (i,))
@@ -379,16 +463,16 @@ class StackDefinition:
                     elif k == 'or' and v:
                         return True
                 return UNKNOWN if unknown else (k == 'and')
-            if k in self.cond_table:
+            if name in self.cond_table:
                 v = self._cond_arg(expr, path)
                 if v is UNKNOWN:
                     return UNKNOWN
                 if not isinstance(v, bool):
                     raise _err('Invalid condition: %s returned %r, not a '
-                               'boolean' % (k, v), p)
+                               'boolean' % (name, v), p)
                 return v
-            if k in fn.ALL_NAMES:
-                raise _err('"%s" is not allowed in conditions' % k, p)
+            if name in self.known_functions:
+                raise _err('"%s" is not allowed in conditions' % name, p)
         raise _err('Invalid condition definition: expected a condition name'
                    ', a boolean or a condition function', path)
 
@@ -437,68 +521,82 @@ class StackDefinition:
             t = target
 
     def _build_resources(self, tmpl):
-        res = tmpl.get('resources') or {}
+        fmt = self.format
+        section = fmt.section('resources')
+        res = tmpl.get(section) or {}
         if not isinstance(res, dict):
-            raise _err('"resources" must be a map', ['resources'])
+            raise _err('"%s" must be a map' % section, [section])
         maximum = self.limits.get('max_resources_per_stack')
         if maximum is not None and maximum >= 0 and len(res) > maximum:
             raise _err('You have reached the maximum resources per stack, '
                        '(%d). This template has %d resources.' % (
-                           maximum, len(res)), ['resources'])
-        keys = RES_KEYS_NEWTON if self.version >= '2016-10-14' else RES_KEYS
+                           maximum, len(res)), [section])
+        if fmt.is_cfn:
+            keys = tuple(fmt.field(k) for k in RES_KEYS)
+            if self.version == '2010-09-09':
+                keys += (fmt.field('condition'),)
+        else:
+            keys = RES_KEYS_NEWTON if self.version >= '2016-10-14' \
+                else RES_KEYS
+        F = fmt.field
+        self._res_fields = F
         self._plugins = {}
         self._disabled = set()
         types = {}
         # pass 1: shapes, conditions, types
         for name, r in res.items():
-            _check_resource_name(name)
-            path = ['resources', name]
+            _check_resource_name(name, section)
+            path = [section, name]
             if not isinstance(r, dict):
                 raise _err('Resource %s must be a map' % name, path)
             for k in r:
                 if k not in keys:
                     raise _err('"%s" is not a valid keyword inside a '
-                               'resource definition' % k, path + [k])
-            if 'type' not in r:
-                raise _err('Resource %s is missing "type"' % name, path)
-            t = r['type']
+                               'resource definition; valid: %s' % (
+                                   k, ', '.join(keys)), path + [k])
+            if F('type') not in r:
+                raise _err('Resource %s is missing "%s"' % (name, F('type')),
+                           path)
+            t = r[F('type')]
             if not isinstance(t, str):
-                raise _err('Resource %s: "type" must be a string' % name,
-                           path + ['type'])
-            if 'condition' in r and not self.condition_value(
-                    r['condition'], path + ['condition']):
+                raise _err('Resource %s: "%s" must be a string' % (
+                    name, F('type')), path + [F('type')])
+            if F('condition') in r and not self.condition_value(
+                    r[F('condition')], path + [F('condition')]):
                 self._disabled.add(name)
                 continue
-            mapped = self._map_type(name, t, path + ['type'])
+            mapped = self._map_type(name, t, path + [F('type')])
             if is_provider(mapped):
                 plugin = providers.provider_class(
                     self.bundle.file_key(mapped), self.files,
-                    path + ['type'])
+                    path + [F('type')])
             else:
                 plugin = self.registry.get(mapped)
             if plugin is None:
                 extra = '' if mapped == t else ' (mapped from %s)' % t
                 raise _err('Unknown resource type "%s"%s for resource %s'
-                           % (mapped, extra, name), path + ['type'])
+                           % (mapped, extra, name), path + [F('type')])
             self._plugins[name] = plugin
             types[name] = mapped
         # pass 2: parse everything each resource uses
         self.resources = {}
         self._all_attr_refs = []
         vctx = fn.Context(self)
+        later = []
         for name, plugin in self._plugins.items():
             r = res[name]
-            path = ('resources', name)
+            path = (section, name)
             refs, attrs = set(), set()
             self._all_attr_refs.append(attrs)
             parser = fn.Parser(self, self.table, refs, attrs)
-            depends = self._depends_on(r.get('depends_on'), path)
+            depends = self._depends_on(r.get(F('depends_on')), path)
             policy = self._deletion_policy(parser, r, path, vctx)
             update_policy = plugin.validate_update_policy(
-                self._resolved_map(parser, r, 'update_policy', path, vctx),
-                path + ('update_policy',))
+                self._resolved_map(parser, r, F('update_policy'), path,
+                                   vctx),
+                path + (F('update_policy'),))
             external_id = None
-            if r.get('external_id') is not None:
+            if F('external_id') and r.get('external_id') is not None:
                 external_id = fn.resolve(
                     parser.parse(r['external_id'], path + ('external_id',)),
                     vctx)
@@ -507,37 +605,83 @@ class StackDefinition:
                 elif not isinstance(external_id, str):
                     raise _err('external_id must be a string',
                                path + ('external_id',))
-            desc = r.get('description') or ''
-            props = self._parse_map(parser, r, 'properties', path)
-            meta = self._parse_map(parser, r, 'metadata', path)
+            desc = r.get(F('description')) or ''
+            props = self._parse_map(parser, r, F('properties'), path)
+            meta = self._parse_map(parser, r, F('metadata'), path)
             rd = ResourceDefinition(
                 name, types[name], plugin, depends_on=depends,
                 requires=refs | depends, deletion_policy=policy,
                 update_policy=update_policy, external_id=external_id,
-                description=desc, template_type=r['type'])
+                description=desc, template_type=r[F('type')])
             rd._properties = props
             rd._metadata = meta
             rd.reads = set(refs)
             rd._raw = r
+            rd.sources = self._sources(plugin, props, path + (
+                F('properties'),))
             self.resources[name] = rd
             # validate properties with references unknown; an external
             # resource is adopted as it is, so its properties are not used
+            # (one reading another's definition once all are parsed)
             if external_id is None and not self.stored:
-                values = fn.resolve(props, vctx)
-                self._check_props(rd, values)
+                if rd.sources:
+                    later.append(rd)
+                else:
+                    self._check_props(rd, fn.resolve(props, vctx), vctx)
             mvalues = fn.resolve(meta, vctx)
             if mvalues is not UNKNOWN and mvalues is not fn.OMIT and \
                     mvalues is not None and not isinstance(mvalues, dict):
-                raise _err('metadata must be a map', path + ('metadata',))
+                raise _err('%s must be a map' % F('metadata'),
+                           path + (F('metadata'),))
 
-    def _check_props(self, rd, values):
+        for rd in later:
+            self._check_props(rd, fn.resolve(rd._properties, vctx), vctx)
+
+    @staticmethod
+    def _sources(plugin, props, path):
+        """The plug-in's definition_properties: each must name another
+        resource of the template by reference (Ref, get_resource)."""
+        out = {}
+        for key in getattr(plugin, 'definition_properties', ()):
+            if key not in props:
+                continue
+            name = fn.referenced_resource(props[key])
+            if name is None:
+                raise _err('%s must be a reference (Ref) to a resource of '
+                           'this template' % key, path + (key,))
+            out[key] = name
+        return out
+
+    def _with_sources(self, rd, values, ctx):
+        """`values` with each definition property's reference given
+        with what it names: {reference, name, properties, metadata}."""
+        if not rd.sources or not isinstance(values, dict):
+            return values
+        values = dict(values)
+        for key, name in rd.sources.items():
+            src = self.resources.get(name)
+            if src is None or key not in values:
+                continue
+            props = fn.resolve(src._properties, ctx)
+            meta = fn.resolve(src._metadata, ctx)
+            values[key] = {'reference': values[key], 'name': name,
+                           'type': src.type,
+                           'properties': props if isinstance(props, dict)
+                           else {},
+                           'metadata': meta if isinstance(meta, dict)
+                           else {}}
+        return values
+
+    def _check_props(self, rd, values, ctx):
         if values is fn.OMIT or values is None:
             values = {}
         if values is UNKNOWN:
             return {}
-        path = ['resources', rd.name, 'properties']
+        values = self._with_sources(rd, values, ctx)
+        F = self._res_fields
+        path = [self.format.section('resources'), rd.name, F('properties')]
         if not isinstance(values, dict):
-            raise _err('properties must be a map', path)
+            raise _err('%s must be a map' % F('properties'), path)
         return rd.plugin.validate_properties(values, path=path)
 
     def _parse_map(self, parser, r, key, path):
@@ -561,7 +705,7 @@ class StackDefinition:
     def _depends_on(self, deps, path):
         if deps is None:
             return set()
-        p = path + ('depends_on',)
+        p = path + (self._res_fields('depends_on'),)
         if isinstance(deps, str):
             deps = [deps]
         if not isinstance(deps, list):
@@ -582,10 +726,11 @@ class StackDefinition:
         return out
 
     def _deletion_policy(self, parser, r, path, vctx):
-        if 'deletion_policy' not in r:
+        key = self._res_fields('deletion_policy')
+        if key not in r:
             return 'Delete'
-        p = path + ('deletion_policy',)
-        value = fn.resolve(parser.parse(r['deletion_policy'], p), vctx)
+        p = path + (key,)
+        value = fn.resolve(parser.parse(r[key], p), vctx)
         if value is UNKNOWN or value is None or value is fn.OMIT:
             return 'Delete'
         if isinstance(value, str):
@@ -599,32 +744,36 @@ class StackDefinition:
 
     # -- outputs -------------------------------------------------------
     def _build_outputs(self, tmpl):
-        outs = tmpl.get('outputs') or {}
+        fmt = self.format
+        section = fmt.section('outputs')
+        outs = tmpl.get(section) or {}
         if not isinstance(outs, dict):
-            raise _err('"outputs" must be a map', ['outputs'])
-        keys = OUT_KEYS + (('condition',) if self.version >= '2016-10-14'
-                           else ())
+            raise _err('"%s" must be a map' % section, [section])
+        F = fmt.field
+        keys = tuple(F(k) for k in OUT_KEYS)
+        if self.version >= '2016-10-14' or self.version == '2010-09-09':
+            keys += (F('condition'),)
         self.outputs = {}
         for name, o in outs.items():
-            path = ('outputs', name)
+            path = (section, name)
             if not isinstance(o, dict):
                 raise _err('Output %s must be a map' % name, path)
             for k in o:
                 if k not in keys:
                     raise _err('"%s" is not a valid keyword inside an output'
                                ' definition' % k, path + (k,))
-            if 'value' not in o:
-                raise _err('Each output definition must contain a value '
-                           'key.', path)
-            if 'condition' in o and not self.condition_value(
-                    o['condition'], path + ('condition',)):
+            if F('value') not in o:
+                raise _err('Each output definition must contain a %s '
+                           'key.' % F('value'), path)
+            if F('condition') in o and not self.condition_value(
+                    o[F('condition')], path + (F('condition'),)):
                 continue
             attrs = set()
             self._all_attr_refs.append(attrs)
             parser = fn.Parser(self, self.table, set(), attrs)
-            value = parser.parse(o['value'], path + ('value',))
+            value = parser.parse(o[F('value')], path + (F('value'),))
             self.outputs[name] = _Output(name, value,
-                                         o.get('description') or '')
+                                         o.get(F('description')) or '')
 
     # -- public API ----------------------------------------------------
     def dependencies(self):
@@ -650,8 +799,9 @@ class StackDefinition:
             # the snippet's other keys as written (depends_on, policies,
             # condition, ...): its properties and metadata are in their
             # shapes
+            F = self.format.field
             rest = {k: v for k, v in rd._raw.items()
-                    if k not in ('properties', 'metadata')}
+                    if k not in (F('properties'), F('metadata'))}
             payload = [self.version, rd.type, rd.template_type, rest,
                        fn.shape(rd._properties, vctx),
                        fn.shape(rd._metadata, vctx),
@@ -659,6 +809,10 @@ class StackDefinition:
                        rd.deletion_policy, rd.update_policy, rd.external_id]
             if rd.plugin.built_from_files:
                 payload.append(self._files_digest())
+            # what it reads of another's definition (a launch
+            # configuration's properties) is its own
+            payload += [self.digest(n) for n in sorted(
+                set(rd.sources.values())) if n != name]
             rd._digest = _sha(payload)
         return rd._digest
 
@@ -678,8 +832,9 @@ class StackDefinition:
     def resolve_properties(self, name, data):
         rd = self._resource(name)
         try:
-            values = fn.resolve(rd._properties, fn.Context(self, data))
-            return self._check_props(rd, values)
+            ctx = fn.Context(self, data)
+            values = fn.resolve(rd._properties, ctx)
+            return self._check_props(rd, values, ctx)
         except exception.InvalidTemplate as e:
             raise self._locate(e)
 

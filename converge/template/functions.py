@@ -43,6 +43,15 @@ def has_unknown(v):
     return False
 
 
+def referenced_resource(v):
+    """The resource a parsed snippet names by reference (get_resource,
+    CloudFormation's Ref of a resource), or None."""
+    name = getattr(v, 'resource_name', None)
+    if isinstance(v, GetResource) and isinstance(v.args, str):
+        name = v.args
+    return name
+
+
 def resolve(v, ctx):
     if isinstance(v, Function):
         return v.resolve(ctx)
@@ -850,12 +859,6 @@ class Removed(Function):
             self.name, self.version), self.path)
 
 
-class NotYet(Function):
-    def parse(self, parser, args):
-        raise _err('"%s" is not supported by converge yet' % self.name,
-                   self.path)
-
-
 class ResourceFacade(Function):
     """What the resource owning this (nested) stack says of itself:
     its metadata, deletion_policy or update_policy."""
@@ -919,8 +922,13 @@ def function_table(version):
         if v > version:
             break
         table.update(ADDED.get(v, {}))
-    for name in CFN:
-        table[name] = NotYet if version == '2013-05-23' else Removed
+    if version == '2013-05-23':
+        # Heat's first HOT kept CloudFormation's functions beside its own
+        from converge.template import cfn_functions
+        table.update({name: cfn_functions.TABLES['2012-12-12'][name]
+                      for name in CFN})
+    else:
+        table.update(dict.fromkeys(CFN, Removed))
     if version >= '2015-10-15':
         table['Fn::Select'] = Removed
     return table
@@ -960,13 +968,17 @@ class Parser:
                     if cls is If:
                         return self.parse_if(v[k], path + (k,))
                     return cls(self, k, v[k], path)
-                if isinstance(k, str) and k in ALL_NAMES and \
-                        k not in CONDITION_NAMES:
+                known = getattr(self.scope, 'known_functions', ALL_NAMES)
+                if isinstance(k, str) and k in known and \
+                        k not in getattr(self.scope, 'condition_ops',
+                                         CONDITION_NAMES):
                     if self.conditions:
                         raise _err('"%s" is not allowed in conditions' % k,
                                    path + (k,))
                     raise _err('"%s" is not supported in this version of '
-                               'HOT (%s)' % (k, self.scope.version),
+                               '%s' % (k, getattr(
+                                   self.scope, 'version_label',
+                                   'HOT (%s)' % self.scope.version)),
                                path + (k,))
             out = {}
             for k, x in v.items():

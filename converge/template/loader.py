@@ -15,6 +15,7 @@ import yaml
 from converge import breakpoints
 from converge import exception
 from converge.template import bounds
+from converge.template import formats
 
 _Base = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
 
@@ -488,6 +489,45 @@ def walk_types(node, path, found):
             walk_types(v, path + [i], found)
 
 
+#: the resource types whose property names a template file, and which:
+#: read by the client like a provider template
+TEMPLATE_PROPERTIES = {'AWS::CloudFormation::Stack': 'TemplateURL'}
+
+
+def template_refs(tmpl):
+    """(reference, key path) of every template file `tmpl` names as a
+    resource type (a provider), or as the template of a nested stack
+    by URL (AWS::CloudFormation::Stack's TemplateURL), in either
+    format."""
+    found = []
+    fmt = formats.of(tmpl)
+    section = fmt.section('resources')
+    resources = tmpl.get(section) if isinstance(tmpl, dict) else None
+    if not fmt.is_cfn:
+        walk_types(resources, [section], found)
+        return found
+    type_key, props_key = fmt.field('type'), fmt.field('properties')
+    for name, r in (resources.items() if isinstance(resources, dict)
+                    else ()):
+        if not isinstance(r, dict):
+            continue
+        path = [section, name]
+        rtype = r.get(type_key)
+        if isinstance(rtype, str) and _is_template_ref(rtype):
+            found.append((rtype, path + [type_key]))
+        props = r.get(props_key)
+        if not isinstance(props, dict):
+            continue
+        key = TEMPLATE_PROPERTIES.get(rtype)
+        url = props.get(key) if key else None
+        if isinstance(url, str) and (
+                '://' not in url or url.startswith('file://')):
+            found.append((url, path + [props_key, key]))
+        # a HOT group's resource_def inside CloudFormation's properties
+        walk_types(props, path + [props_key], found)
+    return found
+
+
 def walk_get_file(node, path, found):
     """(target, key path) of every get_file in `node`, into `found`."""
     if isinstance(node, dict):
@@ -718,10 +758,7 @@ class _Files:
             content = self.read(target, 'get_file', (doc, text, path), name)
             if not known and _is_template_ref(name):
                 self._inline(target, content)
-        types = []
-        walk_types(tmpl.get('resources') if isinstance(tmpl, dict) else None,
-                   ['resources'], types)
-        for rtype, path in types:
+        for rtype, path in template_refs(tmpl):
             self.provider(join_url(url, rtype), (doc, text, path), rtype)
 
     def _inline(self, url, content):
@@ -731,7 +768,7 @@ class _Files:
             tmpl = parse_text(content, url_path(url))
         except exception.InvalidTemplate:
             return   # not a template after all: only a file
-        if isinstance(tmpl, dict) and 'heat_template_version' in tmpl:
+        if formats.is_template(tmpl):
             self.template(tmpl, url, url_path(url), content)
 
     def provider(self, url, where, name=None):

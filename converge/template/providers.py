@@ -14,6 +14,8 @@ import hashlib
 from converge import exception
 from converge.resources import nested
 from converge.resources import properties as p
+from converge.template import cfn_parameters
+from converge.template import formats
 from converge.template import loader
 
 #: Heat's parameter types -> the property schema types a provider's
@@ -43,19 +45,26 @@ def _build(type_name, digest, text):
         raise exception.InvalidTemplate(
             'The provider template is not a YAML mapping',
             filename=type_name)
-    params = tmpl.get('parameters') or {}
+    fmt = formats.of(tmpl)
+    section = fmt.section('parameters')
+    params = tmpl.get(section) or {}
     if not isinstance(params, dict):
-        raise exception.InvalidTemplate('"parameters" must be a map',
-                                        path=['parameters'],
+        raise exception.InvalidTemplate('"%s" must be a map' % section,
+                                        path=[section],
                                         filename=type_name)
+    # CloudFormation's keys, or HOT's
+    type_key, desc_key, default_key = ('Type', 'Description', 'Default') \
+        if fmt.is_cfn else ('type', 'description', 'default')
     schema = {}
     for name, decl in params.items():
         if not isinstance(decl, dict):
             continue   # the child's own validation names it
+        ptype = decl.get(type_key)
+        if fmt.is_cfn:
+            ptype = cfn_parameters.TYPES.get(ptype, 'string')
         schema[name] = p.Schema(
-            _TYPES.get(decl.get('type'), p.ANY),
-            decl.get('description') or '',
-            required='default' not in decl, update_allowed=True)
+            _TYPES.get(ptype, p.ANY), decl.get(desc_key) or '',
+            required=default_key not in decl, update_allowed=True)
     return type('Provider', (nested.TemplateResource,), {
         'properties_schema': schema,
         'allow_unknown_properties': False,
