@@ -533,3 +533,17 @@ def test_conditions_naming_conditions_hundreds_deep_are_refused(api):
         conditions=short, resources={'r': {'type': 'OS::Heat::None',
                                            'condition': 'c0'}})})
     assert r.status_code == 200, r.text
+
+
+def test_a_template_file_that_is_not_utf8_is_refused_naming_its_line(
+        cli, tmp_path):
+    """It was refused, naming the file but no line (and with no place
+    in the error's file and line, where every other template error has
+    them)."""
+    path = tmp_path / 'latin1.yaml'
+    path.write_bytes(b'heat_template_version: 2018-08-31\n'
+                     b'description: caf\xe9\n')
+    proc = cli.run('template', 'validate', '-t', str(path), check=False)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert '%s:2: Template is not UTF-8 text' % path in proc.stderr, \
+        proc.stderr

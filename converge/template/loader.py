@@ -506,8 +506,26 @@ def _read(path, max_size=None, what='Template'):
     try:
         with open(path, encoding='utf-8') as f:
             return f.read()
-    except (OSError, UnicodeDecodeError) as e:
+    except UnicodeDecodeError:
+        raise _not_utf8(path, what)
+    except OSError as e:
         raise exception.InvalidTemplate('Could not read %s: %s' % (path, e))
+
+
+def _not_utf8(path, what):
+    """The error of a file that is not UTF-8, naming the line of its
+    first byte that is not (the text reader's error counts from the
+    start of its last chunk, not of the file)."""
+    with open(path, 'rb') as f:
+        raw = f.read()
+    try:
+        raw.decode('utf-8')
+    except UnicodeDecodeError as e:
+        return exception.InvalidTemplate(
+            '%s is not UTF-8 text (%s)' % (what, e.reason), filename=path,
+            line=raw[:e.start].count(b'\n') + 1)
+    return exception.InvalidTemplate('%s is not UTF-8 text' % what,
+                                     filename=path)
 
 
 def walk_types(node, path, found):
