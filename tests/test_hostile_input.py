@@ -547,3 +547,21 @@ def test_a_template_file_that_is_not_utf8_is_refused_naming_its_line(
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert '%s:2: Template is not UTF-8 text' % path in proc.stderr, \
         proc.stderr
+
+
+def test_a_constraints_description_that_is_not_text_is_refused(api):
+    """A constraint's description of true (or a list, a number) reached
+    validate's answer, which joins them: a TypeError, a 500 (found by
+    the template fuzzer, through the API)."""
+    s = Session(api, 'constraints')
+    for desc in (True, ['a'], 3):
+        s.refused('POST', '/validate', {'template': _template(parameters={
+            'p': {'type': 'string', 'constraints': [
+                {'allowed_values': ['a'], 'description': desc}]}})}, None,
+            'parameters.p.constraints.0.description', 'must be a string')
+    r = s.send('POST', '/validate', {'template': _template(parameters={
+        'p': {'type': 'string', 'constraints': [
+            {'allowed_values': ['a'], 'description': 'one of a'}]}})})
+    assert r.status_code == 200, r.text
+    assert r.json()['Parameters']['p']['ConstraintDescription'] == \
+        'one of a'
