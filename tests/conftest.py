@@ -19,7 +19,10 @@ os.environ['CONVERGE_HOME'] = RUN_HOME
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(REPO, 'examples')
-CORPUS = os.path.join(os.path.dirname(REPO), 'shared', 'corpus', 'hot')
+#: the HOT corpus (read-only); CONVERGE_CORPUS names it for a checkout
+#: that is not beside it (a worktree)
+CORPUS = os.environ.get('CONVERGE_CORPUS') or os.path.join(
+    os.path.dirname(REPO), 'shared', 'corpus', 'hot')
 
 
 class CLI:

@@ -1,9 +1,12 @@
 """Helpers for in-process engine tests."""
 
 import io
+import threading
+import time
 
 import yaml
 
+from converge import listeners
 from converge import template
 from converge.cmd import progress
 from converge.db import api
@@ -57,4 +60,37 @@ def status(stack):
     return '%s_%s' % (stack.action, stack.status)
 
 
-__all__ = ['bundle', 'hot', 'wait', 'run', 'events', 'resources', 'stacks']
+class UnitsEnded(listeners.Listener):
+    """Wakes a waiter each time this engine ends a unit of work (after
+    its transaction): a traversal ends with one, so the stack's status
+    is read again exactly then, not on a poll's clock. Append it to the
+    engine's listeners, then call it to wait for a traversal's end."""
+
+    def __init__(self, engine):
+        self.svc = service.Service(engine)
+        self.ended = 0
+        self.cond = threading.Condition()
+
+    def on_unit(self, traversal_id, node, seconds):
+        with self.cond:
+            self.ended += 1
+            self.cond.notify_all()
+
+    def __call__(self, engine, stack_id, traversal_id, ctx, timeout=60):
+        deadline = time.monotonic() + timeout
+        while True:
+            with self.cond:
+                seen = self.ended
+            now = self.svc.traversal_status(ctx, stack_id, traversal_id)
+            if now['superseded_by'] is not None or \
+                    now['stack'].status != 'IN_PROGRESS':
+                return
+            left = deadline - time.monotonic()
+            assert left > 0, 'stack %s still %s_IN_PROGRESS after %d s' % (
+                now['stack'].name, now['stack'].action, timeout)
+            with self.cond:
+                self.cond.wait_for(lambda: self.ended != seen, timeout=left)
+
+
+__all__ = ['bundle', 'hot', 'wait', 'run', 'events', 'resources', 'stacks',
+           'UnitsEnded']

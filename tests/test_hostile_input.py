@@ -79,6 +79,11 @@ def _pattern_template(pattern):
         'type': 'string', 'constraints': [{'allowed_pattern': pattern}]}})
 
 
+def _value_template(value):
+    return _template(resources={'v': {'type': 'OS::Heat::Value',
+                                      'properties': {'value': value}}})
+
+
 def _while_validating(s, body):
     """POST /validate with `body` in a thread and, meanwhile, GET
     /stacks: (validate's answer, its seconds, GET's seconds)."""
@@ -376,3 +381,187 @@ def test_remote_cli_reports_the_servers_413(api, tmp_path, write):
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert 'max_json_body_size' in proc.stderr, proc.stderr
     assert remote.json('stack', 'list') == []
+
+
+# -- found by the fuzzer (tests/test_template_fuzz.py) ------------------------
+
+@pytest.mark.parametrize('pattern,why', [
+    ('a{99999999999}', 'repetition number is too large'),
+    ('(' * 1200 + ')' * 1200, 'nested too deeply'),
+])
+def test_patterns_re_cannot_read_are_template_errors(api, pattern, why):
+    """re raised OverflowError (a repeat past its largest) and
+    RecursionError (groups a thousand deep), which only re.error was
+    caught of: a 500."""
+    s = Session(api, 'regex')
+    s.refused('POST', '/validate', {'template': _pattern_template(pattern)},
+              None, 'parameters.word.constraints', 'allowed_pattern', why)
+
+
+def test_text_that_is_not_unicode_is_refused(api, cli, write):
+    """JSON's "\\ud800" (and yaql's '\\ud800') is a lone surrogate, which
+    no UTF-8 encodes: a resource named so failed the create's insert (a
+    500), and a pattern or value holding one failed RE2. Refused where
+    it enters, naming where; nothing is stored."""
+    s = Session(api, 'surrogates')
+    named = _template(resources={'\ud800': {'type': 'OS::Heat::None'}})
+    for path in ('/validate', '/stacks'):
+        s.refused('POST', path, {'stack_name': 'odd', 'template': named},
+                  None, 'template', 'lone surrogate (\\ud800)')
+    s.refused('POST', '/stacks', {
+        'stack_name': 'odd', 'template': _pattern_template('a+'),
+        'parameters': {'word': 'a\udc80'}}, None, 'parameters',
+        'lone surrogate')
+    s.refused('POST', '/validate', {'template': json.dumps(named)}, None,
+              'template:1')
+    s.refused('POST', '/validate', {'template': _value_template(
+        {'yaql': {'expression': "'\\ud800'"}})}, None,
+        'resources.v.properties.value.yaql', 'lone surrogate')
+    assert s.stacks() == []
+    # the CLI: a JSON file (read as UTF-8, its escapes give one) and a
+    # command line's bytes that are not UTF-8
+    path = write('t.json', json.dumps(named))
+    proc = cli.run('stack', 'create', '-t', path, 'odd', check=False)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert 't.json:1' in proc.stderr, proc.stderr
+    path = write('p.yaml', json.dumps(_pattern_template('a+')))
+    proc = cli.run('stack', 'create', '-t', path, '--parameter',
+                   'word=a\udc80', 'odd', check=False)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert 'not UTF-8' in proc.stderr, proc.stderr
+    assert 'Traceback' not in proc.stderr
+    assert cli.json('stack', 'list') == []
+
+
+@pytest.mark.parametrize('value,said', [
+    ('!!binary aGk=', '!!binary'), ('!!set {a, b}', '!!set'),
+    ('!!omap [a: 1]', '!!omap'), ('9' * 5000, '5000 characters'),
+])
+def test_yaml_values_json_has_not_are_refused(api, cli, write, value, said):
+    """YAML's bytes, sets and ordered maps were taken into a template
+    (the create then failed storing it: a 500), and an integer of more
+    digits than Python reads from text raised ValueError (a 500, a
+    traceback from the CLI). Each is the template's error, with its
+    line."""
+    text = ('heat_template_version: %s\nresources:\n  v:\n    type: '
+            'OS::Heat::Value\n    properties:\n      value: %s\n'
+            % (VERSION, value))
+    s = Session(api, 'yamltypes')
+    for path in ('/validate', '/stacks'):
+        s.refused('POST', path, {'stack_name': 'typed', 'template': text},
+                  None, 'template:6', said)
+    assert s.stacks() == []
+    proc = cli.run('stack', 'create', '-t', write('t.yaml', text), 'typed',
+                   check=False)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert 't.yaml:6' in proc.stderr and said in proc.stderr, proc.stderr
+    assert cli.json('stack', 'list') == []
+
+
+def test_a_group_of_more_members_than_a_stack_holds_is_refused(api):
+    """A ResourceGroup's count of a billion was taken: its create built
+    the names of a billion members (the engine's memory) before the
+    nested stack's resource limit was looked at. Refused at validate, as
+    an AutoScalingGroup's sizes are."""
+    s = Session(api, 'groups')
+    group = _template(resources={'g': {
+        'type': 'OS::Heat::ResourceGroup', 'properties': {
+            'count': 10 ** 9, 'resource_def': {'type': 'OS::Heat::None'}}}})
+    for path in ('/validate', '/stacks'):
+        s.refused('POST', path, {'stack_name': 'big', 'template': group},
+                  None, 'resources.g.properties.count',
+                  'max_resources_per_stack')
+    scaled = _template(resources={'a': {
+        'type': 'OS::Heat::AutoScalingGroup', 'properties': {
+            'min_size': 0, 'max_size': 10 ** 9,
+            'resource': {'type': 'OS::Heat::None'}}}})
+    s.refused('POST', '/stacks', {'stack_name': 'big', 'template': scaled},
+              None, 'resources.a.properties.max_size',
+              'max_resources_per_stack')
+    assert s.stacks() == []
+
+
+def test_test_resource_sleeps_are_bounded(api):
+    """TestResource's constraint_prop_secs sleeps in the API's thread
+    that validates it: 1e100 was an OverflowError (a 500), 10**9 held
+    the thread for 31 years. At most 10 s."""
+    s = Session(api, 'sleeps')
+    for key in ('constraint_prop_secs', 'attr_wait_secs'):
+        for secs in (1e100, 10 ** 9, 11):
+            s.refused('POST', '/validate', {'template': _template(
+                resources={'t': {'type': 'OS::Heat::TestResource',
+                                 'properties': {key: secs}}})}, None,
+                'resources.t.properties.%s' % key, 'out of range')
+
+
+def test_a_str_replace_of_thousands_of_params_is_answered(api):
+    """str_replace replaced its params one level of recursion each: 3,000
+    params (40 KB) was a RecursionError, a 500."""
+    s = Session(api, 'functions')
+    params = {'<%%k%d%%>' % i: 'v%d' % i for i in range(3000)}
+    r = s.send('POST', '/validate', {'template': _value_template({
+        'str_replace': {'template': '<%k0%> <%k2999%>',
+                        'params': params}})})
+    assert r.status_code == 200, r.text
+
+
+def test_a_repeat_that_grows_past_the_limit_is_refused_before_it_grows(
+        api):
+    """repeat replaced a key in its template before the item was
+    measured: a key of '' in 200 KB of text, replaced by 200 KB, was 40
+    GB (the API's memory) before anything counted it."""
+    s = Session(api, 'functions')
+    big = 'x' * 200000
+    s.refused('POST', '/validate', {'template': _value_template({
+        'repeat': {'for_each': {'': [big]}, 'template': big}})}, None,
+        'resources.v.properties.value.repeat', 'max_function_result_size')
+
+
+def test_conditions_naming_conditions_hundreds_deep_are_refused(api):
+    """A chain of conditions, each the `not` of the next (3,000 of them,
+    60 KB), was a RecursionError: a 500."""
+    s = Session(api, 'conditions')
+    chain = {'c%d' % i: {'not': 'c%d' % (i + 1)} for i in range(3000)}
+    chain['c3000'] = True
+    s.refused('POST', '/validate', {'template': _template(
+        conditions=chain, resources={'r': {'type': 'OS::Heat::None',
+                                           'condition': 'c0'}})},
+        None, 'conditions.c', 'Conditions nest more than 100 deep')
+    short = {'c%d' % i: {'not': 'c%d' % (i + 1)} for i in range(10)}
+    short['c10'] = True
+    r = s.send('POST', '/validate', {'template': _template(
+        conditions=short, resources={'r': {'type': 'OS::Heat::None',
+                                           'condition': 'c0'}})})
+    assert r.status_code == 200, r.text
+
+
+def test_a_template_file_that_is_not_utf8_is_refused_naming_its_line(
+        cli, tmp_path):
+    """It was refused, naming the file but no line (and with no place
+    in the error's file and line, where every other template error has
+    them)."""
+    path = tmp_path / 'latin1.yaml'
+    path.write_bytes(b'heat_template_version: 2018-08-31\n'
+                     b'description: caf\xe9\n')
+    proc = cli.run('template', 'validate', '-t', str(path), check=False)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert '%s:2: Template is not UTF-8 text' % path in proc.stderr, \
+        proc.stderr
+
+
+def test_a_constraints_description_that_is_not_text_is_refused(api):
+    """A constraint's description of true (or a list, a number) reached
+    validate's answer, which joins them: a TypeError, a 500 (found by
+    the template fuzzer, through the API)."""
+    s = Session(api, 'constraints')
+    for desc in (True, ['a'], 3):
+        s.refused('POST', '/validate', {'template': _template(parameters={
+            'p': {'type': 'string', 'constraints': [
+                {'allowed_values': ['a'], 'description': desc}]}})}, None,
+            'parameters.p.constraints.0.description', 'must be a string')
+    r = s.send('POST', '/validate', {'template': _template(parameters={
+        'p': {'type': 'string', 'constraints': [
+            {'allowed_values': ['a'], 'description': 'one of a'}]}})})
+    assert r.status_code == 200, r.text
+    assert r.json()['Parameters']['p']['ConstraintDescription'] == \
+        'one of a'

@@ -19,8 +19,6 @@ against the same stack before the update."""
 import copy
 import io
 import itertools
-import threading
-import time
 
 import pytest
 import yaml
@@ -32,7 +30,6 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from converge import conf
-from converge import listeners
 from converge.engine import request
 from converge.engine import service
 from converge.engine import views
@@ -473,43 +470,12 @@ def check(engine, tmp_path, scenario, wait):
             side.name, '\n'.join(diff))
 
 
-class UnitsEnded(listeners.Listener):
-    """Wakes a waiter each time this engine ends a unit of work (after
-    its transaction): a traversal ends with one, so the stack's status
-    is read again exactly then, not on a poll's clock."""
-
-    def __init__(self, engine):
-        self.svc = service.Service(engine)
-        self.ended = 0
-        self.cond = threading.Condition()
-
-    def on_unit(self, traversal_id, node, seconds):
-        with self.cond:
-            self.ended += 1
-            self.cond.notify_all()
-
-    def __call__(self, engine, stack_id, traversal_id, ctx, timeout=60):
-        deadline = time.monotonic() + timeout
-        while True:
-            with self.cond:
-                seen = self.ended
-            now = self.svc.traversal_status(ctx, stack_id, traversal_id)
-            if now['superseded_by'] is not None or \
-                    now['stack'].status != 'IN_PROGRESS':
-                return
-            left = deadline - time.monotonic()
-            assert left > 0, 'stack %s still %s_IN_PROGRESS after %d s' % (
-                now['stack'].name, now['stack'].action, timeout)
-            with self.cond:
-                self.cond.wait_for(lambda: self.ended != seen, timeout=left)
-
-
 @settings(max_examples=30, deadline=None, database=None, print_blob=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture,
                                  HealthCheck.too_slow])
 @given(scenario=scenarios())
 def test_incremental_update_ends_as_a_full_walk(engine, tmp_path, scenario):
-    wait = UnitsEnded(engine)
+    wait = et.UnitsEnded(engine)
     engine.listeners.append(wait)
     try:
         check(engine, tmp_path, scenario, wait)

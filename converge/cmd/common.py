@@ -22,6 +22,7 @@ def add_template_args(parser, required=True):
 
 
 def parameters(args):
+    from converge.template import bounds
     params = {}
     for item in args.parameter or ():
         for pair in item.split(';'):
@@ -31,6 +32,11 @@ def parameters(args):
                 raise exception.InvalidInput(
                     'Malformed parameter (%s): use the format key=value'
                     % pair)
+            if bounds.lone_surrogate(pair):
+                # bytes of the command line that are not UTF-8 (Python
+                # gives them as lone surrogates): no text to store
+                raise exception.InvalidInput(
+                    'Parameter %s: not UTF-8 text' % ascii(pair))
             key, value = pair.split('=', 1)
             params[key] = value
     for item in getattr(args, 'parameter_file', None) or ():
@@ -38,8 +44,13 @@ def parameters(args):
             raise exception.InvalidInput(
                 'Malformed parameter file (%s): use key=file' % item)
         key, path = item.split('=', 1)
-        with open(path) as f:
-            params[key] = f.read()
+        try:
+            with open(path, encoding='utf-8') as f:
+                params[key] = f.read()
+        except (OSError, UnicodeDecodeError) as e:
+            raise exception.InvalidInput(
+                'Parameter file %s (%s): could not read it: %s' % (
+                    path, key, e))
     return params
 
 

@@ -138,6 +138,8 @@ class AutoScalingGroup(group.ResourceGroup):
 
     @classmethod
     def validate_more(cls, values, path):
+        group.check_members(values, ('min_size', 'max_size',
+                                     'desired_capacity'), path)
         lo, hi = values.get('min_size'), values.get('max_size')
         want = values.get('desired_capacity')
         if isinstance(lo, int) and isinstance(hi, int) and lo > hi:

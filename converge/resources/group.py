@@ -20,6 +20,7 @@ from converge.resources import base
 from converge.resources import nested
 from converge.resources import properties as p
 from converge.resources import rolling
+from converge.template import bounds
 
 #: plug-in data keys: member names a removal policy took out; the member
 #: definitions last applied (a rollout moves each batch's over once it
@@ -188,6 +189,22 @@ class MemberAttributes:
         return values
 
 
+def check_members(values, keys, path):
+    """Refuse a member count (`keys` of `values`) beyond what a stack may
+    hold ([DEFAULT] max_resources_per_stack), before the child's
+    template of that many members is built (a count of a billion took
+    the memory of the process that built it)."""
+    maximum = bounds.limit('max_resources_per_stack')
+    for key in keys:
+        count = values.get(key)
+        if isinstance(count, int) and count > maximum:
+            raise exception.InvalidTemplate(
+                '%s (%d) is more members than a stack may hold (%d, '
+                '[DEFAULT] max_resources_per_stack)' % (key, count,
+                                                        maximum),
+                path=list(path) + [key])
+
+
 class ResourceGroup(MemberAttributes, nested.Nested):
     properties_schema = {
         'count': p.Schema(p.INTEGER, 'How many members.', default=1, min=0,
@@ -216,6 +233,11 @@ class ResourceGroup(MemberAttributes, nested.Nested):
         'batch_create': p.Schema(p.MAP, schema=_BATCH),
         'rolling_update': p.Schema(p.MAP, schema=_ROLLING),
     }
+
+    @classmethod
+    def validate_more(cls, values, path):
+        check_members(values, ('count',), path)
+        return values
 
     # -- a rolling update ---------------------------------------------------
     def create(self):

@@ -15,6 +15,8 @@ from converge.resources import none
 from converge.resources import properties as p
 
 ACTIONS = ('create', 'update', 'delete')
+#: the longest sleep a property may ask for, in seconds
+MAX_SLEEP = 10
 
 
 class TestResource(base.Resource):
@@ -55,12 +57,18 @@ class TestResource(base.Resource):
                     p.NUMBER, 'Seconds to wait after a %s. Defaults to the '
                     'global wait_secs.' % action, update_allowed=True)
                 for action in ACTIONS}),
+        # these two sleep in the thread that reads the attribute (a
+        # worker's) or validates the template (an API request's): a
+        # template's number must not hold it for years (nor overflow the
+        # sleep, a 500)
         'attr_wait_secs': p.Schema(
             p.NUMBER, 'Number value for timeout during resolving output '
-            'value.', default=0, update_allowed=True),
+            'value (at most %d s).' % MAX_SLEEP, default=0,
+            update_allowed=True, max=MAX_SLEEP),
         'constraint_prop_secs': p.Schema(
-            p.NUMBER, 'Number value for delay during resolve constraint.',
-            default=0, update_allowed=True),
+            p.NUMBER, 'Number value for delay during resolve constraint '
+            '(at most %d s).' % MAX_SLEEP, default=0, update_allowed=True,
+            max=MAX_SLEEP),
     }
 
     attributes_schema = {

@@ -11,6 +11,7 @@ they are read here, on use, so the template package needs no set-up.
 
 import json
 import math
+import re
 
 from converge import exception
 
@@ -22,6 +23,7 @@ _DEFAULTS = {
     'max_template_depth': 64,
     'max_function_result_size': 4 * 1024 * 1024,
     'max_stack_size': 64 * 1024 * 1024,
+    'max_resources_per_stack': 30000,
     'yaql_time_limit': 2.0,
     'pattern_time_limit': 0.5,
     'yaql_limit_iterators': 200,
@@ -107,7 +109,27 @@ def duplicate_key(key, line, first_line, filename):
 
 class NotPlainJSON(ValueError):
     """A JSON document nested past max_template_depth, or holding a
-    number JSON has not (NaN, an infinity)."""
+    number JSON has not (NaN, an infinity), or text that is not Unicode
+    (a lone surrogate)."""
+
+
+#: a UTF-16 surrogate on its own: JSON's "\ud800" (and yaql's '\ud800')
+#: give one, and it is no Unicode character: no UTF-8 encodes it, so
+#: no database stores it (a resource name holding one failed the
+#: create's insert: a 500) and no terminal shows it
+_SURROGATE = re.compile('[\ud800-\udfff]')
+
+
+def lone_surrogate(text):
+    """Whether `text` holds a lone surrogate."""
+    return _SURROGATE.search(text) is not None
+
+
+def _not_text(text):
+    return NotPlainJSON('%s holds a lone surrogate (%s), which is not '
+                        'Unicode text' % (
+                            json.dumps(text[:40]),
+                            ascii(_SURROGATE.search(text).group())[1:-1]))
 
 
 def loads_json(text, check=True):
@@ -131,8 +153,9 @@ def loads_json(text, check=True):
 def check_json(value, max_depth=None):
     """Refuse (NotPlainJSON) a value nested more than `max_depth`
     (default: max_template_depth) maps and lists deep, or holding a
-    number that is not finite. Iterative: the value may be too deep for
-    anything recursive."""
+    number that is not finite or text that is not Unicode (in a value
+    or a key). Iterative: the value may be too deep for anything
+    recursive."""
     if max_depth is None:
         max_depth = limit('max_template_depth')
     todo = [(value, 0)]
@@ -140,11 +163,16 @@ def check_json(value, max_depth=None):
         v, depth = todo.pop()
         if isinstance(v, dict):
             items = v.values()
+            for key in v:
+                if isinstance(key, str) and lone_surrogate(key):
+                    raise _not_text(key)
         elif isinstance(v, (list, tuple)):
             items = v
         else:
             if isinstance(v, float) and not math.isfinite(v):
                 raise NotPlainJSON('%s is not a finite number' % v)
+            if isinstance(v, str) and lone_surrogate(v):
+                raise _not_text(v)
             continue
         if depth + 1 > max_depth:
             raise NotPlainJSON(_deeper(max_depth))

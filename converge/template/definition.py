@@ -24,6 +24,9 @@ RES_KEYS_NEWTON = RES_KEYS + ('condition', 'external_id')
 OUT_KEYS = ('value', 'description')
 POLICIES = ('Delete', 'Retain', 'Snapshot')
 PROVIDER_SUFFIXES = ('.yaml', '.yml', '.template')
+#: how deep a condition may nest, counting each named condition it
+#: reads (and theirs) as a level
+MAX_CONDITION_DEPTH = 100
 
 
 def _token(value):
@@ -385,6 +388,7 @@ class StackDefinition:
         self._cond_defs = conds
         self._cond_cache = {}
         self._cond_busy = set()
+        self._cond_depth = 0
         for name in conds:
             self._named_condition(name, (key, name))
 
@@ -417,6 +421,19 @@ class StackDefinition:
         return value
 
     def _eval_cond(self, expr, path, allow_name=True):
+        # each level is Python's recursion: conditions naming conditions
+        # (a chain of a few hundred, a few KB) were a RecursionError
+        self._cond_depth += 1
+        try:
+            if self._cond_depth > MAX_CONDITION_DEPTH:
+                raise _err('Conditions nest more than %d deep, counting '
+                           'the conditions they name' % MAX_CONDITION_DEPTH,
+                           path)
+            return self._condition(expr, path, allow_name)
+        finally:
+            self._cond_depth -= 1
+
+    def _condition(self, expr, path, allow_name):
         if isinstance(expr, bool):
             return expr
         if isinstance(expr, str):

@@ -400,20 +400,32 @@ class StrReplace(Function):
 
 
 def _replace(tmpl, items, limit):
-    """tmpl with each (key, value) of items replaced, longest key first;
-    the result is counted as it is built and refused past `limit`."""
-    if not items:
-        return tmpl
-    (k, v), rest = items[0], items[1:]
-    parts = []
-    size = -len(v)
-    for part in tmpl.split(k):
-        part = _replace(part, rest, limit)
-        size += len(v) + len(part)
-        if size > limit.size:
-            raise limit.over(size)
-        parts.append(part)
-    return v.join(parts)
+    """tmpl with each (key, value) of items replaced, longest key first
+    (a value put in is not searched again); the result is counted as it
+    is built and refused past `limit`.
+
+    One key at a time over the pieces of text not replaced yet, not one
+    level of recursion per key: a map of a few thousand params (a few
+    KB) was a RecursionError."""
+    pieces = [(tmpl, False)]   # (text, whether it is a value put in)
+    size = len(tmpl)
+    for k, v in items:
+        out = []
+        for text, done in pieces:
+            if done or k not in text:
+                out.append((text, done))
+                continue
+            parts = text.split(k)
+            size += (len(parts) - 1) * (len(v) - len(k))
+            if size > limit.size:
+                raise limit.over(size)
+            for i, part in enumerate(parts):
+                if i:
+                    out.append((v, True))
+                if part:
+                    out.append((part, False))
+        pieces = out
+    return ''.join(text for text, _ in pieces)
 
 
 class StrReplaceStrict(StrReplace):
@@ -538,7 +550,8 @@ class Repeat(Function):
         limit = self._limit(ctx)
         size = 0
         for combo in combos:
-            item = _subst(tmpl, list(zip(keys, combo)))
+            item = _subst(tmpl, list(zip(keys, combo)),
+                          _Budget(limit, size))
             # an item costs at least a byte, so an endless product of
             # lists stops too
             size += max(1, _json_size(item))
@@ -547,15 +560,37 @@ class Repeat(Function):
         return out
 
 
-def _subst(v, pairs):
+class _Budget:
+    """What one repeated item may still grow to: the text a key
+    replaces in is counted before it is built (a key of '' or 'a' in a
+    long text, replaced by a long value, was gigabytes before the item
+    was measured)."""
+
+    def __init__(self, limit, used):
+        self.limit, self.left = limit, limit.size - used
+
+    def fits(self, size):
+        if size > self.left:
+            raise self.limit.over(self.limit.size - self.left + size)
+
+    def take(self, size):
+        self.fits(size)
+        self.left -= size
+
+
+def _subst(v, pairs, budget):
     if isinstance(v, str):
         for k, x in pairs:
+            if isinstance(k, str) and isinstance(x, str) and k in v:
+                budget.fits(len(v) + v.count(k) * (len(x) - len(k)))
             v = v.replace(k, x)
+        budget.take(len(v))
         return v
     if isinstance(v, dict):
-        return {_subst(k, pairs): _subst(x, pairs) for k, x in v.items()}
+        return {_subst(k, pairs, budget): _subst(x, pairs, budget)
+                for k, x in v.items()}
     if isinstance(v, list):
-        return [_subst(x, pairs) for x in v]
+        return [_subst(x, pairs, budget) for x in v]
     return v
 
 
@@ -667,12 +702,37 @@ class ListConcat(Function):
             limit.check(size)
             out.extend(item)
         if self.unique:
-            uniq = []
-            for x in out:
-                if x not in uniq:
-                    uniq.append(x)
-            out = uniq
+            seen = _Seen()
+            out = [x for x in out if not seen.again(x)]
         return out
+
+
+class _Seen:
+    """Which values came before, as `in` on a list says (1 and 1.0 and
+    true the same), in linear time: hashable values by a set, the rest
+    (maps, lists: few, and never equal to a hashable one) by a list. A
+    list's `in` for each of a few hundred thousand items took hours."""
+
+    def __init__(self, values=()):
+        self._hashed, self._others = set(), []
+        for v in values:
+            self.again(v)
+
+    def __contains__(self, value):
+        try:
+            return value in self._hashed
+        except TypeError:
+            return value in self._others
+
+    def again(self, value):
+        """Whether `value` came before; it has now."""
+        if value in self:
+            return True
+        try:
+            self._hashed.add(value)
+        except TypeError:
+            self._others.append(value)
+        return False
 
 
 class ListConcatUnique(ListConcat):
@@ -711,6 +771,7 @@ class Filter(Function):
             return lst
         if not isinstance(values, list):
             raise self.error('the first argument must be a list')
+        values = _Seen(values)
         return [x for x in lst if x not in values]
 
 

@@ -45,6 +45,35 @@ def _construct_float(loader, node):
 
 Loader.add_constructor('tag:yaml.org,2002:float', _construct_float)
 
+
+def _construct_int(loader, node):
+    """An integer; one of more digits than Python turns into a number
+    from text (4300: sys.get_int_max_str_digits) is refused, as the
+    API's JSON reader refuses it."""
+    try:
+        return loader.construct_yaml_int(node)
+    except ValueError:
+        raise exception.InvalidTemplate(
+            'an integer of %d characters is more than a number may have'
+            % len(node.value), line=node.start_mark.line + 1)
+
+
+def _not_json(loader, node):
+    """YAML's types JSON has not (!!binary: bytes, !!set, !!omap,
+    !!pairs): a template, an environment and their values are JSON's
+    types, which the engine stores and the API answers."""
+    raise exception.InvalidTemplate(
+        '%s is not a type a template may hold (JSON\'s only: maps, '
+        'lists, strings, numbers, booleans, null)' % node.tag.replace(
+            'tag:yaml.org,2002:', '!!'), line=node.start_mark.line + 1)
+
+
+_NOT_JSON = tuple('tag:yaml.org,2002:' + t
+                  for t in ('binary', 'set', 'omap', 'pairs'))
+Loader.add_constructor('tag:yaml.org,2002:int', _construct_int)
+for _tag in _NOT_JSON:
+    Loader.add_constructor(_tag, _not_json)
+
 ENV_SECTIONS = ('parameters', 'parameter_defaults', 'resource_registry',
                 'event_sinks', 'parameter_merge_strategies',
                 'encrypted_param_names', 'converge')
@@ -123,8 +152,10 @@ def _unique_pairs(pairs):
 
 def _json_fits(doc, exp):
     """Whether a JSON document is within the node and depth limits (it has
-    no aliases: its size is the file's). If not, the YAML path finds the
-    line where it goes over."""
+    no aliases: its size is the file's) and all text (no lone surrogate,
+    which JSON's escapes give and YAML's refuse). If not, the YAML path
+    finds the line where it goes over, or refuses the escape with its
+    line."""
     nodes = 0
     todo = [(doc, 0)]
     while todo:
@@ -133,9 +164,13 @@ def _json_fits(doc, exp):
         if isinstance(v, dict):
             nodes += len(v)
             items = v.values()
+            if any(bounds.lone_surrogate(k) for k in v):
+                return False
         elif isinstance(v, list):
             items = v
         else:
+            if isinstance(v, str) and bounds.lone_surrogate(v):
+                return False
             continue
         if depth + 1 > exp.max_depth:
             return False
@@ -373,6 +408,9 @@ def _same_node(a, b):
 _ComposingLoader.add_constructor('tag:yaml.org,2002:timestamp',
                                  _construct_str)
 _ComposingLoader.add_constructor('tag:yaml.org,2002:float', _construct_float)
+_ComposingLoader.add_constructor('tag:yaml.org,2002:int', _construct_int)
+for _tag in _NOT_JSON:
+    _ComposingLoader.add_constructor(_tag, _not_json)
 
 
 def _load_composed(text, filename=None):
@@ -470,8 +508,26 @@ def _read(path, max_size=None, what='Template'):
     try:
         with open(path, encoding='utf-8') as f:
             return f.read()
-    except (OSError, UnicodeDecodeError) as e:
+    except UnicodeDecodeError:
+        raise _not_utf8(path, what)
+    except OSError as e:
         raise exception.InvalidTemplate('Could not read %s: %s' % (path, e))
+
+
+def _not_utf8(path, what):
+    """The error of a file that is not UTF-8, naming the line of its
+    first byte that is not (the text reader's error counts from the
+    start of its last chunk, not of the file)."""
+    with open(path, 'rb') as f:
+        raw = f.read()
+    try:
+        raw.decode('utf-8')
+    except UnicodeDecodeError as e:
+        return exception.InvalidTemplate(
+            '%s is not UTF-8 text (%s)' % (what, e.reason), filename=path,
+            line=raw[:e.start].count(b'\n') + 1)
+    return exception.InvalidTemplate('%s is not UTF-8 text' % what,
+                                     filename=path)
 
 
 def walk_types(node, path, found):

@@ -111,6 +111,14 @@ class Parameter:
                                             ', '.join(CONSTRAINTS)), p)
             kind = kinds[0]
             arg = c[kind]
+            desc = c.get('description')
+            if desc is not None and not isinstance(desc, str):
+                # it is said in place of the constraint's own words, and
+                # joined into validate's ConstraintDescription (a
+                # boolean there was a TypeError: a 500)
+                raise _err('a constraint\'s description must be a string, '
+                           'not %s' % type(desc).__name__,
+                           p + ['description'])
             p = p + [kind]
             if self.type not in APPLIES[kind]:
                 raise _err('%s constraint invalid for parameter type %s' % (

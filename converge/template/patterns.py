@@ -133,7 +133,13 @@ class Pattern:
             # re's FutureWarning about '[[' is for the template's author,
             # not for the service's log
             warnings.simplefilter('ignore')
-            re.compile(pattern)  # re.error: refused as Heat refuses it
+            try:
+                re.compile(pattern)  # re.error: refused as Heat refuses it
+            except OverflowError as e:
+                # a repeat past re's largest ('a{99999999999}')
+                raise re.error(str(e))
+            except RecursionError:
+                raise re.error('groups nested too deeply for re to read')
         said = _for_re2(pattern)
         self._re2 = None
         if said is not None:
