@@ -364,7 +364,7 @@ def parameter_decls(draw, kind):
     decl = {'type': kind}
     if draw(st.booleans()):
         decl['default'] = draw(parameter_values(kind))
-    if draw(st.integers(0, 2)) == 0:
+    if draw(st.booleans()):
         decl['constraints'] = draw(st.one_of(
             st.lists(constraints(), max_size=3), junk(3)))
     for key, values in (('hidden', st.one_of(st.booleans(),
@@ -575,7 +575,7 @@ def templates(draw, max_resources=5, nested=False, files=()):
     if draw(st.integers(0, 29)) == 29:
         wanted.append('nope')
     for key in wanted:
-        odds = {'resources': 12, 'parameters': 5, 'conditions': 4,
+        odds = {'resources': 12, 'parameters': 7, 'conditions': 4,
                 'outputs': 5, 'nope': 14}.get(key, 1)
         roll = draw(st.integers(0, 13))
         # 0, what hypothesis shrinks towards, is the usual: resources,
