@@ -107,6 +107,26 @@ CASES = {
                               'server_group.create'),
     'OS::Nova::Flavor': ({'it': {'type': 'OS::Nova::Flavor', 'properties': {
         'ram': 512, 'vcpus': 1, 'disk': 1}}}, 'flavor.create'),
+    # CloudFormation's types, on the same plug-ins
+    'AWS::EC2::Instance': ({'it': {'type': 'AWS::EC2::Instance',
+                                   'properties': {
+                                       'ImageId': 'cirros',
+                                       'InstanceType': 'm1.tiny'}}},
+                           'create'),
+    'AWS::EC2::SecurityGroup': (
+        {'it': {'type': 'AWS::EC2::SecurityGroup',
+                'properties': {'GroupDescription': 'web'}}},
+        'security_group.create'),
+    'AWS::EC2::Volume': ({'it': {'type': 'AWS::EC2::Volume', 'properties': {
+        'AvailabilityZone': 'nova', 'Size': 1}}}, 'volume.create'),
+    'AWS::EC2::VolumeAttachment': (
+        {'server': SERVER,
+         'volume': {'type': 'OS::Cinder::Volume', 'properties': {'size': 1}},
+         'it': {'type': 'AWS::EC2::VolumeAttachment', 'properties': {
+             'InstanceId': {'get_resource': 'server'},
+             'VolumeId': {'get_resource': 'volume'},
+             'Device': '/dev/vdb'}}},
+        'volume_attachment.create'),
 }
 
 #: the deployment types: their cases are below (an agent's doing)
