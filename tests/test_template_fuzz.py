@@ -177,7 +177,7 @@ def test_validate_accepts_or_refuses_cleanly(engine, body):
 
 
 @pytest.mark.long
-@fuzzed(400)
+@fuzzed(200)
 @given(body=hostile.requests())
 def test_validate_accepts_or_refuses_cleanly_long(engine, body):
     check_validate(service.Service(engine), body)
@@ -279,7 +279,7 @@ def test_create_ends_or_is_refused_with_nothing_stored(engine, body):
 
 
 @pytest.mark.long
-@fuzzed(150)
+@fuzzed(75)
 @given(body=hostile.requests(create=True))
 def test_create_ends_or_is_refused_with_nothing_stored_long(engine, body):
     _creating(engine, body)
@@ -394,7 +394,7 @@ def test_mutated_corpus_text_accepted_or_refused_cleanly(engine, tmp_path,
 
 @needs_corpus
 @pytest.mark.long
-@fuzzed(400)
+@fuzzed(200)
 @given(case=mutated_texts())
 def test_mutated_corpus_text_accepted_or_refused_cleanly_long(
         engine, tmp_path, case):
@@ -463,7 +463,7 @@ def test_mutated_corpus_document_accepted_or_refused_cleanly(engine, case):
 
 @needs_corpus
 @pytest.mark.long
-@fuzzed(400)
+@fuzzed(200)
 @given(case=mutated_documents())
 def test_mutated_corpus_document_accepted_or_refused_cleanly_long(
         engine, case):
@@ -561,7 +561,7 @@ def test_api_answers_hostile_requests_without_a_server_error(tenant, body):
 
 
 @pytest.mark.long
-@fuzzed(40)
+@fuzzed(20)
 @given(body=hostile.requests(create=True))
 def test_api_answers_hostile_requests_without_a_server_error_long(tenant,
                                                                   body):
@@ -586,7 +586,7 @@ def test_cli_validates_or_refuses_mutated_corpus_text(cli, tmp_path, case):
 
 @needs_corpus
 @pytest.mark.long
-@fuzzed(10)
+@fuzzed(5)
 @given(case=mutated_texts())
 def test_cli_validates_or_refuses_mutated_corpus_text_long(cli, tmp_path,
                                                            case):
