@@ -417,3 +417,39 @@ def test_many_function_calls_in_one_resource_are_bounded_together(
         assert json.loads(body)['stacks'] == []
     finally:
         conf.CONF.clear_override('max_stack_size')
+
+
+def test_requests_counted_in_batches_hold_the_cap_across_processes(
+        engine, monkeypatch):
+    """`[api] max_requests_per_minute` is counted in each API process
+    and written in batches (a fiftieth of the cap): one process meets
+    the cap exactly; a second process, knowing nothing yet, passes it by
+    at most a batch before the minute's row refuses it too."""
+    from converge import exception
+    from converge.engine import api_tokens
+    now = 60.0 * 29000000 + 1   # early in a minute: no turn mid-test
+    cap = 200                    # batches of 4
+
+    def count(n):
+        allowed = 0
+        for _ in range(n):
+            try:
+                api_tokens.count_request(engine.db, 'token:t', cap, now)
+            except exception.TooMany:
+                continue
+            allowed += 1
+        return allowed
+    monkeypatch.setattr(api_tokens, '_TALLY', {})
+    assert count(cap + 10) == cap
+    monkeypatch.setattr(api_tokens, '_TALLY', {})   # another process
+    assert count(10) <= cap // 50
+
+
+def test_past_callers_are_dropped_from_a_process_tally(engine, monkeypatch):
+    from converge.engine import api_tokens
+    monkeypatch.setattr(api_tokens, '_TALLY', {})
+    monkeypatch.setattr(api_tokens, 'TALLY_CALLERS', 3)
+    for i in range(3):
+        api_tokens.count_request(engine.db, 'token:%d' % i, 100, 60.0 * 5)
+    api_tokens.count_request(engine.db, 'token:new', 100, 60.0 * 6)
+    assert set(api_tokens._TALLY) == {'token:new'}

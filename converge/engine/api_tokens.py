@@ -129,6 +129,8 @@ _TALLY = {}
 _TALLY_LOCK = threading.Lock()
 #: a process writes its count at least this often (seconds)
 TALLY_FLUSH = 1.0
+#: callers kept before those of past minutes are dropped
+TALLY_CALLERS = 4096
 
 
 class _Tally:
@@ -156,6 +158,12 @@ def count_request(db, caller, cap, now=None):
     with _TALLY_LOCK:
         tally = _TALLY.get(caller)
         if tally is None or tally.window != window:
+            if len(_TALLY) >= TALLY_CALLERS:
+                # callers of minutes gone by (a token per client...):
+                # what they counted is written already, or never will be
+                for old in [c for c, t in _TALLY.items()
+                            if t.window != window]:
+                    del _TALLY[old]
             tally = _TALLY[caller] = _Tally(window)
         if tally.known + tally.pending >= cap:
             _refuse(cap, now)   # counts only grow in a window
