@@ -35,12 +35,14 @@ def messaging_options():
 
 
 def setup(argv=(), home=None, default_config_files=None, log=True,
-          messaging=True):
+          messaging=True, make_home=True):
     """Parse config files/args into the global CONF (oslo.messaging needs it).
 
     :param home: overrides [DEFAULT] home (the CLI's --home)
     :param messaging: register oslo.messaging's options now (False: when
         transport_url() is first asked, if ever)
+    :param make_home: make the home folder (False: a process that keeps
+        nothing in it, the CLI against a converge-api)
     """
     if messaging:
         messaging_options()
@@ -59,7 +61,8 @@ def setup(argv=(), home=None, default_config_files=None, log=True,
         logging.setup(CONF, 'converge')
         masking.mask_logs()
     _DONE['setup'] = True
-    private.folder(home_dir())
+    if make_home:
+        private.folder(home_dir())
     return CONF
 
 

@@ -196,6 +196,8 @@ def test_a_stack_through_its_life_remote_as_embedded(api, tmp_path, write):
             gone = cli.run('stack', 'resource', 'list', 'app', check=False)
             assert gone.returncode == 3, gone.stderr
             assert 'Stack not found: app' in gone.stderr
+        # the remote CLI kept nothing local: not even its home was made
+        assert not os.path.exists(remote.home)
     finally:
         stop_agents(local.home)
 

@@ -111,7 +111,8 @@ class ConvergeApp(app.App):
         # database) does without oslo.messaging
         conf_mod.setup([], home=self.options.home,
                        default_config_files=self.options.config_files,
-                       log=False, messaging=False)
+                       log=False, messaging=False,
+                       make_home=not self.remote())
         signal.signal(signal.SIGINT, self._interrupted)
 
     def _interrupted(self, signum, frame):
