@@ -81,6 +81,15 @@ class RequestLimitExceeded(InvalidInput):
         super().__init__('Request limit exceeded: %s' % message, **kwargs)
 
 
+class ImmutableParameterModified(InvalidInput):
+    """An update changes a parameter its schema makes `immutable`
+    (Heat's error of the name, 400)."""
+
+    def __init__(self, names):
+        super().__init__('The following parameters are immutable and may '
+                         'not be updated: %s' % ', '.join(names))
+
+
 class NotFound(ConvergeError):
     exit_code = 3
 

@@ -43,8 +43,9 @@ def test_functions_conditions_and_pseudo_parameters(cli):
     assert out['stack_id'] == 'arn:openstack:heat::%s:stacks/cf/%s' % (
         out['account'], shown['id'])
     assert (out['both'], out['either']) == ('on-both', 'on-either')
-    # a false condition leaves out the resource and the output
-    assert 'dev_only' not in out
+    # a false condition leaves out the resource; the output is listed
+    # with no value, as Heat lists it
+    assert out['dev_only'] is None
     names = {r['resource_name'] for r in cli.json(
         'stack', 'resource', 'list', 'cf')}
     assert names == {'Joined', 'Chosen', 'Trimmed'}

@@ -229,6 +229,14 @@ def test_update_dry_run_timeout_tags_and_the_short_summary(sides, files):
         assert updated['stack_status'] == 'UPDATE_COMPLETE'
         shown = cli.json('stack', 'show', 'up')
         assert (shown['timeout_mins'], shown['tags']) == (7, ['p', 'q'])
+        # --existing keeps the tags; a template in full without --tags
+        # leaves none (Heat's PUT)
+        cli.run('stack', 'update', 'up', '--existing', '--wait')
+        assert cli.json('stack', 'show', 'up')['tags'] == ['p', 'q'], side
+        cli.run('stack', 'update', 'up', '-t', files['value.yaml'],
+                '--parameter', 'word=two', '--wait')
+        shown = cli.json('stack', 'show', 'up')
+        assert (shown['timeout_mins'], shown['tags']) == (7, None), side
 
         # stack show as OSC renders it: the summary first, parameters
         # and outputs as YAML in a table, JSON text in value

@@ -204,6 +204,12 @@ def test_heatclient_drives_a_stack_through_its_life(api, tmp_path):
                         == 'box' else [e for e in events
                                        if e.resource_name == 'box'][0].id)
     assert one.resource_name == 'box'
+    # ... and under the stack's own name as a resource's, as Heat's
+    own = hc.events.list('app', resource_name='app')
+    assert [e.resource_status for e in own] == [
+        'CREATE_IN_PROGRESS', 'CREATE_COMPLETE']
+    assert hc.events.get('app', 'app', own[-1].id).resource_status == \
+        'CREATE_COMPLETE'
 
     assert hc.stacks.template('app')['resources']['motd']['type'] == \
         'OS::Heat::Value'
@@ -425,6 +431,37 @@ def test_engine_catalog(api):
                                  hc.template_versions.get(
                                      'heat_template_version.2016-10-14')}
     assert hc.build_info.build_info()['engine']['revision']
+    # a stack's parameters come back as text, whatever their type, as
+    # Heat's do
+    hc.stacks.create(stack_name='typed', template={
+        'heat_template_version': '2018-08-31',
+        'parameters': {'n': {'type': 'number', 'default': 2,
+                             'immutable': True},
+                       'b': {'type': 'boolean', 'default': True},
+                       'l': {'type': 'comma_delimited_list',
+                             'default': 'x,y'},
+                       'j': {'type': 'json', 'default': {'k': [1]}}},
+        'resources': {'r': {'type': 'OS::Heat::None'}}}, parameters={})
+    assert {k: v for k, v in _settled(hc, 'typed').parameters.items()
+            if not k.startswith('OS::')} == {
+        'n': '2', 'b': 'True', 'l': 'x,y', 'j': '{"k": [1]}'}
+    # an immutable parameter cannot change; the same value can be given
+    from heatclient import exc
+    with pytest.raises(exc.HTTPBadRequest) as refused:
+        hc.stacks.update('typed', existing=True, parameters={'n': 3})
+    assert 'The following parameters are immutable and may not be ' \
+        'updated: n' in str(refused.value)
+    hc.stacks.update('typed', existing=True, parameters={'n': 2, 'b': False})
+    assert _settled(hc, 'typed').parameters['b'] == 'False'
+    # the root, with no token: Heat's versions document (300)
+    import urllib.error
+    import urllib.request
+    with pytest.raises(urllib.error.HTTPError) as root:
+        urllib.request.urlopen(api.url + '/', timeout=60)
+    assert root.value.code == 300
+    assert json.loads(root.value.read()) == {'versions': [{
+        'id': 'v1.0', 'status': 'CURRENT',
+        'links': [{'rel': 'self', 'href': api.url + '/v1/'}]}]}
 
 
 @pytest.fixture
@@ -792,6 +829,10 @@ def test_signal_and_mark_unhealthy(api, tmp_path):
     st = _settled(hc, 'g')
     assert st.stack_status == 'UPDATE_COMPLETE', st.stack_status_reason
     assert st.outputs[0]['output_value'] == 2
+    # a signal with no data (an alarm's, heatclient's signal(stack, name))
+    hc.resources.signal('g', 'up')
+    st = _settled(hc, 'g')
+    assert st.outputs[0]['output_value'] == 3, st.stack_status_reason
     with pytest.raises(exc.HTTPBadRequest):
         hc.resources.signal('g', 'box')   # takes no signals
 

@@ -123,6 +123,21 @@ def test_providers_and_nested_stacks_create_update_delete(cli, files):
         ('web', 'ov'), ('text', web), ('facade', web)}
     assert {r['parent_resource'] for r in res
             if r['stack_name'] == web} == {'web'}
+    # each resource's type as the template names it (Heat's), not the
+    # plug-in the registry or a file name maps it to: in the list, in
+    # show, in its events and in a filter
+    assert {r['resource_name']: r['resource_type'] for r in res
+            if r['stack_name'] == 'ov'} == {
+        'web': 'lib/child.yaml', 'copy': 'OS::Heat::Value',
+        'db': 'My::Child', 'inline': 'OS::Heat::Stack'}
+    assert cli.json('stack', 'resource', 'show', 'ov', 'db')[
+        'resource_type'] == 'My::Child'
+    events = cli.json('stack', 'event', 'list', 'ov', '--resource', 'db')
+    assert {cli.json('stack', 'event', 'show', 'ov', 'db', e['id'])[
+        'resource_type'] for e in events} == {'My::Child'}
+    assert [r['resource_name'] for r in cli.json(
+        'stack', 'resource', 'list', 'ov', '--filter',
+        'type=My::Child')] == ['db']
 
     # a change inside a file reaches the children built from it and what
     # depends on them, though no property of the parent changed
@@ -566,7 +581,10 @@ def test_tripleo_role_templates_converge_with_their_registry(cli, tmp_path):
             '--parameter', 'UserData=none', '--wait')
     rows = {r['resource_name']: r for r in cli.json(
         'stack', 'resource', 'list', 'node')}
-    assert rows['Controller']['resource_type'] == 'OS::Nova::Server'
+    # shown as the template names it (the registry maps it, through
+    # OS::TripleO::Server, to OS::Nova::Server), as Heat shows it
+    assert rows['Controller']['resource_type'] == \
+        'OS::TripleO::ControllerServer'
     assert {r['resource_status'] for r in rows.values()} == {
         'CREATE_COMPLETE'}
     assert len(cli.json('sim', 'server', 'list')) == 1

@@ -190,6 +190,11 @@ def test_a_stack_through_its_life_remote_as_embedded(api, tmp_path, write):
             stack_id = cli.json('stack', 'show', 'app')['id']
             cli.run('stack', 'delete', 'app', '--wait', '--yes')
             assert cli.json('stack', 'list') == []
+            # listed when asked (Heat's show_deleted), with when it went
+            [gone] = cli.json('stack', 'list', '--deleted')
+            assert (gone['ID'], gone['Stack Status']) == (
+                stack_id, 'DELETE_COMPLETE')
+            assert gone['Deletion Time'] >= gone['Creation Time']
             # a deleted stack is shown by its id (as Heat's lookup)
             assert cli.json('stack', 'show', stack_id)['stack_status'] == \
                 'DELETE_COMPLETE'

@@ -279,7 +279,12 @@ def test_conditions(make):
     assert list(d.resources) == ['p']
     assert d.conditions() == {'prod': True, 'dev': False, 'both': True,
                               'either': False, 'has_a': True, 'yq': True}
-    assert list(d.resolve_outputs(Data())) == ['o1']
+    # an output behind a false condition is listed with no value, as Heat
+    # lists it; an output described by nothing says so in Heat's words
+    outs = d.resolve_outputs(Data())
+    assert sorted(outs) == ['o1', 'o2']
+    assert outs['o2'] == {'value': None,
+                          'description': 'No description given'}
     d = make(COND, {'env': 'dev'})
     assert sorted(d.resources) == ['d', 'i']
 

@@ -469,5 +469,7 @@ def test_outputs_errors_do_not_raise():
     out = d.resolve_outputs(Data({'other': {'value': 'a,b'}}))
     assert out['good'] == {'value': 'a,b', 'description': 'd'}
     assert 'range' in out['bad']['error']
-    assert 'off' not in out
+    # behind a false condition: listed, no value (as Heat)
+    assert out['off'] == {'value': None,
+                          'description': 'No description given'}
     assert json.dumps(out)

@@ -15,9 +15,18 @@ from oslo_log import log as logging
 from converge import exception
 from converge.api import agent
 from converge.api import v1
-from converge.api.wsgi import Error, error_response
+from converge.api.wsgi import Error, error_response, json_response
 
 LOG = logging.getLogger(__name__)
+
+
+def versions(req):
+    """Heat's answer at the root: 300 Multiple Choices, the one version
+    (v1.0, CURRENT) with its address."""
+    return json_response({'versions': [{
+        'id': 'v1.0', 'status': 'CURRENT',
+        'links': [{'rel': 'self', 'href': req.host_url + '/v1/'}]}]},
+        status=300)
 
 
 class App:
@@ -26,6 +35,9 @@ class App:
         #: set when the service stops (held long polls then answer)
         self.stopping = stopping or threading.Event()
         mapper = routes.Mapper()
+        # the versions document, unauthenticated (clients discover the
+        # API with it before they hold a token)
+        mapper.connect('/', handler=versions, conditions={'method': ['GET']})
         agent.add_routes(mapper, agent.Controller(engine, self.stopping))
         v1.add_routes(mapper, engine)
         # no method override from a form field: it would parse every

@@ -7,7 +7,7 @@ from converge import exception
 KEYS = {'ID': 'id', 'Stack Name': 'stack_name', 'Project': 'project',
         'Stack Owner': 'stack_owner', 'Stack Status': 'stack_status',
         'Creation Time': 'creation_time', 'Updated Time': 'updated_time',
-        'Parent': 'parent'}
+        'Parent': 'parent', 'Deletion Time': 'deletion_time'}
 #: --tag-mode -> the service's (Heat's) tag argument
 TAG_MODES = {None: 'tags', 'any': 'tags_any', 'not': 'not_tags',
              'not-any': 'not_tags_any'}

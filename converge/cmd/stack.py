@@ -243,6 +243,9 @@ class ListStack(lister.Lister):
                             help='List fewer fields in output')
         parser.add_argument('--long', action='store_true',
                             help='List additional fields in output')
+        parser.add_argument('--deleted', action='store_true',
+                            help='Include deleted stacks (with their '
+                                 'deletion time)')
         return parser
 
     def take_action(self, args):
@@ -256,9 +259,12 @@ class ListStack(lister.Lister):
             cols[2:2] = ['Project', 'Stack Owner']
         if args.show_nested:
             cols.append('Parent')
+        if args.deleted:
+            cols.append('Deletion Time')
         query = listing.query(args)
         rows = self.app.service().stack_list(
-            self.app.context(), show_nested=args.show_nested, **query)
+            self.app.context(), show_nested=args.show_nested,
+            show_deleted=args.deleted, **query)
         rows = listing.sort_rows(rows, args.sort)
         return cols, [tuple(r.get(listing.KEYS[c]) for c in cols)
                       for r in rows]

@@ -124,8 +124,11 @@ def stack_status(conn, stack_id):
     return _record(conn.execute(_STACK_STATUS, {'b_id': stack_id}).first())
 
 
-def stack_list(session, project_id=None, show_nested=False):
-    q = sa.select(models.Stack).where(models.Stack.deleted_at.is_(None))
+def stack_list(session, project_id=None, show_nested=False,
+               show_deleted=False):
+    q = sa.select(models.Stack)
+    if not show_deleted:
+        q = q.where(models.Stack.deleted_at.is_(None))
     if not show_nested:
         q = q.where(models.Stack.parent_id.is_(None))
     if project_id is not None:
@@ -310,12 +313,19 @@ def resources_in_flight(session, stack_id, traversal_id):
             RESOURCES.c.engine_id.is_not(None)))
 
 
+def shown_type(row):
+    """A resource row's type as users are shown it: as its template names
+    it (Heat's `resource_type`), else the plug-in's."""
+    return getattr(row, 'template_type', None) or row.type
+
+
 def resources_stop_waiting(conn, stack_id, traversal_id, reason):
     """Mark the traversal's waiting rows FAILED (with an event each): the
     traversal ended, so nobody will come back to them."""
     waiting = conn.execute(sa.select(
         RESOURCES.c.id, RESOURCES.c.atomic_key, RESOURCES.c.name,
-        RESOURCES.c.type, RESOURCES.c.physical_id, RESOURCES.c.action).where(
+        RESOURCES.c.type, RESOURCES.c.template_type, RESOURCES.c.physical_id,
+        RESOURCES.c.action).where(
         RESOURCES.c.stack_id == stack_id,
         RESOURCES.c.traversal_id == traversal_id,
         RESOURCES.c.status == 'IN_PROGRESS',
@@ -324,18 +334,20 @@ def resources_stop_waiting(conn, stack_id, traversal_id, reason):
     for row in waiting:
         if resource_cas(conn, row.id, row.atomic_key, status='FAILED',
                         status_reason=reason) is not None:
-            events.append(event(stack_id, traversal_id, row.name, row.type,
-                                row.physical_id, row.action, 'FAILED',
+            events.append(event(stack_id, traversal_id, row.name,
+                                shown_type(row), row.physical_id,
+                                row.action, 'FAILED',
                                 reason))
     if events:
         events_add(conn, *events)
     return len(events)
 
 
-def resource_replacement(conn, old, rtype, template_id):
+def resource_replacement(conn, old, rtype, template_id, template_type=None):
     """Insert the row of a replacement and point the old row at it."""
     res = conn.execute(sa.insert(RESOURCES).values(
         uuid=new_id(), stack_id=old.stack_id, name=old.name, type=rtype,
+        template_type=template_type,
         action='INIT', status='COMPLETE', replaces=old.id,
         template_id=template_id, atomic_key=0, requires=[], data={}))
     new = resource_get(conn, res.inserted_primary_key[0])

@@ -97,7 +97,13 @@ class Resource(Base):
     stack_id: Mapped[str] = mapped_column(
         ForeignKey('stacks.id', ondelete='CASCADE'))
     name: Mapped[str] = mapped_column(String(255))
+    # the plug-in's type (what the environment maps the template's to)
     type: Mapped[str] = mapped_column(String(255))
+    # the type as the template names it (a provider's `My::Server`,
+    # `OS::TripleO::Controller`), what users are shown, as Heat shows it;
+    # NULL: the same as `type` (rows from before migration 0013)
+    template_type: Mapped[str | None] = mapped_column(String(255),
+                                                      nullable=True)
     action: Mapped[str] = mapped_column(String(16), default='INIT')
     status: Mapped[str] = mapped_column(String(16), default='COMPLETE')
     status_reason: Mapped[str] = mapped_column(Text, default='')

@@ -120,11 +120,12 @@ def document(engine, session, stack):
             # removed from the template, its delete not done: an adopt of
             # this template could not hold it
             left.append({'name': name, 'resource_id': row.physical_id,
-                         'type': row.type})
+                         'type': api.shown_type(row)})
             continue
         resources[name] = {
             'name': name, 'resource_id': row.physical_id,
-            'type': row.type, 'action': row.action, 'status': row.status,
+            'type': api.shown_type(row), 'action': row.action,
+            'status': row.status,
             'metadata': _metadata(defn, name, data),
             'resource_data': dict(row.data or {}), 'uuid': row.uuid,
             'properties': row.properties}
@@ -134,7 +135,7 @@ def document(engine, session, stack):
     for row in api.resources_live(session, stack.id):
         if row.id not in current_ids and row.physical_id is not None:
             left.append({'name': row.name, 'resource_id': row.physical_id,
-                         'type': row.type})
+                         'type': api.shown_type(row)})
     doc = {
         'id': stack.id, 'name': stack.name,
         'action': stack.action, 'status': stack.status,
@@ -243,7 +244,9 @@ def adopt(engine, name, data, params=None, timeout=None, project_id=None,
             if recorded:
                 s.execute(sa.insert(models.Resource), [dict(
                     uuid=r['uuid'] or api.new_id(), stack_id=stack_id,
-                    name=n, type=defn.resources[n].type, action='INIT',
+                    name=n, type=defn.resources[n].type,
+                    template_type=defn.resources[n].template_type,
+                    action='INIT',
                     status='COMPLETE', physical_id=r['resource_id'],
                     template_id=template_id, atomic_key=0, requires=[],
                     data=r['resource_data'], properties=r['properties'])
@@ -363,10 +366,12 @@ def _recorded(resources, defn, source):
         if name not in defn.resources:
             raise _bad(source, path, 'the template has no resource %s'
                        % name)
-        rtype = defn.resources[name].type
-        if entry.get('type') not in (None, rtype):
+        rd = defn.resources[name]
+        # as the template names it (what abandon writes, as Heat), or the
+        # plug-in's (what an abandon before 0013 wrote)
+        if entry.get('type') not in (None, rd.template_type, rd.type):
             raise _bad(source, path + ['type'], 'is %s, the template\'s %s '
-                       'is %s' % (entry['type'], name, rtype))
+                       'is %s' % (entry['type'], name, rd.template_type))
         physical_id = entry.get('resource_id')
         if physical_id is None:
             continue

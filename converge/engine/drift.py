@@ -61,7 +61,8 @@ def scan(engine, stack, record=True, checks=None):
             found.append(Drift(row.name, st.name, row.physical_id, detail))
         if detail != row.drift:
             events.append(api.event(
-                st.id, None, row.name, row.type, row.physical_id, 'OBSERVE',
+                st.id, None, row.name, api.shown_type(row), row.physical_id,
+                'OBSERVE',
                 'DRIFTED' if detail else 'IN_SYNC',
                 detail or 'matches what was applied again'))
         state = observe_mod.jsonable(observation.state) \

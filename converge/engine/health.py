@@ -47,6 +47,6 @@ def mark(engine, ident, name, unhealthy=True, reason='', project_id=None):
                                 status_reason=why) is None:
                 raise exception.Conflict('Resource %s changed meanwhile; '
                                          'try again' % name)
-            api.event_add(conn, stack.id, None, name, fresh.type,
+            api.event_add(conn, stack.id, None, name, api.shown_type(fresh),
                           fresh.physical_id, 'CHECK', status, why)
     return 'CHECK_%s' % status

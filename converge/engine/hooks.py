@@ -162,7 +162,7 @@ def clear(engine, stack_ident, name, hook, project_id=None):
                                      'its hook was cleared; try again'
                                      % (name, stack.name))
         api.event_add(conn, stack.id, data[MARK].get('traversal'), name,
-                      row.type, row.physical_id, row.action, row.status,
+                      api.shown_type(row), row.physical_id, row.action, row.status,
                       cleared_reason(hook))
         nodes = traversal.woken(conn, stack.id, event_for(name, hook))
         woken_in = stack.id

@@ -218,7 +218,8 @@ class NestedStacks:
             return None
         out = []
         for name, row in sorted(views.resources(self.engine, st).items()):
-            out.append({'resource_name': name, 'resource_type': row.type,
+            out.append({'resource_name': name,
+                        'resource_type': api.shown_type(row),
                         'physical_resource_id': row.physical_id or '',
                         'reference_id': (row.reference_id or
                                          row.physical_id or name),

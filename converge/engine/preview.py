@@ -55,7 +55,7 @@ def update(engine, ident, bundle=None, params=None, existing=False,
     for name, rdef in sorted(defn.resources.items()):
         row = rows.get(name)
         if row is None or (row.action == 'INIT' and not row.physical_id):
-            out['added'].append(dict(_item(name, rdef.type),
+            out['added'].append(dict(_item(name, rdef.template_type),
                                      action='create',
                                      reason='in the template, not applied',
                                      visit=True, visit_reason='added'))
@@ -68,13 +68,14 @@ def update(engine, ident, bundle=None, params=None, existing=False,
             kind, 'update')
         if d is not None and d.kind == 'gone' and kind == 'updated':
             action = 'create'
-        out[kind].append(dict(_item(name, rdef.type, row), action=action,
+        out[kind].append(dict(_item(name, rdef.template_type, row),
+                              action=action,
                               reason=reason, visit=name in visit,
                               visit_reason=visit.get(name, '')))
     for name, row in sorted(rows.items()):
         if name not in defn.resources:
             out['deleted'].append(dict(
-                _item(name, row.type, row), action='delete',
+                _item(name, api.shown_type(row), row), action='delete',
                 reason='applied, not in the template', visit=True,
                 visit_reason='removed'))
     return out
@@ -150,7 +151,8 @@ def converge(engine, stack):
                 why = 'its input %s is recreated' % ', '.join(inputs)
             if action == 'create':
                 recreated.add(name)
-            out.append(dict(_item(name, rdef.type, row), stack_name=st.name,
+            out.append(dict(_item(name, rdef.template_type, row),
+                            stack_name=st.name,
                             action=action, reason=why))
     return out
 

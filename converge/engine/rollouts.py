@@ -61,7 +61,7 @@ def _resume_row(engine, stack_id, row):
                                 data=data) is None:
                 return False
             api.event_add(conn, stack_id, fresh.traversal_id, fresh.name,
-                          fresh.type, fresh.physical_id, fresh.action,
+                          api.shown_type(fresh), fresh.physical_id, fresh.action,
                           'IN_PROGRESS', 'resumed by the operator after '
                           'batch %d of %d' % (plan['done'],
                                               len(plan['batches'])))

@@ -119,7 +119,7 @@ def _signal(engine, stack_ident, resource_name, details, project_id,
             group_key=grp.uuid if grp is not None else None,
             capacity=capacity, cooldown=cooldown)
         api.event_add(conn, stack.id, trav.id if trav else None,
-                      resource_name, policy.type, policy.physical_id,
+                      resource_name, api.shown_type(policy), policy.physical_id,
                       'SIGNAL', 'FAILED' if status == store.FAILED
                       else 'COMPLETE', _event_reason(status, reason,
                                                      details))

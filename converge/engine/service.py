@@ -193,7 +193,7 @@ class Service:
                                                 ()) else v
                     for k, v in defn.parameters.items()},
                 'resource_list': [
-                    {'resource_name': r, 'resource_type': rd.type,
+                    {'resource_name': r, 'resource_type': rd.template_type,
                      'requires': sorted(deps.get(r, ())),
                      'required_by': sorted(n for n, d in deps.items()
                                            if r in d)}
@@ -230,6 +230,10 @@ class Service:
                      existing=False, rollback=None, clear_parameters=(),
                      timeout=None, tags=None, converge=False,
                      converge_policy=None):
+        if tags is None and bundle is not None and not existing:
+            # a template in full: the stack's tags are what it gives, none
+            # when it gives none (Heat's PUT); --existing keeps them
+            tags = []
         with self._quoting(ctx, bundle, params, ident):
             return self._started(*stacks.update(
                 self.engine, ident, bundle, params, existing=existing,
@@ -325,23 +329,25 @@ class Service:
     # -- stacks -------------------------------------------------------------
     @_read
     def stack_list(self, ctx, show_nested=False, all_projects=False,
-                   **query):
+                   show_deleted=False, **query):
         """The project's live stacks; nested stacks only when asked (each
-        with its parent's id). `all_projects` (an admin's global_tenant)
-        lists every project's. `query` is Heat's: filters (name, status,
+        with its parent's id), deleted ones too when asked (Heat's
+        show_deleted). `all_projects` (an admin's global_tenant) lists
+        every project's. `query` is Heat's: filters (name, status,
         action, id: a value or a list of them), tags, tags_any, not_tags,
         not_tags_any, sort_keys, sort_dir, limit, marker (the last id of
         the page before)."""
         project = None if all_projects else request.project_of(ctx)
         with self.engine.db.read() as s:
             rows = api.stack_list(s, project_id=project,
-                                  show_nested=show_nested)
+                                  show_nested=show_nested,
+                                  show_deleted=show_deleted)
             found = [{'id': st.id, 'stack_name': st.name,
                       'stack_status': '%s_%s' % (st.action, st.status),
                       'stack_status_reason': st.status_reason,
                       'creation_time': views.iso(st.created_at),
                       'updated_time': views.iso(st.updated_at),
-                      'deletion_time': None,
+                      'deletion_time': views.iso(st.deleted_at),
                       'tags': list(st.tags or ()) or None,
                       'project': st.project_id,
                       'parent': st.parent_id}
@@ -436,7 +442,7 @@ class Service:
         for name, row in sorted(views.resources(self.engine, st).items()):
             out.append({'resource_name': name,
                         'physical_resource_id': row.physical_id or '',
-                        'resource_type': row.type,
+                        'resource_type': api.shown_type(row),
                         'resource_status': '%s_%s' % (row.action,
                                                       row.status),
                         'resource_action': row.action,
@@ -618,7 +624,8 @@ class Service:
                                 stack_id=stack_id)
                            for e in api.events_list(
                                s, stack_id, resource_name=resource_name)]
-        if query is not None and resource_name is None:
+        if query is not None and resource_name in (None, st.name):
+            # the stack's own events (under its own name too, as Heat's)
             with self.engine.db.read() as s:
                 for stack_id, name in stacks:
                     events += views.stack_events(
@@ -637,7 +644,8 @@ class Service:
     @_read
     def event_show(self, ctx, ident, resource_name, event_id):
         """One event of the stack's resource, by its uuid."""
-        for ev in self.event_list(ctx, ident, resource_name=resource_name):
+        for ev in self.event_list(ctx, ident, resource_name=resource_name,
+                                  query={}):
             if ev['uuid'] == event_id:
                 return ev
         raise exception.NotFound('Event %s not found' % event_id)

@@ -328,7 +328,22 @@ def planned(engine, ident, bundle=None, params=None, existing=False,
     if not stack.parent_id:
         check_external(engine, defn, bundle, stack.id, stack.project_id,
                        stack.cloud)
+    check_immutable(engine, stack, defn)
     return stack, bundle, params, defn
+
+
+def check_immutable(engine, stack, defn):
+    """Refuse an update that changes the value of a parameter the new
+    template marks `immutable` (one the stack had before: a new one may
+    take any value), as Heat does."""
+    fixed = [n for n, p in defn.schemas.items() if p.immutable]
+    if not fixed or stack.template_id is None:
+        return   # the old template is parsed only when it matters
+    old = engine.definition(stack.template_id, stack).parameters
+    changed = sorted(n for n in fixed
+                     if n in old and old[n] != defn.parameters.get(n))
+    if changed:
+        raise exception.ImmutableParameterModified(changed)
 
 
 def delete(engine, ident, project_id=None):

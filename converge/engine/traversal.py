@@ -89,7 +89,9 @@ def start(engine, session, stack, template_id, action, defn, rollback=False,
     cleanup_rows = [] if action in IN_PLACE else list(rows)
     born = [dict(
         uuid=api.new_id(), stack_id=stack.id, name=name,
-        type=defn.resources[name].type, action='INIT', status='COMPLETE',
+        type=defn.resources[name].type,
+        template_type=defn.resources[name].template_type,
+        action='INIT', status='COMPLETE',
         template_id=template_id, atomic_key=0, requires=[], data={})
         for name in requires if name not in selected]
     if born:

@@ -159,8 +159,11 @@ def stack(engine, st, with_outputs=True):
     }
     if defn is not None:
         hidden = getattr(defn, 'hidden_parameters', set())
+        schemas = getattr(defn, 'schemas', {})
+        # text, as Heat's (its API gives every parameter as a string)
         data['parameters'] = {
-            k: ('******' if k in hidden else v)
+            k: ('******' if k in hidden else
+                schemas[k].text(v) if k in schemas else v)
             for k, v in defn.parameters.items()}
     with engine.db.read() as s:
         pol = policies.policy(s, st.id)
@@ -268,7 +271,7 @@ def resource_detail(engine, st, name):
         'resource_name': row.name,
         'logical_resource_id': row.name,
         'physical_resource_id': row.physical_id or '',
-        'resource_type': row.type,
+        'resource_type': api.shown_type(row),
         'resource_status': '%s_%s' % (row.action, row.status),
         'resource_status_reason': row.status_reason,
         'creation_time': iso(row.created_at),
@@ -339,6 +342,6 @@ def dot(engine, st):
     defn = _definition(engine, st)
     requires = defn.dependencies() if defn else {}
     rows = resources(engine, st)
-    types = {n: d.type for n, d in defn.resources.items()} if defn else {}
+    types = {n: d.template_type for n, d in defn.resources.items()} if defn else {}
     states = {n: '%s_%s' % (r.action, r.status) for n, r in rows.items()}
     return dot_mod.render(st.name, requires, types, states)

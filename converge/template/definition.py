@@ -782,15 +782,21 @@ class StackDefinition:
             if F('value') not in o:
                 raise _err('Each output definition must contain a %s '
                            'key.' % F('value'), path)
+            # as Heat words an output described by nothing
+            desc = o.get(F('description'))
+            desc = 'No description given' if desc is None else str(desc)
             if F('condition') in o and not self.condition_value(
                     o[F('condition')], path + (F('condition'),)):
+                # listed with no value, as Heat lists it; its value is
+                # not parsed (it may name resources the condition left
+                # out)
+                self.outputs[name] = _Output(name, None, desc)
                 continue
             attrs = set()
             self._all_attr_refs.append(attrs)
             parser = fn.Parser(self, self.table, set(), attrs)
             value = parser.parse(o[F('value')], path + (F('value'),))
-            self.outputs[name] = _Output(name, value,
-                                         o.get(F('description')) or '')
+            self.outputs[name] = _Output(name, value, desc)
 
     # -- public API ----------------------------------------------------
     def dependencies(self):

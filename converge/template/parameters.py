@@ -281,6 +281,16 @@ class Parameter:
                             item, arg)
         return None
 
+    def text(self, value):
+        """`value` (of this type, converted) as stack show gives it: a
+        string, as Heat's (a list joined by commas, JSON as JSON text, a
+        boolean True or False, a number as written)."""
+        if self.type == 'comma_delimited_list' and isinstance(value, list):
+            return ','.join(value)
+        if self.type == 'json':
+            return json.dumps(value)
+        return str(value)
+
     # -- validate info ---------------------------------------------------
     def info(self):
         d = {'Type': TYPES[self.type], 'Description': self.description,

@@ -598,7 +598,8 @@ class Unit:
             self._write(status='COMPLETE', engine_id=None)
         with self.engine.db.begin() as conn:
             new = api.resource_replacement(conn, self.row, self.rdef.type,
-                                           self.trav.template_id)
+                                           self.trav.template_id,
+                                           self.rdef.template_type)
             if new is None:
                 raise Lost()
             api.sync_set_resource(conn, self.trav.id, self.sp.node, new.id)
@@ -782,6 +783,7 @@ class Unit:
             template_id=self.trav.template_id, replaced_by=None,
             requires=self.deps.row_ids(), traversal_id=self.trav.id,
             engine_id=None, type=self.rdef.type,
+            template_type=self.rdef.template_type,
             # what it now matches: an update to the same need not visit it
             applied_digest=self.defn.digest(self.name),
             deletion_policy=_deletion_policy(self.rdef))
@@ -973,9 +975,8 @@ class Unit:
                 action=action, status='IN_PROGRESS', status_reason='')
             if key is None:
                 raise Lost()
-            api.event_add(conn, self.stack.id, self.trav.id, self.name,
-                          row.type, row.physical_id, action, 'IN_PROGRESS',
-                          'state changed')
+            api.events_add(conn, self._event(row.physical_id, action,
+                                             'IN_PROGRESS'))
         if self.plugin is not None and action == 'CREATE' and \
                 row.action == 'INIT':
             # claimed before its first try: nothing of it can exist yet
@@ -1025,8 +1026,8 @@ class Unit:
     def _event(self, physical_id, action, status, reason='state changed',
                timestamp=None):
         return api.event(self.stack.id, self.trav.id, self.name,
-                         self.row.type if self.rdef is None
-                         else self.rdef.type,
+                         api.shown_type(self.row) if self.rdef is None
+                         else self.rdef.template_type,
                          physical_id, action, status, reason, timestamp)
 
     def _member_events(self):

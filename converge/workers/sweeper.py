@@ -229,8 +229,9 @@ def _abandon(engine, row, trav, why):
         if api.resource_cas(s, row.id, row.atomic_key, status='FAILED',
                             status_reason=reason, engine_id=None) is None:
             return
-        api.event_add(s, row.stack_id, trav.id, row.name, row.type,
-                      row.physical_id, row.action, 'FAILED', reason)
+        api.event_add(s, row.stack_id, trav.id, row.name,
+                      api.shown_type(row), row.physical_id, row.action,
+                      'FAILED', reason)
     with engine.db.read() as s:
         stack = s.get(models.Stack, row.stack_id)
     traversal_mod.settle(engine, trav, stack)

@@ -124,7 +124,9 @@ class Controller(_Stacks):
     @action('resource:signal')
     def _user_signal(self, req, ctx, stack_name, stack_id, resource_name):
         ident = self._identify(ctx, stack_name, stack_id)
-        details = common.body(req) if req.body else None
+        # any JSON, or none: heatclient's signal() with no data sends
+        # `null`, an alarm its own document
+        details = wsgi.read_json(req) if req.body else None
         self.service.resource_signal(
             ctx, ident, resource_name, details,
             signal_id=req.headers.get('Idempotency-Key') or None)
@@ -136,8 +138,9 @@ class Controller(_Stacks):
         ident = self._identify(ctx, stack_name, stack_id)
         q = req.GET
         depth = common.integer(q.get('nested_depth'), 'nested_depth') or 0
-        if resource_name is not None:
-            # the resource must exist (or have events): Heat's 404
+        if resource_name is not None and resource_name != stack_name:
+            # the resource must exist (or have events): Heat's 404; the
+            # stack's own name lists the stack's own events
             self._known_resource(ctx, ident, resource_name)
         query = {'filters': {k: common.listed(req, k)
                              for k in _EVENT_FILTERS if k in q},

@@ -91,14 +91,11 @@ class Controller(common.Controller):
         everyone = common.flag(q.get('global_tenant'), 'global_tenant')
         if everyone:
             policy.check(ctx, 'stacks:global_index')
-        if common.flag(q.get('show_deleted'), 'show_deleted'):
-            raise exception.InvalidInput('show_deleted is not supported: '
-                                         'deleted stacks are shown by id '
-                                         '(GET /stacks/{id})')
         filters = {k: common.listed(req, k) for k in _FILTERS if k in q}
         rows = self.service.stack_list(
             ctx, show_nested=common.flag(q.get('show_nested'),
                                          'show_nested'),
+            show_deleted=common.flag(q.get('show_deleted'), 'show_deleted'),
             all_projects=everyone, filters=filters,
             sort_keys=common.listed(req, 'sort_keys'),
             sort_dir=q.get('sort_dir'), limit=common.integer(
