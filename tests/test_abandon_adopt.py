@@ -64,6 +64,7 @@ def _runs(disk):
         return f.read().split('\n')[:-1]
 
 
+@pytest.mark.long   # 19-37 s: in .ci/run's long group
 def test_abandon_then_adopt_creates_nothing_and_reruns_nothing(
         cli, write, tmp_path):
     cli.run('stack', 'create', 'app', '-t', write('app.json', TEMPLATE),

@@ -99,6 +99,7 @@ def test_repair_mode_repairs_with_no_operator(cli, write, daemon):
     assert [o['outcome'] for o in out] == ['in-sync']
 
 
+@pytest.mark.long   # 19-37 s: in .ci/run's long group
 def test_a_failing_repair_backs_off_without_holding_up_others(cli, write,
                                                               daemon):
     cli.run('stack', 'create', 'bad', '-t', write('group.yaml', GROUP),

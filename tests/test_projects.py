@@ -38,6 +38,7 @@ def _verbs(ident):
     ]
 
 
+@pytest.mark.long   # 19-37 s: in .ci/run's long group
 def test_another_project_cannot_see_or_touch_a_stack(cli, write):
     tmpl = write('p.yaml', TEMPLATE)
     created = cli.json(*A, 'stack', 'create', 'app', '-t', tmpl)

@@ -111,6 +111,7 @@ def _lines(out):
                   if line.startswith('20'))
 
 
+@pytest.mark.long   # 19-37 s: in .ci/run's long group
 def test_a_stack_through_its_life_remote_as_embedded(api, tmp_path, write):
     """create --wait with get_file, a provider template and an
     environment; list, show, resource list (and a level down), event
@@ -207,6 +208,7 @@ def test_a_stack_through_its_life_remote_as_embedded(api, tmp_path, write):
         stop_agents(local.home)
 
 
+@pytest.mark.long   # 19-37 s: in .ci/run's long group
 def test_refusals_exit_as_embedded(api, tmp_path, write):
     """A failed create (rolled back), an invalid template, a name taken,
     a missing resource and output: the same codes and messages."""

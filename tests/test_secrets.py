@@ -328,6 +328,7 @@ outputs:
 '''
 
 
+@pytest.mark.long   # 19-37 s: in .ci/run's long group
 def test_cli_shows_no_secret_in_any_format(cli, write):
     """Every command that shows the stack, in every format, and the
     lines a create prints as it goes: no hidden value (a number

@@ -162,8 +162,10 @@ class ConvergeApp(app.App):
     def engine(self):
         if self._engine is None:
             from converge.engine import context
-            _idle_threads_exit_soon()   # here: a remote command has none
-            self._engine = context.Engine()
+            # when locks or messaging start their pools' threads (a remote
+            # or read-only command has none; futurist is not imported)
+            self._engine = context.Engine(
+                before_threads=_idle_threads_exit_soon)
         return self._engine
 
     def serve_api(self):

@@ -23,7 +23,6 @@ import threading
 import urllib.parse
 
 from oslo_log import log as logging
-from tooz import coordination
 
 from converge import exception
 from converge.coordination import filelocks
@@ -37,6 +36,14 @@ LOG = logging.getLogger(__name__)
 STOP_WAIT = 0.1
 
 
+def _tooz():
+    """tooz's coordination module, imported when a lock is first made:
+    a read-only command takes none (its import was a sixth of such a
+    command's start)."""
+    from tooz import coordination
+    return coordination
+
+
 class LockTimeout(exception.ConvergeError):
     pass
 
@@ -47,7 +54,7 @@ class Locks:
         self.member_id = member_id
         self.listeners = listeners_mod.Listeners() if listeners is None \
             else listeners
-        self._coord = coordination.get_coordinator(url, member_id.encode())
+        self._coord = _tooz().get_coordinator(url, member_id.encode())
         self._coord.start()
         # what resource locks come from: on one host, files kept open
         self._resource_locks = self._coord
@@ -87,7 +94,7 @@ class Locks:
         finally:
             try:
                 lock.release()
-            except coordination.ToozError:  # pragma: no cover - expired
+            except _tooz().ToozError:  # pragma: no cover - expired
                 pass
 
     def try_resource(self, stack_id, resource_name):
@@ -104,7 +111,7 @@ class Locks:
     def release_resource(lock):
         try:
             lock.release()
-        except coordination.ToozError:  # pragma: no cover - expired
+        except _tooz().ToozError:  # pragma: no cover - expired
             pass
 
     def try_resources(self, stack_id, names):
@@ -147,7 +154,7 @@ class Locks:
             return False
         try:
             lock.release()
-        except coordination.ToozError:  # pragma: no cover - expired
+        except _tooz().ToozError:  # pragma: no cover - expired
             pass
         return True
 
@@ -162,16 +169,16 @@ class Locks:
         """Returns True when this joined (was not a member before)."""
         try:
             self._coord.join_group(group).get()
-        except coordination.MemberAlreadyExist:
+        except _tooz().MemberAlreadyExist:
             return False
-        except coordination.GroupNotCreated:
+        except _tooz().GroupNotCreated:
             try:
                 self._coord.create_group(group).get()
-            except coordination.GroupAlreadyExist:
+            except _tooz().GroupAlreadyExist:
                 pass
             try:
                 self._coord.join_group(group).get()
-            except coordination.MemberAlreadyExist:
+            except _tooz().MemberAlreadyExist:
                 return False
         return True
 
@@ -203,15 +210,15 @@ class Locks:
             self._groups.discard(group)
             try:
                 self._coord.leave_group(group.encode()).get()
-            except (coordination.GroupNotCreated,
-                    coordination.MemberNotJoined):
+            except (_tooz().GroupNotCreated,
+                    _tooz().MemberNotJoined):
                 pass
 
     def members(self, group):
         """Engine ids of the live workers (heartbeats not expired)."""
         try:
             found = self._coord.get_members(group.encode()).get()
-        except coordination.GroupNotCreated:
+        except _tooz().GroupNotCreated:
             return set()
         return {m.decode() if isinstance(m, bytes) else m for m in found}
 
@@ -239,5 +246,5 @@ class Locks:
     def _stop_coordinator(self):
         try:
             self._coord.stop()
-        except coordination.ToozError:  # pragma: no cover
+        except _tooz().ToozError:  # pragma: no cover
             pass

@@ -31,8 +31,12 @@ SATURATED_HOLD = 0.05
 
 
 class Engine:
-    def __init__(self, auto_migrate=None):
+    def __init__(self, auto_migrate=None, before_threads=None):
+        """:param before_threads: called once before the first lock or
+            message client is made (what starts a pool's threads): the
+            CLI tunes them there, and a read-only command makes neither"""
         CONF = conf_mod.CONF
+        self._before_threads = before_threads
         self.engine_id = '%s-%s' % (socket.gethostname(), uuid.uuid4().hex[:8])
         self.db = db_session.get(conf_mod.database_url())
         if auto_migrate is None:
@@ -62,10 +66,16 @@ class Engine:
         self.idle.set()
         self.listeners = listeners_mod.load(CONF.listeners, self)
 
+    def _threads_coming(self):
+        hook, self._before_threads = self._before_threads, None
+        if hook is not None:
+            hook()
+
     # lazily built: read-only commands need neither locks nor messaging
     @property
     def locks(self):
         if self._locks is None:
+            self._threads_coming()
             self._locks = locks_mod.Locks(conf_mod.coordination_url(),
                                           self.engine_id, self.listeners)
         return self._locks
@@ -73,6 +83,7 @@ class Engine:
     @property
     def client(self):
         if self._client is None:
+            self._threads_coming()
             # oslo.messaging, loaded here: a read-only command sends nothing
             from converge.messaging import rpc
             self._client = rpc.WorkerClient(self.listeners,
