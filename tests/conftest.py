@@ -139,7 +139,9 @@ def stop_agents(home):
     """Stop the sim's agent host of an embedded home, if one was started
     (a test leaves no process behind)."""
     disks = os.path.join(home, 'sim-disks')
-    if os.path.exists(os.path.join(disks, 'agent-host.pid')):
+    # not only where the host wrote its pid file: one spawned as the test
+    # ended has not written it yet, and was left running
+    if os.path.isdir(disks):
         from converge.drivers.sim import agents
         agents.shutdown('sqlite:///%s' % os.path.join(home, 'sim.db'),
                         disks)

@@ -207,6 +207,7 @@ def test_stack_list_filters_tags_sort_page_long(sides, files):
     both(sides, on)
 
 
+@pytest.mark.long  # 20-30 s beside a busy machine
 def test_update_dry_run_timeout_tags_and_the_short_summary(sides, files):
     def on(side, cli):
         made = cli.json('stack', 'create', '-t', files['value.yaml'], 'up',

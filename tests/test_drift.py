@@ -278,6 +278,7 @@ resources:
 '''
 
 
+@pytest.mark.long  # 20-30 s beside a busy machine
 def test_a_deployment_whose_check_fails_is_run_again_by_converge(
         cli, write):
     """Its work undone on the server: the CHECK config finds it, converge

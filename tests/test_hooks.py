@@ -171,6 +171,7 @@ def test_embedded_hook_survives_kill_9(cli, write, started):
         'attributes']['value'] == 'hi'
 
 
+@pytest.mark.long  # 20-30 s beside a busy machine
 def test_embedded_pre_update_and_pre_delete(cli, write, started):
     top, _ = _files(write)
     cli.run('stack', 'create', 'u', '-t', top)

@@ -98,6 +98,7 @@ def outputs(cli, name):
     return cli.json('stack', 'output', 'show', name, '--all')
 
 
+@pytest.mark.long  # 20-30 s beside a busy machine
 def test_providers_and_nested_stacks_create_update_delete(cli, files):
     top = str(files / 'tmpl' / 'top.yaml')
     env = str(files / 'envs' / 'env.yaml')

@@ -161,7 +161,8 @@ def test_a_failed_member_within_the_budget_is_reported_not_fatal(
     stack = et.run(engine, stacks.create, 'b', budget, {})
     stack = et.run(engine, stacks.update, stack.id, budget,
                    {'stamp': 'two', 'bad': '3', 'max_failures': '1'})
-    assert et.status(stack) == 'UPDATE_COMPLETE'
+    assert et.status(stack) == 'UPDATE_COMPLETE', (
+        stack.status_reason, _group_notes(engine, stack))
     group = et.resources(engine, stack)['group']
     assert group.status_reason == ('rolling update done: 1 of its members '
                                    'failed (3), within max_failures 1')

@@ -119,6 +119,7 @@ resources:
 '''
 
 
+@pytest.mark.long  # 20-30 s beside a busy machine
 def test_a_component_lifecycle_leaves_four_lines_in_order(home, write):
     cli = home
     cli.run('stack', 'create', 'app', '-t', write('app.yaml', COMPONENT),

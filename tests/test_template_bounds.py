@@ -109,6 +109,7 @@ def test_nesting_deeper_than_the_limit_is_refused(tmp_path):
         loader.parse_text('{"x": ' + '[' * 2000 + ']' * 2000 + '}', 't.json')
 
 
+@pytest.mark.long  # 20-30 s beside a busy machine
 def test_a_large_template_without_aliases_still_loads(tmp_path):
     from converge.bench import scenarios
     sc = scenarios.make('tripleo', 1000)
