@@ -1,8 +1,10 @@
-"""Heat's hooks (breakpoints) as data: those of an environment's
-``resource_registry`` ``resources`` entries (which are valid, which a
-resource matches) and the events that tell of them (what `stack hook
-poll` reads). No database: the CLI's remote client reads them too. What
-a hook does to a traversal is engine/hooks.py's."""
+"""What an environment's ``resource_registry`` ``resources`` entries say
+of a resource, as data: Heat's hooks (breakpoints: which are valid, which
+a resource matches, and the events that tell of them, what `stack hook
+poll` reads) and its ``restricted_actions`` (an update or a replacement
+the operator forbids). No database: the CLI's remote client reads them
+too. What a hook does to a traversal is engine/hooks.py's; a restricted
+action is refused by the reconcile loop (workers/reconcile.py)."""
 
 import fnmatch
 
@@ -16,25 +18,42 @@ HOOK_OF_ACTION = {'CREATE': 'pre-create', 'UPDATE': 'pre-update',
 POST_HOOK_OF_ACTION = {'CREATE': 'post-create', 'UPDATE': 'post-update'}
 
 
-def invalid(value):
-    """The hook types of a ``hooks`` value (a string or a list of them)
-    that Heat does not know."""
-    hooks = [value] if isinstance(value, str) else value
-    if not isinstance(hooks, list):
+#: the actions ``restricted_actions`` may name
+RESTRICTED_ACTIONS = ('update', 'replace')
+
+#: what each entry key may hold, and how a bad value is told (Heat's words)
+_KNOWN = {
+    'hooks': (HOOK_TYPES, 'Invalid hook type "%s" for resource breakpoint, '
+              'acceptable hook types are: %s'),
+    'restricted_actions': (RESTRICTED_ACTIONS, 'Invalid restricted_action '
+                           'type "%s" for resource, acceptable '
+                           'restricted_action types are: %s'),
+}
+
+
+def invalid(value, known=HOOK_TYPES):
+    """The values of a ``hooks`` (or ``restricted_actions``) entry, a
+    string or a list of them, that Heat does not know."""
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, list):
         return [value]
-    return [h for h in hooks if h not in HOOK_TYPES]
+    return [v for v in values if v not in known]
 
 
 def bad_entries(resources, path=()):
-    """(path, bad value) of every ``hooks`` in a registry's ``resources``
-    (nested paths too) naming a hook type Heat does not know."""
+    """(path, message) of every ``hooks`` or ``restricted_actions`` in a
+    registry's ``resources`` (nested paths too) naming what Heat does not
+    know."""
     for name, entry in (resources or {}).items():
         if not isinstance(entry, dict):
             continue
         for key, value in entry.items():
-            if key == 'hooks':
-                if invalid(value):
-                    yield list(path) + [name, key], value
+            if key in _KNOWN:
+                known, message = _KNOWN[key]
+                bad = invalid(value, known)
+                if bad:
+                    yield list(path) + [name, key], message % (
+                        bad[0], ', '.join(known))
             elif isinstance(value, dict):
                 yield from bad_entries({key: value}, list(path) + [name])
 
@@ -52,6 +71,27 @@ def matches(env, name, hook):
         if hook == hooks or (isinstance(hooks, list) and hook in hooks):
             return True
     return False
+
+
+def restricted(env, name):
+    """The actions (``update``, ``replace``) the environment forbids on
+    the resource `name`: those of every ``resources`` entry whose name or
+    glob matches it, as Heat's get_rsrc_restricted_actions."""
+    registry = (env or {}).get('resource_registry') or {}
+    found = set()
+    for pattern, entry in (registry.get('resources') or {}).items():
+        if not isinstance(entry, dict) or \
+                'restricted_actions' not in entry or \
+                not fnmatch.fnmatchcase(name, pattern):
+            continue
+        actions = entry['restricted_actions']
+        found.update([actions] if isinstance(actions, str) else actions)
+    return found
+
+
+def restricted_reason(action):
+    """Heat's reason for a refused ``update`` or ``replace``."""
+    return '%s is restricted for resource.' % action
 
 
 def paused_reason(hook):

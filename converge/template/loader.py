@@ -626,15 +626,12 @@ def _merge_env(env, new, filename, text):
                        'parameter_merge_strategies'):
             env.setdefault(section, {}).update(value)
         elif section == 'resource_registry':
-            for path, bad in breakpoints.bad_entries(
+            for path, message in breakpoints.bad_entries(
                     value.get('resources') if isinstance(
                         value.get('resources'), dict) else None):
                 path = [section, 'resources'] + path
                 raise exception.InvalidTemplate(
-                    'Invalid hook type "%s" for resource breakpoint, '
-                    'acceptable hook types are: %s'
-                    % (bad, ', '.join(breakpoints.HOOK_TYPES)),
-                    path=path, filename=filename,
+                    message, path=path, filename=filename,
                     line=line_in_text(text, path))
             reg = env.setdefault('resource_registry', {})
             for k, v in value.items():

@@ -76,6 +76,9 @@ class Outcome:
     wait: base.Wait | None = None
     #: write events for it (a row that was never created leaves quietly)
     events: bool = True
+    #: FAILED, the resource left as it was (a restricted action: Heat
+    #: keeps its state, and only the event and the stack tell)
+    keep: bool = False
 
 
 class Lost(Exception):
@@ -340,6 +343,7 @@ class Unit:
         self.failing = False  # the traversal is failing: settle it
         self.resuming = False  # back from this traversal's own wait
         self.drift = None     # what a CHECK found drifted
+        self.before = None    # the row as loaded (Outcome.keep)
         self.shared = None    # the batch whose transaction this shares
         self._prepared = None  # its DONE record, made before (prepare)
 
@@ -392,6 +396,10 @@ class Unit:
     # -- update nodes: observe, decide, act ---------------------------------
     def converge(self):
         row, rdef = self.row, self.rdef
+        # what a refused action leaves it as (Outcome.keep)
+        self.before = dict(action=row.action, status=row.status,
+                           status_reason=row.status_reason,
+                           traversal_id=row.traversal_id)
         if rdef.external_id:
             return self._adopt_external()
         try:
@@ -418,18 +426,34 @@ class Unit:
                 'CHECK', 'SUSPEND', 'RESUME'):
             # another type is another resource (Heat): the new one is
             # made, the old one cleaned up by its own type
-            return self._paused(decide_mod.REPLACE) or Outcome(REPLACE)
+            return self._restricted(decide_mod.REPLACE) or \
+                self._paused(decide_mod.REPLACE) or Outcome(REPLACE)
         seen = observe_mod.observe(self.plugin, self._waiting)
         decision = decide_mod.for_update(self.trav.action, row, self.plugin,
                                          seen.state)
         if decision == decide_mod.NOTHING:
             return Outcome(DONE, observed=seen.state)
-        paused = self._paused(decision)
+        paused = self._restricted(decision) or self._paused(decision)
         if paused is not None:
             return paused
         if decision == decide_mod.REPLACE:
             return Outcome(REPLACE)
         return self._act(decision, seen.state)
+
+    def _restricted(self, decision):
+        """The environment's ``restricted_actions`` forbid this update or
+        replacement of the resource: a FAILED outcome that leaves it as it
+        was (Heat's: its state kept, an UPDATE FAILED event saying why,
+        the stack UPDATE_FAILED). None when allowed."""
+        if self.trav.action != 'UPDATE' or decision not in (
+                decide_mod.UPDATE, decide_mod.REPLACE):
+            return None
+        action = 'replace' if decision == decide_mod.REPLACE else 'update'
+        if action not in breakpoints.restricted(
+                self.defn.bundle.environment, self.name):
+            return None
+        return Outcome(FAILED, 'UPDATE', breakpoints.restricted_reason(action),
+                       keep=True)
 
     def _paused(self, decision):
         """A hook the environment sets on this resource for what it is
@@ -522,7 +546,17 @@ class Unit:
 
     def _adopt_external(self):
         """external_id: the resource exists already and is not ours to
-        create, change or delete; observe it and record what is there."""
+        create, change or delete; observe it and record what is there.
+        A resource made (or taken over) as another is not turned into
+        this one (Heat refuses a changed external_id, and so the update)."""
+        row = self.row
+        if row.action != 'INIT' and row.physical_id not in (
+                None, self.rdef.external_id):
+            return Outcome(
+                FAILED, 'UPDATE', 'Update to property external_id of %s '
+                '(%s) is not supported.' % (self.name,
+                                            self.rdef.template_type),
+                keep=True)
         self.plugin = self._plugin(self.row, props={})
         self.plugin.physical_id = self.rdef.external_id
         seen = observe_mod.observe(self.plugin, self._waiting)
@@ -689,7 +723,9 @@ class Unit:
 
     def handle(self, outcome):
         while outcome.kind == REPLACE:
-            outcome = self._replace(outcome)
+            # found while updating (the plug-in raised UpdateReplace)
+            outcome = self._restricted(decide_mod.REPLACE) or \
+                self._replace(outcome)
         if outcome.kind == DONE:
             if self.is_update:
                 try:
@@ -836,12 +872,17 @@ class Unit:
         with self.engine.db.begin() as conn:
             drift = {} if self.drift is None else dict(
                 drift=self.drift, observed_at=time.time())
-            self._cas(conn, action=action, status='FAILED',
-                      status_reason=outcome.reason, engine_id=None, **drift,
-                      traversal_id=self.trav.id,
-                      physical_id=(plugin.physical_id if plugin
-                                   else row.physical_id),
-                      data=(plugin.data if plugin else row.data))
+            if outcome.keep:
+                # as it was before this unit (an update that found it must
+                # replace had claimed it)
+                self._cas(conn, engine_id=None, **self.before)
+            else:
+                self._cas(conn, action=action, status='FAILED',
+                          status_reason=outcome.reason, engine_id=None,
+                          **drift, traversal_id=self.trav.id,
+                          physical_id=(plugin.physical_id if plugin
+                                       else row.physical_id),
+                          data=(plugin.data if plugin else row.data))
             started = [self._event(row.physical_id, action, 'IN_PROGRESS',
                                    timestamp=self.started)] \
                 if self.started else []
