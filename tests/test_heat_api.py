@@ -851,3 +851,124 @@ def test_signal_and_mark_unhealthy(api, tmp_path):
     box = hc.resources.get('g', 'box')
     assert (box.resource_status, box.resource_status_reason) == (
         'CHECK_COMPLETE', 'fine after all')
+
+
+PREVIEWED = '''heat_template_version: 2015-04-30
+parameters:
+  incomming:
+    type: string
+  secret: {type: string, hidden: true, default: hush}
+resources:
+  one:
+    type: OS::Heat::TestResource
+    properties:
+      value: fred
+  two:
+    type: OS::Heat::TestResource
+    properties:
+      value: {get_param: incomming}
+    depends_on: one
+  three:
+    type: OS::Heat::TestResource
+    properties:
+      value: {get_param: secret}
+outputs:
+  main_out:
+    value: {get_attr: [two, output]}
+'''
+PREVIEW_MAIN = '''heat_template_version: 2015-04-30
+parameters:
+  incomming:
+    type: string
+resources:
+  main:
+    type: nested.yaml
+    properties:
+      value: {get_param: incomming}
+  rg:
+    type: OS::Heat::ResourceGroup
+    properties:
+      count: 1
+      resource_def:
+        type: nested.yaml
+        properties:
+          value: {get_attr: [main, output]}
+'''
+PREVIEW_NESTED = '''heat_template_version: 2015-04-30
+parameters:
+  value:
+    type: string
+resources:
+  nested:
+    type: OS::Heat::TestResource
+    properties:
+      value: {get_param: value}
+outputs:
+  output:
+    value: {get_attr: [nested, output]}
+'''
+
+
+def test_preview_answers_as_heats(api, tmp_path):
+    """Heat's functional test_preview: a stack that is not stored (id
+    'None', no parent), each resource as a create would start it, a
+    nested stack's resources as a list in its place (a group's members'
+    too), a hidden value shown as ******; nothing is stored."""
+    from heatclient import exc
+    project = 'preview'
+    hc = api.client(project, api.token(project)['token'])
+    env = '''parameters:\n  incomming: abc\n'''
+    result = hc.stacks.preview(
+        template=PREVIEWED, stack_name='p', disable_rollback=True,
+        environment=env).to_dict()
+    assert (result['stack_name'], result['id'], result['parent'],
+            result['disable_rollback'], result['template_description']) \
+        == ('p', 'None', None, True, 'No description')
+    assert {k: result['parameters'][k] for k in (
+        'OS::stack_id', 'OS::stack_name', 'incomming', 'secret')} == {
+        'OS::stack_id': 'None', 'OS::stack_name': 'p', 'incomming': 'abc',
+        'secret': '******'}
+    by_name = {r['resource_name']: r for r in result['resources']}
+    assert sorted(by_name) == ['one', 'three', 'two']
+    for name, res in by_name.items():
+        assert (res['stack_name'], res['resource_action'],
+                res['resource_status'], res['resource_type']) == (
+            'p', 'INIT', 'COMPLETE', 'OS::Heat::TestResource')
+        assert [res[f] for f in ('resource_status_reason',
+                                 'physical_resource_id', 'description',
+                                 'creation_time', 'updated_time')] == [
+            '', '', '', None, None]
+        assert 'output' in res['attributes']
+        assert res['resource_identity'] == {
+            'stack_name': 'p', 'stack_id': 'None', 'tenant': project,
+            'path': '/resources/%s' % name}
+        assert res['stack_identity'] == dict(res['resource_identity'],
+                                             path='')
+        assert (res['properties']['fail'], res['properties']['wait_secs'],
+                res['properties']['update_replace']) == (False, 0, False)
+    assert (by_name['one']['properties']['value'],
+            by_name['one']['required_by']) == ('fred', ['two'])
+    assert (by_name['two']['properties']['value'],
+            by_name['two']['required_by']) == ('abc', [])
+    assert by_name['three']['properties']['value'] == '******'
+    assert list(hc.stacks.list()) == []   # nothing stored
+
+    with pytest.raises(exc.HTTPBadRequest) as err:
+        hc.stacks.preview(template=PREVIEWED.replace(
+            'get_param: incomming', 'get_param: missing'),
+            stack_name='p', disable_rollback=True, environment=env)
+    assert 'missing' in str(err.value)
+
+    fields = _sent(tmp_path, PREVIEW_MAIN, {'nested.yaml': PREVIEW_NESTED},
+                   env_text=env)
+    result = hc.stacks.preview(stack_name='n', disable_rollback=True,
+                               **fields).to_dict()
+    main, rg = result['resources']
+    # the provider's resources in its place, named by its stack
+    assert [(r['resource_name'], r['parent_resource'], r['stack_name'],
+             r['properties']['value']) for r in main] == [
+        ('nested', 'main', 'n-main', 'abc')]
+    # a group: its members, each a nested stack of its own
+    assert [[(r['resource_name'], r['parent_resource'],
+              r['properties']['value']) for r in member]
+            for member in rg] == [[('nested', '0', None)]]

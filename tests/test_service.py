@@ -236,3 +236,31 @@ def test_progress_counts_resources_after_a_takeover(idle_engine, tmp_path):
     assert 'CREATE_COMPLETE  3/3 done, 0 in progress, 0 failed' in last, \
         out.getvalue()
     assert '/6' not in out.getvalue()
+
+
+def test_a_resource_list_says_what_needs_each_resource(engine, tmp_path):
+    """Heat's required_by on every resource of a listing (its needed_by),
+    the same as a resource's show says; after an update that moves a
+    dependency, the new one."""
+    svc, ctx = service.Service(engine), request.make()
+    chain = et.hot({'a': {'type': 'OS::Heat::None'},
+                    'b': {'type': 'OS::Heat::Value',
+                          'properties': {'value': {'get_resource': 'a'}}},
+                    'c': {'type': 'OS::Heat::None',
+                          'depends_on': ['a', 'b']}})
+    started = svc.stack_create(ctx, 's', et.bundle(tmp_path, chain), {})
+    et.wait(engine, started['id'], started['traversal_id'])
+
+    def listed():
+        return {r['resource_name']: r['required_by']
+                for r in svc.resource_list(ctx, 's')}
+    assert listed() == {'a': ['b', 'c'], 'b': ['c'], 'c': []}
+    assert {n: svc.resource_show(ctx, 's', n)['required_by']
+            for n in 'abc'} == listed()
+    chain['resources']['c']['depends_on'] = ['b']
+    chain['resources']['b'] = {'type': 'OS::Heat::Value',
+                               'properties': {'value': 'plain'}}
+    started = svc.stack_update(ctx, 's', et.bundle(tmp_path, chain, 'u.yaml'),
+                               {})
+    et.wait(engine, started['id'], started['traversal_id'])
+    assert listed() == {'a': [], 'b': ['c'], 'c': []}

@@ -155,11 +155,10 @@ class RemoteService:
         return {'stack_name': plan['stack_name'],
                 'resources': len(plan['resources']),
                 'description': plan['description'],
-                'parameters': plan['parameters'],
-                'resource_list': [
-                    {k: r[k] for k in ('resource_name', 'resource_type',
-                                       'requires', 'required_by')}
-                    for r in plan['resources']]}
+                'parameters': {k: v for k, v in plan['parameters'].items()
+                               if not k.startswith('OS::')},
+                'preview': plan['resources'],
+                'resource_list': plan['resource_list']}
 
     # -- starting traversals ------------------------------------------------
     def stack_create(self, ctx, name, bundle, params, disable_rollback=True,
@@ -350,8 +349,7 @@ class RemoteService:
         for r in rows:
             name, stack_id = _stack_of(r.get('links'))
             row = {k: v for k, v in r.items()
-                   if k not in ('links', 'logical_resource_id',
-                                'required_by')}
+                   if k not in ('links', 'logical_resource_id')}
             row.setdefault('parent_resource', None)
             row.update(stack_name=name, stack_id=stack_id,
                        resource_action=r['resource_status'].partition(

@@ -1,5 +1,6 @@
-"""What an update would do to each resource, without doing it (Heat's
-update preview, `openstack stack update --dry-run`).
+"""What a create would lay out (Heat's stack preview), and what an update
+would do to each resource, without doing it (Heat's update preview,
+`openstack stack update --dry-run`).
 
 Each resource of the new definition is compared with the row that
 stands for it now, as the update's decide step would compare them:
@@ -11,6 +12,7 @@ not observed here.
 """
 
 from converge import exception
+from converge import template
 from converge.db import api
 from converge.engine import changes
 from converge.engine import rows as rows_mod
@@ -18,6 +20,72 @@ from converge.engine import stacks
 from converge.engine import views
 
 KINDS = ('added', 'deleted', 'replaced', 'updated', 'unchanged')
+
+
+def create(defn, project_id, depth=0, parent=None):
+    """Heat's stack preview of the definition `defn` (nothing stored):
+    each resource as a create would start it (INIT_COMPLETE, no physical
+    id), with its properties as known before anything is made (defaults
+    filled in, what another resource gives null) and its attributes'
+    names; a resource that makes a nested stack whose template is known
+    (a provider, OS::Heat::Stack, a group) is the list of that stack's
+    own, as Heat lists it, each saying its `parent_resource`."""
+    required_by = {}
+    for name, deps in defn.dependencies().items():
+        for dep in deps:
+            required_by.setdefault(dep, []).append(name)
+    nested = {name: (child, params) for name, child, params in
+              stacks.nested_children(defn)}
+    out = []
+    for name, rdef in sorted(defn.resources.items()):
+        if name in nested:
+            child, params = nested[name]
+            inner = stacks.validate(
+                child, params, stack_name='%s-%s' % (defn.stack_name, name),
+                validate_values=False, project_id=project_id,
+                depth=depth + 1)
+            out.append(create(inner, project_id, depth + 1, name))
+            continue
+        out.append(_previewed(defn, name, rdef, project_id, parent,
+                              sorted(required_by.get(name, ()))))
+    return out
+
+
+def _previewed(defn, name, rdef, project_id, parent, required_by):
+    stack = {'stack_name': defn.stack_name, 'stack_id': 'None',
+             'tenant': project_id, 'path': ''}
+    try:
+        props = defn.resolve_properties(name, None)
+    except exception.ConvergeError:
+        props = {}
+    item = {'resource_name': name, 'logical_resource_id': name,
+            'resource_type': rdef.template_type,
+            'resource_action': 'INIT', 'resource_status': 'COMPLETE',
+            'resource_status_reason': '', 'physical_resource_id': '',
+            'description': rdef.description or '',
+            'creation_time': None, 'updated_time': None,
+            'stack_name': defn.stack_name,
+            'stack_identity': stack,
+            'resource_identity': dict(stack, path='/resources/%s' % name),
+            'required_by': required_by,
+            'requires': sorted(defn.dependencies().get(name, ())),
+            'properties': _known(props),
+            'attributes': dict.fromkeys(sorted(
+                rdef.plugin.attributes_schema) if rdef.plugin else ()),
+            'metadata': {}}
+    if parent is not None:
+        item['parent_resource'] = parent
+    return item
+
+
+def _known(value):
+    """A value known before anything is made, with what is not (another
+    resource's attribute or id) as null."""
+    if isinstance(value, dict):
+        return {k: _known(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_known(v) for v in value]
+    return None if template.is_unknown(value) else value
 
 
 def _item(name, rtype, row=None):

@@ -185,9 +185,13 @@ class Service:
         with self._quoting(ctx, bundle, params):
             defn = stacks.validate(bundle, params, stack_name=name,
                                    project_id=request.project_of(ctx))
+            # Heat's preview: nested stacks' resources too, as lists
+            tree = preview.create(defn, request.project_of(ctx))
+        mask = masking.Mask(secrecy.bundle_values(bundle, params))
         deps = defn.dependencies()
         return {'stack_name': name, 'resources': len(defn.resources),
                 'description': defn.description,
+                'preview': mask(tree) if mask else tree,
                 'parameters': {
                     k: '******' if k in getattr(defn, 'hidden_parameters',
                                                 ()) else v
@@ -439,7 +443,8 @@ class Service:
 
     def _resource_rows(self, st, depth, parent_resource):
         out = []
-        for name, row in sorted(views.resources(self.engine, st).items()):
+        rows, needed = views.resources_needed(self.engine, st)
+        for name, row in sorted(rows.items()):
             out.append({'resource_name': name,
                         'physical_resource_id': row.physical_id or '',
                         'resource_type': api.shown_type(row),
@@ -453,6 +458,7 @@ class Service:
                         'drift': row.drift,
                         'observed_time': views.iso_ts(row.observed_at)
                         if row.observed_at else None,
+                        'required_by': needed.get(name, []),
                         'stack_name': st.name, 'stack_id': st.id,
                         'parent_resource': parent_resource})
             if depth > 0:

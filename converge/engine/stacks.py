@@ -87,7 +87,7 @@ def validate(bundle, params, stack_name='stack', stack_id='',
             check_in_cloud(defn, cloud)
     except exception.InvalidTemplate as exc:
         raise exc.locate(bundle.template_path, bundle.line_of(exc.path))
-    for name, child, child_params in _nested_children(defn):
+    for name, child, child_params in nested_children(defn):
         try:
             check_depth(depth + 1)
         except exception.InvalidInput as exc:
@@ -134,7 +134,7 @@ def check_external(engine, defn, bundle, stack_id, project_id, cloud):
                     line_of=bundle.line_of)
 
 
-def _nested_children(defn):
+def nested_children(defn):
     """(resource name, child bundle, known parameters) of each nested
     stack whose template is known before anything is created."""
     for name, rdef in defn.resources.items():

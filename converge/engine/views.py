@@ -213,6 +213,24 @@ def resources(engine, st):
     return current_rows(rows, st.template_id)
 
 
+def resources_needed(engine, st):
+    """The current rows ({name: row}) and, for each name, the resources
+    that need it (Heat's required_by, from its rows' needed_by): what
+    each row recorded it was converged with (the rows it read), so a
+    listing parses no template."""
+    with engine.db.read() as s:
+        live = api.resources_live(s, st.id)
+    names = {r.id: r.name for r in live}
+    current = current_rows(live, st.template_id)
+    needed = {}
+    for name, row in current.items():
+        for row_id in row.requires or ():
+            dep = names.get(row_id)
+            if dep is not None and dep != name:
+                needed.setdefault(dep, set()).add(name)
+    return current, {n: sorted(v) for n, v in needed.items()}
+
+
 def nested(engine, st, row):
     """A resource's nested stack, as its plug-in knows it: (stack id,
     stack name, member rows) or None when it has no members (only a

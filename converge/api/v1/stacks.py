@@ -150,16 +150,25 @@ class Controller(common.Controller):
         plan = self.service.stack_preview(
             ctx, common.string(data, 'stack_name') or 'preview',
             _bundle(data), common.mapping(data, 'parameters'))
+        description = plan['description'] or 'No description'
         return common.reply({'stack': {
+            # as Heat's: a stack not stored has the id 'None'
+            'id': 'None', 'parent': None,
             'stack_name': plan['stack_name'],
-            'description': plan['description'],
-            'template_description': plan['description'],
-            'parameters': plan['parameters'],
+            'description': description,
+            'template_description': description,
+            'parameters': dict(plan['parameters'], **{
+                'OS::stack_id': 'None',
+                'OS::stack_name': plan['stack_name'],
+                'OS::project_id': ctx.project_id}),
             'disable_rollback': common.flag(
                 data.get('disable_rollback', True), 'disable_rollback'),
             'timeout_mins': _timeout(data),
-            'resources': [dict(r, logical_resource_id=r['resource_name'])
-                          for r in plan['resource_list']]}})
+            'stack_owner': None, 'capabilities': [],
+            'notification_topics': [],
+            'resources': plan['preview'],
+            # the flat list (requires too) converge's own CLI prints
+            'resource_list': plan['resource_list']}})
 
     # -- finding a stack by name ------------------------------------------
     @action('stacks:lookup')
