@@ -119,13 +119,11 @@ class RemoteService:
         return self._started(answer, path.rsplit('/', 1)[1])
 
     # -- templates ----------------------------------------------------------
-    def template_validate(self, ctx, bundle, params):
-        info = _sending(bundle, lambda: self.http.request(
+    def template_validate(self, ctx, bundle, params, show_nested=False):
+        return _sending(bundle, lambda: self.http.request(
             'POST', '/validate', dict(bundles.fields(bundle),
-                                      parameters=params))).body
-        # Heat's route adds the environment it was sent
-        info.pop('Environment', None)
-        return info
+                                      parameters=params),
+            query={'show_nested': 'True'} if show_nested else None)).body
 
     def resource_types(self, ctx, name=None, with_description=False):
         return self.http.get('/resource_types', name=name,

@@ -143,13 +143,23 @@ class Service:
         return {'id': stack_id, 'traversal_id': traversal_id}
 
     # -- templates ----------------------------------------------------------
-    def template_validate(self, ctx, bundle, params):
-        """The template's parameters and description (Heat's
-        validate_template answer); nothing is stored."""
+    def template_validate(self, ctx, bundle, params, show_nested=False):
+        """The template's parameters and description, the environment it
+        was read with, and (`show_nested`) its nested stacks' parameters:
+        Heat's validate_template answer; nothing is stored."""
+        project = request.project_of(ctx)
         with self._quoting(ctx, bundle, params):
             defn = stacks.validate(bundle, params, validate_values=False,
-                                   project_id=request.project_of(ctx))
-            return defn.validate_info()
+                                   project_id=project)
+            info = defn.validate_info()
+            nested = stacks.nested_parameters(defn, project) \
+                if show_nested else None
+        if nested:
+            info['NestedParameters'] = nested
+        shown = stacks.environment_shown(defn, params)
+        mask = masking.Mask(secrecy.bundle_values(bundle, params))
+        info['Environment'] = mask(shown) if mask else shown
+        return info
 
     def resource_types(self, ctx, name=None, with_description=False):
         return catalog.resource_types(name, with_description)

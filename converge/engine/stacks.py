@@ -100,6 +100,50 @@ def validate(bundle, params, stack_name='stack', stack_id='',
     return defn
 
 
+def environment_shown(defn, params=None):
+    """The environment a template was validated with, as Heat's validate
+    answers it: its parameters (the request's too), parameter defaults,
+    event sinks and resource registry, where each provider template the
+    template names as a type is registered as itself."""
+    env = defn.bundle.environment or {}
+    registry = dict(env.get('resource_registry') or {})
+    registry['resources'] = registry.get('resources') or {}
+    for rdef in defn.resources.values():
+        if template.is_provider(rdef.template_type):
+            registry.setdefault(rdef.template_type, rdef.template_type)
+    shown = {'parameters': dict(env.get('parameters') or {},
+                                **(params or {})),
+             'parameter_defaults': dict(env.get('parameter_defaults') or {}),
+             'event_sinks': list(env.get('event_sinks') or []),
+             'resource_registry': registry}
+    if env.get('parameter_merge_strategies'):
+        shown['parameter_merge_strategies'] = \
+            env['parameter_merge_strategies']
+    return shown
+
+
+def nested_parameters(defn, project_id, depth=0):
+    """Heat's validate with show_nested: {resource: its nested stack's
+    Type, Description and Parameters (a value its properties give as
+    Value), and its own NestedParameters}, for each nested stack whose
+    template is known before anything is made."""
+    out = {}
+    for name, child, child_params in nested_children(defn):
+        inner = validate(child, child_params,
+                         stack_name='%s-%s' % (defn.stack_name, name),
+                         validate_values=False, project_id=project_id,
+                         depth=depth + 1)
+        info = inner.validate_info()
+        entry = {'Type': defn.resources[name].template_type,
+                 'Description': inner.description or '',
+                 'Parameters': info['Parameters']}
+        deeper = nested_parameters(inner, project_id, depth + 1)
+        if deeper:
+            entry['NestedParameters'] = deeper
+        out[name] = entry
+    return out
+
+
 def check_in_cloud(defn, cloud):
     """Heat's custom constraints, against the stack's cloud: every
     parameter's ``custom_constraint`` and every property whose schema

@@ -14,12 +14,10 @@ class Controller(common.Controller):
     @action('stacks:validate_template')
     def validate(self, req, ctx):
         data = common.body(req)
-        info = self.service.template_validate(
-            ctx, _bundle(data), common.mapping(data, 'parameters'))
-        if common.flag(req.GET.get('show_nested'), 'show_nested'):
-            info.setdefault('NestedParameters', {})
-        info.setdefault('Environment', data.get('environment') or {})
-        return common.reply(info)
+        return common.reply(self.service.template_validate(
+            ctx, _bundle(data), common.mapping(data, 'parameters'),
+            show_nested=common.flag(req.GET.get('show_nested'),
+                                    'show_nested')))
 
     @action('stacks:list_resource_types')
     def resource_types(self, req, ctx):
