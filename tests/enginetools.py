@@ -56,6 +56,12 @@ def resources(engine, stack):
     return views.resources(engine, stack)
 
 
+def stack_of(engine, stack_id):
+    """The stack's record (a nested stack's too)."""
+    with engine.db.read() as s:
+        return api.stack_record(s, stack_id)
+
+
 def status(stack):
     return '%s_%s' % (stack.action, stack.status)
 

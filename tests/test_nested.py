@@ -249,6 +249,59 @@ outputs:
 '''
 
 
+ZERO_GROUP = HOT + '''
+parameters:
+  n: {type: number, default: 0}
+resources:
+  random_group:
+    type: OS::Heat::ResourceGroup
+    properties:
+      count: {get_param: n}
+      resource_def:
+        type: My::RandomString
+        properties: {length: 30, salt: initial}
+'''
+BAD_MEMBER = HOT + '''
+parameters:
+  length: {type: string, default: 50}
+  salt: {type: string, default: initial}
+resources:
+  random:
+    type: OS::Heat::RandomString
+    properties:
+      length: BAD
+'''
+
+
+def test_a_group_of_no_members_does_not_check_its_member(engine,
+                                                         tmp_path):
+    """Heat's ResourceGroupTest.test_resource_group_zero_novalidate: a
+    group of count 0 (a feature turned off) is made, empty, though its
+    member's template would be refused; given members, it is refused,
+    naming the member template's file, line and property, and nothing
+    changes."""
+    from converge import exception, template
+    from converge.engine import stacks
+    from tests import enginetools as et
+    (tmp_path / 'provider.yaml').write_text(BAD_MEMBER)
+    (tmp_path / 'top.yaml').write_text(ZERO_GROUP)
+    (tmp_path / 'env.yaml').write_text(
+        'resource_registry:\n  My::RandomString: provider.yaml\n')
+    bundle = template.load_bundle(str(tmp_path / 'top.yaml'),
+                                  [str(tmp_path / 'env.yaml')])
+    stack = et.run(engine, stacks.create, 'g', bundle, {})
+    assert et.status(stack) == 'CREATE_COMPLETE'
+    group = et.resources(engine, stack)['random_group']
+    child = et.stack_of(engine, group.physical_id)
+    assert et.resources(engine, child) == {}
+    with pytest.raises(exception.InvalidTemplate) as err:
+        stacks.update(engine, stack.id, bundle, {'n': '2'})
+    assert str(err.value) == ('%s:10: resources.random.properties.length: '
+                              '"BAD" is not an integer'
+                              % (tmp_path / 'provider.yaml'))
+    assert et.status(et.stack_of(engine, stack.id)) == 'CREATE_COMPLETE'
+
+
 def test_a_resource_group_names_its_members_and_removes_by_policy(
         cli, tmp_path):
     (tmp_path / 'g.yaml').write_text(GROUP)

@@ -65,9 +65,7 @@ HEAT_EXPECTATIONS = [
 
 def _members(engine, stack, group='random_group'):
     """The group's members: name -> resource row."""
-    child_id = et.resources(engine, stack)[group].physical_id
-    with engine.db.read() as s:
-        child = api.stack_record(s, child_id)
+    child = et.stack_of(engine, et.resources(engine, stack)[group].physical_id)
     return et.resources(engine, child), child
 
 

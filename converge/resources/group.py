@@ -610,10 +610,14 @@ class ResourceGroup(MemberAttributes, nested.Nested):
     def child_to_validate(cls, values):
         """One member, as the group would make it (when its type is
         known): a member's provider template is checked before anything
-        is created."""
+        is created. A group of no members (a count known to be 0: a
+        feature turned off) has none to check, as Heat's: its member's
+        values may name what this cloud lacks."""
         rdef = values.get('resource_def')
         if not isinstance(rdef, dict) or not isinstance(rdef.get('type'),
                                                         str):
+            return None
+        if values.get('count', 1) == 0:
             return None
         return _child(values, ['0'])
 
