@@ -302,6 +302,48 @@ def test_a_group_of_no_members_does_not_check_its_member(engine,
     assert et.status(et.stack_of(engine, stack.id)) == 'CREATE_COMPLETE'
 
 
+GROUP_OF_GROUPS = HOT + '''
+resources:
+  parent_group:
+    type: OS::Heat::ResourceGroup
+    properties:
+      count: 2
+      resource_def: {type: child.yaml}
+'''
+CHILD_GROUP = HOT + '''
+resources:
+  child_group:
+    type: OS::Heat::ResourceGroup
+    properties:
+      count: 2
+      resource_def: {type: OS::Heat::Value, properties: {value: test}}
+'''
+
+
+def test_nested_stacks_have_their_parents_timeout(engine, tmp_path):
+    """Heat's test_create_nested_groups_with_timeout: every nested stack
+    (a group's, a provider's, the groups' in those) has the timeout the
+    top stack was given."""
+    from converge import template
+    from converge.engine import stacks
+    from tests import enginetools as et
+    (tmp_path / 'child.yaml').write_text(CHILD_GROUP)
+    (tmp_path / 'top.yaml').write_text(GROUP_OF_GROUPS)
+    bundle = template.load_bundle(str(tmp_path / 'top.yaml'))
+
+    def timeouts(stack):
+        found = []
+        for row in et.resources(engine, stack).values():
+            if row.physical_id and row.type != 'OS::Heat::Value':
+                child = et.stack_of(engine, row.physical_id)
+                found += [child.timeout_mins] + timeouts(child)
+        return found
+    stack = et.run(engine, stacks.create, 't', bundle, {}, timeout=10)
+    assert et.status(stack) == 'CREATE_COMPLETE'
+    # the top group, its two members (child.yaml), their two groups
+    assert timeouts(stack) == [10] * 5
+
+
 def test_a_resource_group_names_its_members_and_removes_by_policy(
         cli, tmp_path):
     (tmp_path / 'g.yaml').write_text(GROUP)

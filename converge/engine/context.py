@@ -113,6 +113,7 @@ class Engine:
         info = base.StackInfo(stack.id, stack.name, stack.project_id,
                               getattr(stack, 'template_id', None))
         info.cloud = cloud
+        info.timeout_mins = getattr(stack, 'timeout_mins', None)
         return cls(row.name, props, metadata=metadata, stack=info,
                    uuid=row.uuid, physical_id=row.physical_id,
                    data=row.data,

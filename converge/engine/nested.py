@@ -40,6 +40,13 @@ def tree(engine, stack_id):
         return api.stack_tree(s, stack_id)
 
 
+def _timeout(parent, child):
+    """A nested stack's timeout: its own (OS::Heat::Stack's `timeout`),
+    else its parent's, as Heat gives a provider's or a group's stack the
+    parent's timeout_mins."""
+    return child.get('timeout') or getattr(parent, 'timeout_mins', None)
+
+
 def _stamp(when):
     return when.replace(tzinfo=datetime.timezone.utc).timestamp() \
         if when else None
@@ -137,7 +144,7 @@ class NestedStacks:
         return stacks.create(
             self.engine,
             children.child_name(parent.name, resource_name, new_id),
-            bundle, params, timeout=child.get('timeout'),
+            bundle, params, timeout=_timeout(parent, child),
             project_id=parent.project_id, stack_id=new_id,
             parent=(parent.id, resource_name, depth))
 
@@ -147,8 +154,8 @@ class NestedStacks:
         doing it."""
         bundle, params = self._bundle(parent, resource_name, child)
         return stacks.update(self.engine, stack_id, bundle, params,
-                             rollback=False, timeout=child.get('timeout'),
-                             only=only)[1]
+                             rollback=False,
+                             timeout=_timeout(parent, child), only=only)[1]
 
     def delete(self, stack_id):
         return stacks.delete(self.engine, stack_id)[1]

@@ -104,6 +104,9 @@ class StackInfo:
         #: the cloud the stack lives in (a clouds.yaml name), None for
         #: the simulated cloud
         self.cloud = None
+        #: its timeout in minutes (None: none), which its nested stacks
+        #: get unless they say otherwise (Heat)
+        self.timeout_mins = None
 
 
 class Resource:
