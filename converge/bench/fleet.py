@@ -95,6 +95,7 @@ class Deployment:
         }
         for section, values in (options or {}).items():
             sections.setdefault(section, {}).update(values)
+        self.sim_url = sections['sim']['connection']
         self.conf = os.path.join(str(directory), 'converge.conf')
         with open(self.conf, 'w') as f:
             for section, values in sections.items():
@@ -190,6 +191,16 @@ class Deployment:
                 except ProcessLookupError:
                     pass
                 proc.wait()
+        # the sim's agent host a worker or API started is a session of its
+        # own (it outlives a restart of the process that started it), so
+        # the process groups above do not reach it
+        disks = os.path.join(str(self.dir), 'sim-disks')
+        if os.path.isdir(disks):
+            from converge.drivers.sim import agents
+            try:
+                agents.shutdown(self.sim_url, disks)
+            except Exception:
+                pass
         try:
             conn = _admin(self.db)
             drop = 'DROP DATABASE IF EXISTS %s' % self.name
