@@ -344,6 +344,93 @@ def test_nested_stacks_have_their_parents_timeout(engine, tmp_path):
     assert timeouts(stack) == [10] * 5
 
 
+OVERRIDDEN = HOT + '''
+resources:
+  secret1:
+    type: OS::Heat::RandomString
+outputs:
+  out: {value: {get_attr: [secret1, value]}}
+'''
+OVERRIDING = HOT + '''
+resources:
+  secret2:
+    type: OS::Heat::RandomString
+outputs:
+  value: {value: {get_attr: [secret2, value]}}
+'''
+
+
+def test_a_provider_overriding_a_type_uses_the_type_itself(engine,
+                                                           tmp_path):
+    """Heat's TemplateResourceTest.test_no_infinite_recursion: the
+    registry maps OS::Heat::RandomString to a template that uses
+    OS::Heat::RandomString; inside it the mapping that made it does not
+    apply (it would include itself), so the real type is made there."""
+    from converge import template
+    from converge.engine import stacks
+    from tests import enginetools as et
+    (tmp_path / 'nested.yaml').write_text(OVERRIDING)
+    (tmp_path / 'top.yaml').write_text(OVERRIDDEN)
+    (tmp_path / 'env.yaml').write_text(
+        'resource_registry:\n  "OS::Heat::RandomString": nested.yaml\n')
+    stack = et.run(engine, stacks.create, 'r', template.load_bundle(
+        str(tmp_path / 'top.yaml'), [str(tmp_path / 'env.yaml')]), {})
+    assert et.status(stack) == 'CREATE_COMPLETE', stack.status_reason
+    secret1 = et.resources(engine, stack)['secret1']
+    child = et.stack_of(engine, secret1.physical_id)
+    inner = et.resources(engine, child)['secret2']
+    assert (inner.type, len(inner.attributes['value'])) == (
+        'OS::Heat::RandomString', 32)
+    assert secret1.attributes['value'] == inner.attributes['value']
+
+
+INSTANCES = '''{
+  "AWSTemplateFormatVersion" : "2010-09-09",
+  "Resources": {
+    "JobServerGroup": {
+      "Type": "OS::Heat::InstanceGroup",
+      "Properties": {
+        "LaunchConfigurationName" : {"Ref": "JobServerConfig"},
+        "Size" : "2", "AvailabilityZones" : ["nova"]}},
+    "JobServerConfig" : {
+      "Type" : "AWS::AutoScaling::LaunchConfiguration",
+      "Properties": {"ImageId": "cirros", "InstanceType": "m1.tiny",
+                     "SecurityGroups": ["sg-1"], "UserData": "data"}}}
+}'''
+INSTANCE = HOT + '''
+parameters:
+  ImageId: {type: string}
+  InstanceType: {type: string}
+  SecurityGroups: {type: comma_delimited_list}
+  UserData: {type: string}
+  Tags: {type: comma_delimited_list}
+resources:
+  random1:
+    type: OS::Heat::TestResource
+outputs:
+  PublicIp: {value: {get_attr: [random1, output]}}
+'''
+
+
+def test_an_instance_groups_members_are_given_tags(engine, tmp_path):
+    """Heat's InstanceGroupBasicTest: AWS::EC2::Instance mapped to a
+    template whose Tags parameter has no default; the group gives its
+    members Tags (none here) as Heat's does, so they are made."""
+    from converge import template
+    from converge.engine import stacks
+    from tests import enginetools as et
+    (tmp_path / 'provider.yaml').write_text(INSTANCE)
+    (tmp_path / 'top.json').write_text(INSTANCES)
+    (tmp_path / 'env.yaml').write_text(
+        'resource_registry:\n  AWS::EC2::Instance: provider.yaml\n')
+    stack = et.run(engine, stacks.create, 'i', template.load_bundle(
+        str(tmp_path / 'top.json'), [str(tmp_path / 'env.yaml')]), {})
+    assert et.status(stack) == 'CREATE_COMPLETE', stack.status_reason
+    group = et.resources(engine, stack)['JobServerGroup']
+    members = et.resources(engine, et.stack_of(engine, group.physical_id))
+    assert len(members) == 2
+
+
 def test_a_resource_group_names_its_members_and_removes_by_policy(
         cli, tmp_path):
     (tmp_path / 'g.yaml').write_text(GROUP)

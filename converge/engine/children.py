@@ -86,6 +86,16 @@ def child_bundle(pbundle, parent_name, resource_name, child):
             'The nested stack\'s template is not a YAML mapping',
             filename=path)
     env = child_environment(pbundle.environment, resource_name)
+    provider = child.get('path')
+    if provider:
+        # as Heat's (its item_to_remove): the registry entry that made
+        # this resource a provider does not reach inside it, so a
+        # template overriding a built-in type uses the built-in itself
+        registry = env['resource_registry']
+        for key in [k for k, v in registry.items() if k != 'resources' and
+                    isinstance(v, str) and provider in (
+                        v, pbundle.file_key(v))]:
+            del registry[key]
     # a provider's references are relative to its own file; an inline
     # template's to the parent's
     base = child['path'] if '://' in (child.get('path') or '') \

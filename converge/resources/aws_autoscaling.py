@@ -140,10 +140,9 @@ class _Group(translated.Translated, autoscaling.AutoScalingGroup):
 
     @classmethod
     def _member_of(cls, v, path):
-        extra = {}
-        tags = v.get('Tags')
-        if tags:
-            extra['Tags'] = tags
+        # always, as Heat's groups give them (an empty list too): a
+        # member's provider template may declare Tags with no default
+        extra = {'Tags': v.get('Tags') or []}
         subnets = v.get('VPCZoneIdentifier')
         if isinstance(subnets, list) and subnets:
             extra['SubnetId'] = subnets[0]
