@@ -356,6 +356,24 @@ class Resource:
         return values
 
     @classmethod
+    def implied_requires(cls, props, others):
+        """Names of the template's other resources this one must follow
+        though its properties name none of them (Heat's
+        ``add_dependencies``: a server waits for the subnets of the
+        networks it is on, or Neutron refuses to boot it).
+
+        :param props: its properties as far as they are known before
+            anything is made, read with ``props.get(key)`` (a
+            get_resource stands as the name, what waits on another
+            resource is UNKNOWN)
+        :param others: the template's other resources: ``others.of(cls,
+            ...)`` lists (name, properties as known) of those whose
+            plug-in is one of the classes or a subclass
+        Default: none.
+        """
+        return ()
+
+    @classmethod
     def attribute_names(cls):
         return set(cls.attributes_schema) | {'show'}
 

@@ -15,6 +15,7 @@ from converge.resources import constraints
 from converge.resources import neutron
 from converge.resources import none
 from converge.resources import properties as p
+from converge.resources import router
 
 
 class FloatingIP(neutron.NeutronObject):
@@ -25,6 +26,19 @@ class FloatingIP(neutron.NeutronObject):
     update_fields = ('port_id', 'fixed_ip_address')
     drift_fields = ('port_id', 'fixed_ip_address')
     cleared = {'port_id': None, 'fixed_ip_address': None}
+
+    @classmethod
+    def implied_requires(cls, props, others):
+        # an address on an external network is reachable once a router
+        # of the template has its gateway there (Heat's floating IP)
+        network = props.get('floating_network') or \
+            props.get('floating_network_id')
+        if not network or neutron.has_unknown(network):
+            return ()
+        return [name for name, rprops in others.of(router.Router)
+                if isinstance(rprops.get('external_gateway_info'), dict)
+                and rprops.get('external_gateway_info').get('network') ==
+                network]
 
     properties_schema = {
         'floating_network_id': p.Schema(

@@ -154,6 +154,38 @@ class Net(NeutronObject):
         return out
 
 
+def _known(value):
+    return value is not None and value != '' and not has_unknown(value)
+
+
+def has_unknown(value):
+    if value is p.UNKNOWN:
+        return True
+    if isinstance(value, (dict, list)):
+        return any(has_unknown(x) for x in (
+            value.values() if isinstance(value, dict) else value))
+    return False
+
+
+def subnets_on(networks, others, unknown_counts=True):
+    """The template's subnets on any of `networks` (the values of a
+    server's or port's network properties before anything is made: a
+    get_resource stands as the network resource's name): Neutron picks
+    any subnet of a network for an address, so a server or port is made
+    after all of them (Heat's rule). With `unknown_counts`, as Heat does
+    for a server, a network or a subnet's network not known yet counts
+    as a match."""
+    found = []
+    for name, props in others.of(Subnet):
+        net = props.get('network') or props.get('network_id')
+        if unknown_counts and (not _known(net) or
+                               any(not _known(n) for n in networks)):
+            found.append(name)
+        elif _known(net) and net in networks:
+            found.append(name)
+    return found
+
+
 IPV6_MODES = ('dhcpv6-stateful', 'dhcpv6-stateless', 'slaac')
 
 

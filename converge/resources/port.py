@@ -42,6 +42,13 @@ class Port(neutron.NeutronObject):
                'dns_name': '', 'tags': [], 'allowed_address_pairs': [],
                'qos_policy_id': None, 'binding:vnic_type': 'normal'}
 
+    @classmethod
+    def implied_requires(cls, props, others):
+        # Neutron gives a port an address from any subnet of its network:
+        # the template's subnets of that network first (Heat's port)
+        network = props.get('network') or props.get('network_id')
+        return neutron.subnets_on([network], others, unknown_counts=False)
+
     properties_schema = {
         'name': p.Schema(p.STRING, 'A symbolic name for this port.',
                          update_allowed=True),

@@ -34,6 +34,7 @@ from converge import exception
 from converge import userdata
 from converge.resources import base
 from converge.resources import none
+from converge.resources import neutron
 from converge.resources import properties as p
 
 #: statuses a server settles in; anything else (BUILD, REBUILD, RESIZE,
@@ -323,6 +324,19 @@ class Server(base.Resource):
     }
 
     # -- validation -------------------------------------------------------
+    @classmethod
+    def implied_requires(cls, props, others):
+        # Neutron refuses to boot on a network without a subnet: wait
+        # for the template's subnets of the networks it is on (and for
+        # every subnet when one of them is not known yet, or given only
+        # as a port), as Heat's server does
+        nets = props.get('networks')
+        if not isinstance(nets, list) or not nets:
+            return ()
+        return neutron.subnets_on(
+            [n.get('network') if isinstance(n, dict) else None
+             for n in nets], others)
+
     @classmethod
     def validate_more(cls, values, path):
         def known(v):

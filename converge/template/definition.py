@@ -6,6 +6,7 @@ import json
 
 from converge import exception
 from converge import memory
+from converge.resources import base as res_base
 from converge.resources import registry as default_registry
 from converge.resources.properties import UNKNOWN
 from converge.template import cfn_functions
@@ -120,6 +121,61 @@ class ResourceDefinition:
 
     def __repr__(self):
         return '<ResourceDefinition %s (%s)>' % (self.name, self.type)
+
+
+#: the plug-ins' default implied_requires: none to add
+_NO_IMPLIED = res_base.Resource.implied_requires.__func__
+
+
+class _Known:
+    """A resource's properties as known before anything is made, each
+    resolved when first read (a server's user_data is not resolved to
+    find its networks)."""
+
+    def __init__(self, parsed, vctx):
+        self._parsed = parsed if isinstance(parsed, dict) else {}
+        self._vctx = vctx
+        self._seen = {}
+
+    def get(self, key, default=None):
+        if key not in self._seen:
+            value = self._parsed.get(key)
+            try:
+                value = fn.resolve(value, self._vctx)
+            except exception.ConvergeError:
+                value = None   # its own check reports it, in its place
+            self._seen[key] = value
+        value = self._seen[key]
+        return default if value is None else value
+
+
+class _Others:
+    """The resources of a definition as implied_requires sees them:
+    by plug-in class, each with its properties as known (_Known)."""
+
+    def __init__(self, resources, vctx):
+        self._resources = resources
+        self._vctx = vctx
+        self._props = {}
+        self._of = {}
+
+    def props(self, name):
+        found = self._props.get(name)
+        if found is None:
+            found = self._props[name] = _Known(
+                self._resources[name]._properties, self._vctx)
+        return found
+
+    def of(self, *classes):
+        # asked once per resource of a type that has implied requires:
+        # the names of each kind are found once
+        names = self._of.get(classes)
+        if names is None:
+            names = self._of[classes] = [
+                n for n, rd in self._resources.items()
+                if isinstance(rd.plugin, type) and
+                issubclass(rd.plugin, classes)]
+        return [(n, self.props(n)) for n in names]
 
 
 class _Output:
@@ -653,6 +709,38 @@ class StackDefinition:
 
         for rd in later:
             self._check_props(rd, fn.resolve(rd._properties, vctx), vctx)
+        self._add_implied(vctx)
+
+    def _add_implied(self, vctx):
+        """Order each resource after those its plug-in says it must
+        follow though it names none of them (implied_requires), unless
+        that would close a cycle (the other follows it already)."""
+        others = _Others(self.resources, vctx)
+        for name, rd in self.resources.items():
+            hook = getattr(rd.plugin, 'implied_requires', None)
+            if hook is None or getattr(hook, '__func__', None) is \
+                    _NO_IMPLIED:
+                continue
+            props = others.props(name)
+            for other in hook(props, others) or ():
+                if other != name and other in self.resources and \
+                        other not in rd.requires and \
+                        not self._reaches(other, name):
+                    rd.requires.add(other)
+                    rd.depends_on.add(other)
+
+    def _reaches(self, start, goal):
+        seen, todo = set(), [start]
+        while todo:
+            n = todo.pop()
+            if n == goal:
+                return True
+            if n in seen:
+                continue
+            seen.add(n)
+            todo.extend(self.resources[n].requires if n in self.resources
+                        else ())
+        return False
 
     @staticmethod
     def _sources(plugin, props, path):

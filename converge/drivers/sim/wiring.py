@@ -28,7 +28,7 @@ from converge.drivers.sim import l3
 from converge.drivers.sim import neutron
 from converge.drivers.sim import rows
 from converge.drivers.sim import store
-from converge.drivers.sim.rows import conflict, missing
+from converge.drivers.sim.rows import bad, conflict, missing
 
 #: the network a server is on when it names none: addresses from the
 #: counter, no port
@@ -126,6 +126,11 @@ class Wiring:
                    'use a Network ID to be more specific.')
         if net is None:
             return None
+        if not ctx.all('subnet', parent=net.id, visible_only=False):
+            # Nova's answer: it boots a server only where Neutron can
+            # give it an address
+            raise bad('Network %s requires a subnet in order to boot '
+                      'instances on.' % net.id)
         return ('network', net, [fixed] if fixed else None)
 
     def _group(self):
