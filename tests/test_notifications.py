@@ -168,3 +168,48 @@ def test_event_sinks_send_a_stacks_events_to_its_topic_too(
     wait_for(lambda: 'orchestration.stack.create.end' in on_sink.types())
     assert {pl['stack_name'] for _p, _t, pl in on_sink.items} == {'sunk'}
     assert on_sink.of('orchestration.resource.create.end')
+
+
+ASG = '''heat_template_version: 2018-08-31
+resources:
+  asg:
+    type: OS::Heat::AutoScalingGroup
+    properties:
+      resource: {type: OS::Heat::RandomString}
+      min_size: 1
+      desired_capacity: 2
+      max_size: 3
+  up:
+    type: OS::Heat::ScalingPolicy
+    properties:
+      adjustment_type: change_in_capacity
+      auto_scaling_group_id: {get_resource: asg}
+      cooldown: 0
+      scaling_adjustment: 1
+'''
+
+
+def test_a_scaling_signal_is_heard_as_heats_autoscaling(deployment, heard,
+                                                        tmp_path):
+    """Heat's test_notifications.test_asg_notifications: a policy's
+    signal is heard as orchestration.autoscaling.start and .end (not a
+    stack update), saying the group, the adjustment and the capacity."""
+    d = deployment
+    d.start_worker()
+    tmpl = tmp_path / 'asg.yaml'
+    tmpl.write_text(ASG)
+    d.cli('stack', 'create', 'scaled', '-t', str(tmpl), '--wait')
+    wait_for(lambda: 'orchestration.stack.create.end' in heard.types())
+    d.cli('stack', 'resource', 'signal', 'scaled', 'up')
+    wait_for(lambda: 'orchestration.autoscaling.end' in heard.types())
+    [start] = heard.of('orchestration.autoscaling.start')
+    [end] = heard.of('orchestration.autoscaling.end')
+    for payload in (start, end):
+        assert (payload['stack_name'], payload['groupname'],
+                payload['adjustment'], payload['adjustment_type'],
+                payload['capacity']) == (
+            'scaled', 'asg', 1, 'change_in_capacity', 3)
+    assert end['state'] == 'UPDATE_COMPLETE'
+    # the group's own nested stack updates; the stack itself does not
+    assert not [pl for pl in heard.of('orchestration.stack.update.start')
+                if pl['stack_name'] == 'scaled']

@@ -144,8 +144,17 @@ class Relay:
                     'create_at': _iso(trav.created_at)}
                 when = trav.created_at if status == 'IN_PROGRESS' \
                     else trav.finished_at
-                new.append((_epoch(when), key, 'orchestration.stack.%s.%s'
-                            % (trav.action.lower(), _PHASE[status]), status,
+                scaling = (trav.options or {}).get('cause', {}).get(
+                    'scaling')
+                if scaling:
+                    # a scaling signal's: Heat's autoscaling notification
+                    payload.update(scaling)
+                    event_type = 'orchestration.autoscaling.%s' % \
+                        _PHASE[status]
+                else:
+                    event_type = 'orchestration.stack.%s.%s' % (
+                        trav.action.lower(), _PHASE[status])
+                new.append((_epoch(when), key, event_type, status,
                             payload, template_id))
         return new
 

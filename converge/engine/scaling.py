@@ -113,7 +113,9 @@ def _signal(engine, stack_ident, resource_name, details, project_id,
                                    engine.definition(stack.template_id,
                                                      stack),
                                    rollback=False,
-                                   visit={grp.name: 'signalled: %s' % reason})
+                                   visit={grp.name: 'signalled: %s' % reason},
+                                   cause={'scaling': _scaling_cause(
+                                       policy, grp, capacity, reason)})
         record = store.ScalingStore.add(
             conn, stack.id, resource_name, signal_id, status, reason,
             group_key=grp.uuid if grp is not None else None,
@@ -129,6 +131,16 @@ def _signal(engine, stack_ident, resource_name, details, project_id,
         traversal.kick(engine, trav)
     return dict(record, repeated=False,
                 traversal_id=trav.id if trav else None)
+
+
+def _scaling_cause(policy, grp, capacity, reason):
+    """What a scaling traversal's notifications say of it (Heat's
+    autoscaling notification's fields)."""
+    props = policy.properties or {}
+    return {'adjustment': props.get('scaling_adjustment'),
+            'adjustment_type': props.get('adjustment_type'),
+            'capacity': capacity, 'groupname': grp.name,
+            'message': reason}
 
 
 def _event_reason(status, reason, details):

@@ -50,7 +50,7 @@ ANALYZE_MIN_NODES = 500
 
 def start(engine, session, stack, template_id, action, defn, rollback=False,
           prev_template_id=None, parent=None, keep_template=False,
-          converge=False, only=None, visit=None):
+          converge=False, only=None, visit=None, cause=None):
     """Lay out a traversal in the caller's transaction; return it (with
     ``leaves``, the nodes to send once the transaction commits).
 
@@ -60,6 +60,9 @@ def start(engine, session, stack, template_id, action, defn, rollback=False,
     :param visit: {name: why} an update visits though their definitions
         did not change (a group a scaling signal resizes), with what
         reads them
+    :param cause: what started it, kept in its options (``{'scaling':
+        {...}}``: a scaling signal, which notifications name as Heat's
+        autoscaling)
     """
     trav_id = api.new_id()
     requires = defn.dependencies() if defn is not None else {}
@@ -151,6 +154,8 @@ def start(engine, session, stack, template_id, action, defn, rollback=False,
         options['converge'] = True
     if parent:
         options['parent'] = parent
+    if cause:
+        options['cause'] = cause
     if getattr(stack, 'parent_id', None):
         # a nested stack's: whom to wake when it ends (traversal.ended)
         options['parent_stack'] = stack.parent_id

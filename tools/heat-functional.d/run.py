@@ -85,7 +85,28 @@ def modules(pattern=None):
     return sorted(found)
 
 
+def legacy_rabbit_options():
+    """test_notifications finds the broker in [oslo_messaging_rabbit]
+    rabbit_host, rabbit_port, rabbit_userid and rabbit_password, which
+    oslo.messaging no longer has (NoSuchOptError): registered here, as
+    the older oslo.messaging Heat's tests were written for had them, with
+    the broker converge-api publishes to (HEAT_FUNCTIONAL_BROKER)."""
+    url = os.environ.get('HEAT_FUNCTIONAL_BROKER')
+    if not url:
+        return
+    from urllib.parse import urlsplit
+    from oslo_config import cfg
+    parts = urlsplit(url)
+    cfg.CONF.register_opts([
+        cfg.StrOpt('rabbit_host', default=parts.hostname),
+        cfg.PortOpt('rabbit_port', default=parts.port or 5672),
+        cfg.StrOpt('rabbit_userid', default=parts.username),
+        cfg.StrOpt('rabbit_password', default=parts.password, secret=True),
+    ], group='oslo_messaging_rabbit')
+
+
 def run_module(name):
+    legacy_rabbit_options()
     recorder = Recorder()
     try:
         suite = unittest.defaultTestLoader.loadTestsFromName(name)
