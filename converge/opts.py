@@ -13,6 +13,11 @@ DEFAULT_OPTS = [
                help='Directory holding the embedded deployment\'s state '
                     '(database, locks, simulated cloud). Defaults to '
                     '$CONVERGE_HOME, else ~/.converge.'),
+    cfg.ListOpt('hidden_stack_tags', default=[],
+                help='Stacks with any of these tags are left out of stack '
+                     'lists unless hidden ones are asked for (Heat\'s '
+                     'option: `openstack stack list --hidden`, '
+                     'show_hidden=True).'),
     cfg.IntOpt('max_template_size', default=16 * 1024 * 1024, min=1,
                help='Largest template, environment or get_file file '
                     'accepted, in bytes.'),

@@ -107,7 +107,9 @@ def api(tmp_path_factory):
     home = str(d / 'home')
     conf = str(d / 'converge.conf')
     with open(conf, 'w') as f:
-        f.write('[DEFAULT]\nhome = %s\n' % home)
+        # Heat's devstack hides the stacks Sahara makes
+        f.write('[DEFAULT]\nhome = %s\nhidden_stack_tags = '
+                'data-processing-cluster\n' % home)
     proc, url = _start_api(conf, str(d / 'api.log'))
     yield API(conf, url)
     proc.terminate()
@@ -1056,3 +1058,21 @@ def test_validate_answers_as_heats(api):
                 'Parameters': {'aparam': dict(aparam, Value=5)},
                 'Type': 'mynested2.yaml'}}}},
         'Environment': environment(**provider)}
+
+
+def test_a_stack_with_a_hidden_tag_is_listed_only_when_asked(api):
+    """[DEFAULT] hidden_stack_tags: such a stack is left out of a list
+    (heat-tempest-plugin's test_hidden_stack), and listed with
+    show_hidden (`openstack stack list --hidden`)."""
+    hc = api.client('hidden', api.token('hidden')['token'])
+    template = {'heat_template_version': '2018-08-31',
+                'resources': {'v': {'type': 'OS::Heat::None'}}}
+    hc.stacks.create(stack_name='seen', template=template, tags='foo')
+    hc.stacks.create(stack_name='unseen', template=template,
+                     tags='foo,data-processing-cluster')
+    assert _settled(hc, 'unseen').stack_status == 'CREATE_COMPLETE'
+    assert [s.stack_name for s in hc.stacks.list()] == ['seen']
+    assert sorted(s.stack_name for s in hc.stacks.list(
+        show_hidden=True)) == ['seen', 'unseen']
+    # shown by name or id all the same
+    assert hc.stacks.get('unseen').tags == ['foo', 'data-processing-cluster']

@@ -280,9 +280,10 @@ class RemoteService:
 
     # -- stacks -------------------------------------------------------------
     def stack_list(self, ctx, show_nested=False, all_projects=False,
-                   show_deleted=False, **query):
+                   show_deleted=False, show_hidden=False, **query):
         q = {'show_nested': show_nested or None,
              'show_deleted': show_deleted or None,
+             'show_hidden': show_hidden or None,
              'global_tenant': all_projects or None}
         for key, value in (query.pop('filters', None) or {}).items():
             q[key] = value

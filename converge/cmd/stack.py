@@ -246,6 +246,9 @@ class ListStack(lister.Lister):
         parser.add_argument('--deleted', action='store_true',
                             help='Include deleted stacks (with their '
                                  'deletion time)')
+        parser.add_argument('--hidden', action='store_true',
+                            help='Include hidden stacks (those with a tag '
+                                 'of [DEFAULT] hidden_stack_tags)')
         return parser
 
     def take_action(self, args):
@@ -264,7 +267,7 @@ class ListStack(lister.Lister):
         query = listing.query(args)
         rows = self.app.service().stack_list(
             self.app.context(), show_nested=args.show_nested,
-            show_deleted=args.deleted, **query)
+            show_deleted=args.deleted, show_hidden=args.hidden, **query)
         rows = listing.sort_rows(rows, args.sort)
         return cols, [tuple(r.get(listing.KEYS[c]) for c in cols)
                       for r in rows]

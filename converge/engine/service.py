@@ -343,15 +343,17 @@ class Service:
     # -- stacks -------------------------------------------------------------
     @_read
     def stack_list(self, ctx, show_nested=False, all_projects=False,
-                   show_deleted=False, **query):
+                   show_deleted=False, show_hidden=False, **query):
         """The project's live stacks; nested stacks only when asked (each
         with its parent's id), deleted ones too when asked (Heat's
         show_deleted). `all_projects` (an admin's global_tenant) lists
         every project's. `query` is Heat's: filters (name, status,
         action, id: a value or a list of them), tags, tags_any, not_tags,
         not_tags_any, sort_keys, sort_dir, limit, marker (the last id of
-        the page before)."""
+        the page before). A stack with a tag of [DEFAULT]
+        hidden_stack_tags is left out unless `show_hidden`."""
         project = None if all_projects else request.project_of(ctx)
+        hidden = set() if show_hidden else set(conf.CONF.hidden_stack_tags)
         with self.engine.db.read() as s:
             rows = api.stack_list(s, project_id=project,
                                   show_nested=show_nested,
@@ -365,7 +367,8 @@ class Service:
                       'tags': list(st.tags or ()) or None,
                       'project': st.project_id,
                       'parent': st.parent_id}
-                     for st in rows]
+                     for st in rows
+                     if not hidden or not hidden.intersection(st.tags or ())]
         return listing.select_stacks(found, **query)
 
     @_read

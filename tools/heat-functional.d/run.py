@@ -147,6 +147,8 @@ def configure(clouds_yaml, conf_dir):
         'build_interval = 1', 'build_timeout = 300',
         'convergence_engine_enabled = true',
         'skip_scenario_tests = true',
+        # the devcloud's converge-api hides stacks with this tag
+        'hidden_stack_tag = data-processing-cluster',
     ]
     os.makedirs(conf_dir, exist_ok=True)
     with open(os.path.join(conf_dir, 'tempest.conf'), 'w') as f:

@@ -96,6 +96,7 @@ class Controller(common.Controller):
             ctx, show_nested=common.flag(q.get('show_nested'),
                                          'show_nested'),
             show_deleted=common.flag(q.get('show_deleted'), 'show_deleted'),
+            show_hidden=common.flag(q.get('show_hidden'), 'show_hidden'),
             all_projects=everyone, filters=filters,
             sort_keys=common.listed(req, 'sort_keys'),
             sort_dir=q.get('sort_dir'), limit=common.integer(
