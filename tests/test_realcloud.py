@@ -89,7 +89,9 @@ def test_network_stack_lives_in_the_cloud(cli, alice, tmp_path):
     assert output('db_volume') == volume.id
     assert output('private_key').startswith('-----BEGIN')
 
-    # in place: a rule of the security group, the servers resized
+    # in place: a rule of the security group, the servers resized, the
+    # attached volume extended where it is (Heat's test_create_update
+    # test_stack_update_flavor_volume)
     with open(NETWORK) as f:
         doc = yaml.safe_load(f)
     rules = doc['resources']['secgroup']['properties']['rules']
@@ -98,8 +100,12 @@ def test_network_stack_lives_in_the_cloud(cli, alice, tmp_path):
     changed = tmp_path / 'network2.yaml'
     changed.write_text(yaml.safe_dump(doc))
     cli.run('--os-cloud', 'devcloud-alice', 'stack', 'update', 'net',
-            '-t', str(changed), '--parameter', 'flavor=m1.small', '--wait',
-            timeout=600)
+            '-t', str(changed), '--parameter', 'flavor=m1.small',
+            '--parameter', 'volume_size=2', '--wait', timeout=600)
+    assert cli.json('--os-cloud', 'devcloud-alice', 'stack', 'show', 'net')[
+        'stack_status'] == 'UPDATE_COMPLETE'
+    grown = alice.block_storage.get_volume(volume.id)
+    assert (grown.size, grown.status) == (2, 'in-use')
     after = {s.name: s for s in _mine(alice, 'net')['servers']}
     assert {s.id for s in after.values()} == \
         {s.id for s in servers.values()}, 'resized in place, not replaced'

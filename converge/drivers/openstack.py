@@ -43,6 +43,8 @@ LOG = logging.getLogger(__name__)
 #: policy (2.64), the flavor embedded in a server (2.47), volume types
 #: in block_device_mapping_v2 (2.67)
 COMPUTE_MICROVERSION = '2.72'
+#: Cinder's microversion that extends a volume in use
+VOLUME_EXTEND_IN_USE = '3.42'
 #: seconds a server's state read by the shared list is good for
 WATCH_INTERVAL = 1.0
 
@@ -165,14 +167,15 @@ class Rest:
         self._calls = calls
         self._microversion = microversion
 
-    def call(self, method, url, body=None, ok404=False, headers=None):
+    def call(self, method, url, body=None, ok404=False, headers=None,
+             microversion=None):
         kwargs = {'raise_exc': False}
         if body is not None:
             kwargs['json'] = body
         if headers:
             kwargs['headers'] = headers
-        if self._microversion:
-            kwargs['microversion'] = self._microversion
+        if microversion or self._microversion:
+            kwargs['microversion'] = microversion or self._microversion
         self._calls.add(self.service, method)
         try:
             resp = self._proxy.request(url, method, **kwargs)
@@ -535,8 +538,11 @@ class OpenStackCloud(cloud_mod.Cloud):
             self.volume.put('/volumes/%s/metadata' % id,
                             {'metadata': dict(metadata, **kept)})
         if size is not None:
+            # 3.42: a volume attached to a server is extended where it is
+            # (Heat's rule when the cloud has it; Cinder has since Pike)
             self.volume.post('/volumes/%s/action' % id,
-                             {'os-extend': {'new_size': size}})
+                             {'os-extend': {'new_size': size}},
+                             microversion=VOLUME_EXTEND_IN_USE)
         return self._get_volume(id)
 
     def _delete_volume(self, id):
