@@ -1076,3 +1076,46 @@ def test_a_stack_with_a_hidden_tag_is_listed_only_when_asked(api):
         show_hidden=True)) == ['seen', 'unseen']
     # shown by name or id all the same
     assert hc.stacks.get('unseen').tags == ['foo', 'data-processing-cluster']
+
+
+_PARENT = 'heat_template_version: 2016-04-08\nresources:\n' \
+    '  nested1: {type: nested1.yaml}\n'
+_NESTED1 = 'heat_template_version: 2016-04-08\nresources:\n' \
+    '  nested2: {type: nested2.yaml}\n'
+_NESTED2 = 'heat_template_version: 2016-04-08\nresources:\n' \
+    '  random: {type: OS::Heat::RandomString}\n'
+
+
+def test_update_preview_shows_nested_stacks_as_heats(api):
+    """heat_integrationtests' UpdatePreviewStackTestNested: with
+    show_nested, a provider's nested stack is updated with it and its
+    resources' changes follow with their parent_resource; a replaced
+    provider's nested resources are deleted."""
+    hc = api.client('pnested', api.token('pnested')['token'])
+    files = {'nested1.yaml': _NESTED1, 'nested2.yaml': _NESTED2}
+    hc.stacks.create(stack_name='pn', template=_PARENT, files=files)
+    assert _settled(hc, 'pn').stack_status == 'CREATE_COMPLETE'
+
+    def preview(template, files=None):
+        got = hc.stacks.preview_update('pn', template=template,
+                                       files=files or {}, show_nested=True)
+        return {kind: sorted((i['resource_name'],
+                              i.get('parent_resource'))
+                             for i in items)
+                for kind, items in got['resource_changes'].items()}
+
+    assert preview(_PARENT, files) == {
+        'added': [], 'deleted': [], 'replaced': [],
+        'updated': [('nested1', None), ('nested2', 'nested1')],
+        'unchanged': [('random', 'nested2')]}
+    more = dict(files, **{'nested2.yaml': _NESTED2 +
+                          '  random2: {type: OS::Heat::RandomString}\n'})
+    assert preview(_PARENT, more)['added'] == [('random2', 'nested2')]
+    assert preview(_PARENT.replace('nested1.yaml', 'OS::Heat::None')) == {
+        'added': [], 'updated': [], 'unchanged': [],
+        'replaced': [('nested1', None)],
+        'deleted': [('nested2', 'nested1'), ('random', 'nested2')]}
+    # without it, the stack's own resources only
+    plain = hc.stacks.preview_update('pn', template=_PARENT, files=files)
+    assert [i['resource_name'] for kind in plain['resource_changes']
+            for i in plain['resource_changes'][kind]] == ['nested1']

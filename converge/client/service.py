@@ -245,7 +245,8 @@ class RemoteService:
         return self.http.get(self._path(ident) + '/export')
 
     def stack_preview_update(self, ctx, ident, bundle=None, params=None,
-                             existing=False, clear_parameters=()):
+                             existing=False, clear_parameters=(),
+                             show_nested=False):
         path = self._path(ident)
         body = dict(bundles.fields(bundle)) if bundle is not None else {}
         body['parameters'] = params or {}
@@ -253,7 +254,8 @@ class RemoteService:
             body['clear_parameters'] = list(clear_parameters)
         # as Heat's update: PATCH keeps what the stack has (--existing)
         return _sending(bundle, lambda: self.http.request(
-            'PATCH' if existing else 'PUT', path + '/preview', body)
+            'PATCH' if existing else 'PUT', path + '/preview' + (
+                '?show_nested=True' if show_nested else ''), body)
         ).body['resource_changes']
 
     # -- snapshots ------------------------------------------------------------

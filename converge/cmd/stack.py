@@ -114,8 +114,8 @@ class UpdateStack(_StackShowOne):
                                  'repaired')
         parser.add_argument('--show-nested', action='store_true',
                             help='Show nested stacks when performing '
-                                 '--dry-run (a nested stack\'s changes '
-                                 'are its owning resource\'s)')
+                                 '--dry-run (each of their resources with '
+                                 'its parent_resource)')
         common.add_wait(parser)
         parser.add_argument('stack', metavar='<stack>',
                             help='Name or ID of the stack to update')
@@ -154,7 +154,8 @@ class UpdateStack(_StackShowOne):
         the list of its resources as JSON text."""
         changes = self.app.service().stack_preview_update(
             self.app.context(), args.stack, bundle, params,
-            existing=args.existing, clear_parameters=args.clear_parameter)
+            existing=args.existing, clear_parameters=args.clear_parameter,
+            show_nested=args.show_nested)
         cols = sorted(changes)
         items = [i for c in cols for i in changes[c]]
         visited = sum(1 for i in items if i.get('visit'))

@@ -96,7 +96,7 @@ def _item(name, rtype, row=None):
 
 
 def update(engine, ident, bundle=None, params=None, existing=False,
-           clear_parameters=(), project_id=None):
+           clear_parameters=(), project_id=None, show_nested=False):
     """{kind: [resource items]} for the kinds of KINDS, three ways: the
     new template against what was last applied, and what was applied
     against what is really there (observed now, and recorded): a
@@ -105,48 +105,100 @@ def update(engine, ident, bundle=None, params=None, existing=False,
     replace, delete or none) and why (`reason`), and whether the update
     visits it (`visit`: its change set, engine/changes.py) and why
     (`visit_reason`). A drifted resource the change set leaves out is
-    repaired by `--converge`, not by a plain update."""
+    repaired by `--converge`, not by a plain update.
+
+    With `show_nested`, as Heat's: a resource that owns a nested stack
+    is listed as updated (Heat updates nested stacks always) and the
+    nested stack's resources follow, compared likewise, each with its
+    `parent_resource`; those of a nested stack that is replaced or
+    deleted are listed as deleted."""
     from converge.engine import drift as drift_mod
     stack, bundle, params, defn = stacks.planned(
         engine, ident, bundle, params, existing, clear_parameters,
         project_id)
+    drifted = {(d.stack_name, d.name): d
+               for d in drift_mod.scan(engine, stack)}
+    out = {k: [] for k in KINDS}
+    _compare(engine, stack, defn, drifted, out, show_nested, project_id)
+    return out
+
+
+def _compare(engine, stack, defn, drifted, out, show_nested, project_id,
+             parent=None, depth=0):
     rows = views.resources(engine, stack)
     data = views.RowData(rows)
-    drifted = {d.name: d for d in drift_mod.scan(engine, stack)
-               if d.stack_name == stack.name}
     with engine.db.connect() as conn:
         layout = api.resources_layout(conn, stack.id)
     # which resources the update visits (its change set), and why
     visit = changes.decide(defn, layout, rows_mod.current(
         layout, stack.template_id)).visit
-    out = {k: [] for k in KINDS}
+    nested = dict((name, (child, params)) for name, child, params in
+                  stacks.nested_children(defn)) if show_nested else {}
+
+    def add(kind, item):
+        if parent is not None:
+            item['parent_resource'] = parent
+        out[kind].append(item)
+
     for name, rdef in sorted(defn.resources.items()):
         row = rows.get(name)
         if row is None or (row.action == 'INIT' and not row.physical_id):
-            out['added'].append(dict(_item(name, rdef.template_type),
-                                     action='create',
-                                     reason='in the template, not applied',
-                                     visit=True, visit_reason='added'))
+            add('added', dict(_item(name, rdef.template_type),
+                              action='create',
+                              reason='in the template, not applied',
+                              visit=True, visit_reason='added'))
             continue
         kind, reason = _kind(engine, stack, defn, data, name, rdef, row)
-        d = drifted.get(name)
+        d = drifted.get((stack.name, name))
         if kind == 'unchanged' and d is not None:
             kind, reason = 'updated', 'observed: %s' % d.detail
+        child = views.child_stack(engine, stack, row) if show_nested \
+            else None
+        if child is not None and kind == 'unchanged' and name in nested:
+            kind, reason = 'updated', 'its nested stack is updated with ' \
+                'it (what changes there is listed with parent_resource)'
         action = {'replaced': 'replace', 'unchanged': 'none'}.get(
             kind, 'update')
         if d is not None and d.kind == 'gone' and kind == 'updated':
             action = 'create'
-        out[kind].append(dict(_item(name, rdef.template_type, row),
-                              action=action,
-                              reason=reason, visit=name in visit,
-                              visit_reason=visit.get(name, '')))
+        add(kind, dict(_item(name, rdef.template_type, row), action=action,
+                       reason=reason, visit=name in visit,
+                       visit_reason=visit.get(name, '')))
+        if child is None:
+            continue
+        if kind != 'replaced' and name in nested:
+            bundle, params = nested[name]
+            inner = stacks.validate(
+                bundle, params, stack_name=child.name, stack_id=child.id,
+                validate_values=False, project_id=project_id,
+                depth=depth + 1)
+            _compare(engine, child, inner, drifted, out, show_nested,
+                     project_id, name, depth + 1)
+        else:
+            _gone(engine, child, out, name)
     for name, row in sorted(rows.items()):
         if name not in defn.resources:
-            out['deleted'].append(dict(
+            add('deleted', dict(
                 _item(name, api.shown_type(row), row), action='delete',
                 reason='applied, not in the template', visit=True,
                 visit_reason='removed'))
-    return out
+            child = views.child_stack(engine, stack, row) if show_nested \
+                else None
+            if child is not None:
+                _gone(engine, child, out, name)
+
+
+def _gone(engine, stack, out, parent):
+    """The resources of a nested stack its owner's update removes, and of
+    the stacks nested in it, as deleted."""
+    for name, row in sorted(views.resources(engine, stack).items()):
+        out['deleted'].append(dict(
+            _item(name, api.shown_type(row), row), action='delete',
+            reason='its nested stack goes with %s' % parent, visit=True,
+            visit_reason='removed', parent_resource=parent))
+        child = views.child_stack(engine, stack, row)
+        if child is not None:
+            _gone(engine, child, out, name)
 
 
 def _kind(engine, stack, defn, data, name, rdef, row):

@@ -177,13 +177,16 @@ class Service:
         return catalog.template_functions(version, with_condition_func)
 
     def stack_preview_update(self, ctx, ident, bundle=None, params=None,
-                             existing=False, clear_parameters=()):
+                             existing=False, clear_parameters=(),
+                             show_nested=False):
         """What an update would do to each resource: {added, deleted,
-        replaced, updated, unchanged}; nothing is stored."""
+        replaced, updated, unchanged}, with `show_nested` nested stacks'
+        resources too; nothing is stored."""
         with self._quoting(ctx, bundle, params, ident):
             found = preview.update(self.engine, ident, bundle, params,
                                    existing, clear_parameters,
-                                   project_id=request.project_of(ctx))
+                                   project_id=request.project_of(ctx),
+                                   show_nested=show_nested)
             st = self._stack(ctx, ident)
             return masking.Mask(secrecy.bundle_values(bundle, params)).add(
                 self._mask(ctx, st.id).secrets())(found)

@@ -242,7 +242,9 @@ class Controller(common.Controller):
         bundle = _update_bundle(data, existing)
         changes = self.service.stack_preview_update(
             ctx, ident, bundle, common.mapping(data, 'parameters'),
-            existing=existing, clear_parameters=_clear(data))
+            existing=existing, clear_parameters=_clear(data),
+            show_nested=common.flag(req.GET.get('show_nested'),
+                                    'show_nested'))
         return common.reply({'resource_changes': changes})
 
     @action('stacks:preview_update')
