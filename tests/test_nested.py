@@ -855,3 +855,44 @@ resources:
         ['CREATE one'],
         ['CREATE one', 'UPDATE two', 'CHECK two'],
         ['CREATE one', 'UPDATE two', 'CHECK two']]
+
+
+REMOTE = '''heat_template_version: 2015-10-15
+resources:
+  remote:
+    type: OS::Heat::Stack
+    properties:
+      context: {region_name: %s}
+      template:
+        heat_template_version: 2015-10-15
+        resources:
+          v: {type: OS::Heat::Value, properties: {value: here}}
+'''
+
+
+def test_a_stack_in_another_region_is_refused_naming_it(engine, tmp_path):
+    """heat-tempest-plugin's test_stack_create_bad_region: an
+    OS::Heat::Stack whose context names a region this converge does not
+    serve ([cloud] region_name) is refused before anything is stored,
+    in Heat's words; its own region is made here."""
+    from converge import conf
+    from converge import exception
+    from converge import template
+    from converge.engine import stacks
+    from tests import enginetools as et
+    conf.CONF.set_override('region_name', 'RegionOne', 'cloud')
+    try:
+        (tmp_path / 'far.yaml').write_text(REMOTE % 'DARKHOLE')
+        with pytest.raises(exception.InvalidTemplate) as err:
+            stacks.create(engine, 'far', template.load_bundle(
+                str(tmp_path / 'far.yaml')), {})
+        assert 'Cannot establish connection to Heat endpoint at region ' \
+            '"DARKHOLE"' in str(err.value)
+        assert 'resources.remote.properties.context.region_name' in \
+            str(err.value)
+        (tmp_path / 'near.yaml').write_text(REMOTE % 'RegionOne')
+        stack = et.run(engine, stacks.create, 'near', template.load_bundle(
+            str(tmp_path / 'near.yaml')), {})
+        assert et.status(stack) == 'CREATE_COMPLETE'
+    finally:
+        conf.CONF.clear_override('region_name', 'cloud')

@@ -257,7 +257,8 @@ class Nested(base.Resource):
 class StackResource(Nested):
     """OS::Heat::Stack: a stack described inline (its template as text or
     a map) with its parameters. Heat's can reach another region; here the
-    child lives in this engine (``context`` is accepted and kept)."""
+    child lives in this engine: a ``context`` region_name other than
+    [cloud] region_name is refused."""
 
     properties_schema = {
         'template': p.Schema(p.ANY, 'The nested stack\'s template: HOT as '
@@ -274,6 +275,25 @@ class StackResource(Nested):
         'stack_name': 'The nested stack\'s name.',
         'outputs': 'The nested stack\'s outputs, by name.',
     }
+
+    @classmethod
+    def validate_more(cls, values, path):
+        # the child is made here: a region other than the one this
+        # converge serves would be a promise it cannot keep (Heat's words
+        # for a region its catalog lacks)
+        from converge import conf
+        context = values.get('context')
+        region = context.get('region_name') if isinstance(context, dict) \
+            else None
+        own = conf.CONF.cloud.region_name
+        if isinstance(region, str) and region and own and region != own:
+            raise exception.InvalidTemplate(
+                'Cannot establish connection to Heat endpoint at region '
+                '"%s" due to "public endpoint for orchestration service in '
+                '%s region not found" (this converge makes nested stacks '
+                'in region %s only)' % (region, region, own),
+                path=list(path) + ['context', 'region_name'])
+        return values
 
     def child(self):
         return {'template': self.properties['template'],
