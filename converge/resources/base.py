@@ -242,6 +242,22 @@ class Resource:
     def resume(self, observed):
         """Stack resume: undo suspend. Return None, or a Wait."""
 
+    def prepare_for_replace(self):
+        """Make room for this resource's replacement, which is made before
+        this one is deleted (Heat's prepare_for_replace: a port gives up
+        its fixed IPs so the new one may have the same). Returns whether
+        ``data`` changed (it is then written with the row before the
+        replacement is made). Must be idempotent: a unit that died after
+        it is run again. What it gives up it takes back in
+        ``restore_after_replace``. Default: nothing."""
+        return False
+
+    def restore_after_replace(self):
+        """Its replacement has been deleted and this resource stays (a
+        rollback kept it): take back what prepare_for_replace gave up.
+        Returns whether ``data`` changed. Idempotent. Default: nothing."""
+        return False
+
     def check(self, observed):
         """Stack check: raise exception.ResourceFailure when unhealthy."""
         if observed is None:

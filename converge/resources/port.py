@@ -185,6 +185,35 @@ class Port(neutron.NeutronObject):
             return True
         return super().needs_replace(prior)
 
+    # -- replacement: the new port may want the old one's addresses --------
+    #: data key: the fixed IPs this port gave up for its replacement
+    RELEASED = 'released_fixed_ips'
+
+    def prepare_for_replace(self):
+        """Give up the fixed IPs before the replacement is made (it may ask
+        for the same address: Heat's rule), remembering them: a rollback
+        that keeps this port gives them back (restore_after_replace)."""
+        obj = self._current()
+        if obj is None or not obj.get('fixed_ips'):
+            return False
+        self.data.setdefault(self.RELEASED, [
+            {k: ip[k] for k in ('subnet_id', 'ip_address') if ip.get(k)}
+            for ip in obj['fixed_ips']])
+        self.cloud.update(self.kind, self.physical_id, {'fixed_ips': []})
+        return True
+
+    def restore_after_replace(self):
+        """The replacement is gone and this port stays (a rollback kept
+        it): its fixed IPs back."""
+        released = self.data.pop(self.RELEASED, None)
+        if not released or not self.physical_id:
+            return released is not None
+        obj = self._current()
+        if obj is not None and not obj.get('fixed_ips'):
+            self.cloud.update(self.kind, self.physical_id,
+                              {'fixed_ips': released})
+        return True
+
     def make_body(self):
         props = self.properties
         network = props.get('network') or props.get('network_id')

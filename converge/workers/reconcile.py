@@ -630,6 +630,9 @@ class Unit:
         if outcome.action is not None:
             # found in update after all: the old row is no longer acted on
             self._write(status='COMPLETE', engine_id=None)
+        refused = self._make_room()
+        if refused is not None:
+            return refused
         with self.engine.db.begin() as conn:
             new = api.resource_replacement(conn, self.row, self.rdef.type,
                                            self.trav.template_id,
@@ -640,6 +643,25 @@ class Unit:
         self.row = new
         self.plugin = self._plugin(new)
         return self._act(decide_mod.CREATE, None)
+
+    def _make_room(self):
+        """The old resource's prepare_for_replace, before its replacement
+        is made; what it changed of its data is written with its row."""
+        plugin = self.plugin
+        if plugin is None or self.row.physical_id is None:
+            return None
+        try:
+            with self._waiting():
+                changed = plugin.prepare_for_replace()
+        except exception.CloudTransient as exc:
+            return self._retry('UPDATE', exc)
+        except Exception as exc:
+            LOG.debug('%s prepare_for_replace failed', self.name,
+                      exc_info=True)
+            return Outcome(FAILED, 'UPDATE', _reason(exc))
+        if changed:
+            self._write(data=plugin.data)
+        return None
 
     # -- cleanup nodes ------------------------------------------------------
     def clean_up(self):
@@ -655,7 +677,8 @@ class Unit:
         unrecorded = row.physical_id is None and row.action == 'INIT'
         if unrecorded and (plugin_cls is None
                            or not plugin_cls.adopts_by_key):
-            return Outcome(DONE, 'DELETE', events=False)
+            return self._give_back(row) or \
+                Outcome(DONE, 'DELETE', events=False)
         policy, plugin_cls = self._cleanup_policy(row, plugin_cls)
         if plugin_cls is not None:
             self.plugin = self.engine.plugin(
@@ -667,7 +690,8 @@ class Unit:
                     return self._retry('DELETE', seen.error)
                 if seen.error is not None:
                     return Outcome(FAILED, 'DELETE', _reason(seen.error))
-                return Outcome(DONE, 'DELETE', events=False)
+                return self._give_back(row) or \
+                    Outcome(DONE, 'DELETE', events=False)
         if not (row.action == 'DELETE' and row.status == 'IN_PROGRESS'):
             paused = self._paused(decide_mod.DELETE)   # not back from a wait
             if paused is not None:
@@ -687,7 +711,38 @@ class Unit:
             except Exception as exc:
                 LOG.debug('%s DELETE failed', self.name, exc_info=True)
                 return Outcome(FAILED, 'DELETE', _reason(exc))
-        return Outcome(DONE, 'DELETE')
+        return self._give_back(row) or Outcome(DONE, 'DELETE')
+
+    def _give_back(self, row):
+        """A replacement deleted while the row it replaced stands (a
+        rollback kept it): that one takes back what it gave up for the
+        replacement (restore_after_replace; this unit holds the name's
+        lock, which both rows share)."""
+        if row.replaces is None or row.replaces != self.current_id:
+            return None
+        with self.engine.db.connect() as conn:
+            old = api.resource_get(conn, row.replaces)
+        cls = self.engine.plugin_class(old.type) if old else None
+        if cls is None or cls.restore_after_replace is \
+                base.Resource.restore_after_replace:
+            return None
+        plugin = self.engine.plugin(cls, old, old.properties or {},
+                                    self.stack)
+        try:
+            with self._waiting():
+                changed = plugin.restore_after_replace()
+        except exception.CloudTransient as exc:
+            return self._retry('DELETE', exc)
+        except Exception as exc:
+            LOG.debug('%s restore_after_replace failed', self.name,
+                      exc_info=True)
+            return Outcome(FAILED, 'DELETE', _reason(exc))
+        if changed:
+            with self.engine.db.begin() as conn:
+                if api.resource_cas(conn, old.id, old.atomic_key,
+                                    data=plugin.data) is None:
+                    raise Lost()
+        return None
 
     def _cleanup_policy(self, row, plugin_cls):
         """(deletion policy, plug-in class) of a row being cleaned up. The
