@@ -38,6 +38,12 @@ resources:
         '3': dummy3
 '''
 MEMBERS = ['0', '1', '2', '3']
+#: the same group rolling its updates out two members at a time
+ROLLING = TEMPLATE.replace(
+    '    type: OS::Heat::SoftwareDeploymentGroup\n',
+    '    type: OS::Heat::SoftwareDeploymentGroup\n'
+    '    update_policy:\n'
+    '      rolling_update: {max_batch_size: 2, pause_time: 0.5}\n')
 
 
 def _until(what, timeout=60):
@@ -73,18 +79,23 @@ def _members(hc, nested, status):
     return _until(all_there)
 
 
-def _signal_until(hc, stack, nested, status):
-    """Signal every IN_PROGRESS member through the nested stack (by its
-    id, as Heat's test does: the member's stack link) until the stack is
-    `status`."""
+def _signal_until(hc, stack, nested, status, members):
+    """Signal `members` (a listing made once, as Heat's test does: every
+    member listed IN_PROGRESS, through its stack link, whatever it is
+    now: a member done or not started yet ignores it) until the stack is
+    `status`; the most members seen running at once."""
     nested_id = nested.split('/')[-1]
+    most = [0]
 
     def signalled():
         st = hc.stacks.get(stack)
         if st.stack_status == status:
             return st
         assert not st.stack_status.endswith('FAILED'), st.stack_status_reason
-        for r in hc.resources.list(nested):
+        most[0] = max(most[0], sum(
+            r.resource_status.endswith('IN_PROGRESS')
+            for r in hc.resources.list(nested)))
+        for r in members:
             stack_link = [lk['href'] for lk in r.links
                           if lk['rel'] == 'stack'][0]
             assert stack_link.endswith('/' + nested_id)
@@ -92,7 +103,8 @@ def _signal_until(hc, stack, nested, status):
                 hc.resources.signal(stack_link.split('/')[-1],
                                     r.resource_name)
         return None
-    return _until(signalled)
+    _until(signalled)
+    return most[0]
 
 
 def _inputs(hc, members):
@@ -106,10 +118,16 @@ def _inputs(hc, members):
     return out
 
 
-def test_deployment_group_nested_stack_through_heatclient(api):  # noqa: F811
+@pytest.mark.parametrize('template,batch', [(TEMPLATE, 4), (ROLLING, 2)],
+                         ids=['at-once', 'rolling'])
+def test_deployment_group_nested_stack_through_heatclient(
+        api, template, batch):  # noqa: F811
+    """Heat's test_software_deployment_group: create, the members
+    signalled through the nested stack, update (a rolling one: two
+    members at a time), signalled again, delete."""
     from heatclient import exc
     hc = api.client('sdg', api.token('sdg')['token'])
-    made = hc.stacks.create(stack_name='sdg', template=TEMPLATE,
+    made = hc.stacks.create(stack_name='sdg', template=template,
                             parameters={}, disable_rollback=True)
     top_id = made['stack']['id']
     nested, group = _nested(hc, 'sdg')
@@ -130,7 +148,7 @@ def test_deployment_group_nested_stack_through_heatclient(api):  # noqa: F811
     assert one.physical_resource_id == [
         r.physical_resource_id for r in members if r.resource_name == '1'][0]
 
-    st = _signal_until(hc, 'sdg', nested, 'CREATE_COMPLETE')
+    _signal_until(hc, 'sdg', nested, 'CREATE_COMPLETE', members)
     assert hc.stacks.get(nested_id).stack_status == 'CREATE_COMPLETE'
     done = _members(hc, nested, 'CREATE_COMPLETE')
     assert _inputs(hc, done) == {m: ('foo_input', 'foo_input')
@@ -146,12 +164,14 @@ def test_deployment_group_nested_stack_through_heatclient(api):  # noqa: F811
     with pytest.raises(exc.HTTPNotFound):
         hc.resources.get(nested_id, 'nobody')
 
-    hc.stacks.update(top_id, template=TEMPLATE,
+    hc.stacks.update(top_id, template=template,
                      environment={'parameters': {'input': 'input2'}},
                      parameters={}, disable_rollback=True)
     _until(lambda: hc.stacks.get(nested_id).stack_status ==
            'UPDATE_IN_PROGRESS')
-    _signal_until(hc, 'sdg', nested, 'UPDATE_COMPLETE')
+    # (a listing may come while a batch's deployments are being written)
+    assert 1 <= _signal_until(hc, 'sdg', nested, 'UPDATE_COMPLETE',
+                              members) <= batch
     # updated in place: the same deployments, their new input
     assert _inputs(hc, done) == {m: ('input2', 'input2') for m in MEMBERS}
     events = hc.events.list(nested_id)
