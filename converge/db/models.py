@@ -89,7 +89,10 @@ class Template(Base):
 
 class Resource(Base):
     __tablename__ = 'resources'
-    __table_args__ = (Index('ix_resources_stack_name', 'stack_id', 'name'),)
+    # by physical id: Heat's API names a deployment group's nested stack
+    # by the group's physical id (engine/group_stack.py finds it so)
+    __table_args__ = (Index('ix_resources_stack_name', 'stack_id', 'name'),
+                      Index('ix_resources_physical_id', 'physical_id'))
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True,
                                     autoincrement=True)

@@ -29,6 +29,7 @@ from converge.db import api
 from converge.drivers import trusts
 from converge.engine import abandon
 from converge.engine import catalog
+from converge.engine import group_stack
 from converge.engine import health
 from converge.engine import hooks
 from converge.engine import listing
@@ -101,6 +102,20 @@ class Service:
         with self.engine.db.read() as s:
             return api.stack_get(s, ident, include_deleted=include_deleted,
                                  project_id=request.project_of(ctx))
+
+    def _stack_or_group(self, ctx, ident, include_deleted=False):
+        """The stack `ident` names, else the nested stack of a deployment
+        group it names (a group_stack.GroupStack: Heat's API shows one
+        by the group's physical id); StackNotFound when neither is the
+        project's."""
+        try:
+            return self._stack(ctx, ident, include_deleted=include_deleted)
+        except exception.StackNotFound:
+            found = group_stack.find(self.engine, request.project_of(ctx),
+                                     ident)
+            if found is None:
+                raise
+            return found
 
     def _status(self, ctx, stack_id):
         project = request.project_of(ctx)
@@ -378,7 +393,8 @@ class Service:
     def stack_identify(self, ctx, ident):
         """{'stack_name', 'id'} of a stack named by name (a live one) or by
         id (deleted ones too, as Heat's lookup)."""
-        st = self._stack(ctx, ident, include_deleted=views.is_uuid(ident))
+        st = self._stack_or_group(ctx, ident,
+                                  include_deleted=views.is_uuid(ident))
         return {'stack_name': st.name, 'id': st.id}
 
     @_read
@@ -397,8 +413,11 @@ class Service:
 
     @_read
     def stack_show(self, ctx, ident, with_outputs=True):
-        """Heat's stack show, deleted stacks included (the newest)."""
-        st = self._stack(ctx, ident, include_deleted=True)
+        """Heat's stack show, deleted stacks included (the newest); a
+        deployment group's nested stack too."""
+        st = self._stack_or_group(ctx, ident, include_deleted=True)
+        if isinstance(st, group_stack.GroupStack):
+            return self._masked(ctx, st.parent.id, st.show(with_outputs))
         data = self._masked(ctx, st.id, views.stack(
             self.engine, st, with_outputs=with_outputs))
         if st.template_id is not None and data.get('outputs'):
@@ -451,10 +470,14 @@ class Service:
         resources of nested stacks down to N levels follow their owner
         (Heat's nested_depth), each with its stack (`stack_name`) and
         `parent_resource`: a nested stack's resources, a deployment
-        group's members by member name."""
-        st = self._stack(ctx, ident)
-        out = self._resource_rows(st, nested_depth, None)
-        return self._masked(ctx, st.id, [
+        group's members by member name. A deployment group's nested
+        stack lists its members."""
+        st = self._stack_or_group(ctx, ident)
+        if isinstance(st, group_stack.GroupStack):
+            out, owner = st.resource_rows(), st.parent.id
+        else:
+            out, owner = self._resource_rows(st, nested_depth, None), st.id
+        return self._masked(ctx, owner, [
             r for r in out if listing.matches(r, filters, _RESOURCE_KEYS)])
 
     def _resource_rows(self, st, depth, parent_resource):
@@ -492,25 +515,16 @@ class Service:
         if found is None:
             return []
         stack_id, stack_name, members = found
-        return [{'resource_name': m['resource_name'],
-                 'physical_resource_id': m['physical_resource_id'],
-                 'resource_type': m['resource_type'],
-                 'resource_status': '%s_%s' % (m['action'], m['status']),
-                 'resource_action': m['action'],
-                 'resource_status_reason': m['status_reason'],
-                 'drift': None, 'observed_time': None,
-                 'updated_time': views.iso_ts(m['updated_at']),
-                 'creation_time': views.iso_ts(m['updated_at']),
-                 'stack_name': stack_name, 'stack_id': stack_id,
-                 'parent_resource': name}
-                for m in members]
+        return group_stack.member_rows(stack_id, stack_name, members, name)
 
     @_read
     def resource_details(self, ctx, ident):
         """{name: properties, attributes, description, required_by} of
         the stack's current resources (a listing with detail), masked as
         resource_show masks one."""
-        st = self._stack(ctx, ident)
+        st = self._stack_or_group(ctx, ident)
+        if isinstance(st, group_stack.GroupStack):
+            return self._masked(ctx, st.parent.id, st.resource_details())
         data = self._masked(ctx, st.id,
                             views.resource_details(self.engine, st))
         for name, detail in data.items():
@@ -531,7 +545,9 @@ class Service:
 
     @_read
     def resource_show(self, ctx, ident, name):
-        st = self._stack(ctx, ident)
+        st = self._stack_or_group(ctx, ident)
+        if isinstance(st, group_stack.GroupStack):
+            return self._masked(ctx, st.parent.id, st.resource_detail(name))
         data = self._masked(ctx, st.id,
                             views.resource_detail(self.engine, st, name))
         self._mask_derived(st, name, data)
@@ -557,7 +573,13 @@ class Service:
         IGNORED), reason, capacity, stack_id, traversal_id (the traversal
         scaling the group, or None)}. A signal {"unset_hook": HOOK}
         clears that hook of the resource (engine/hooks.py) instead:
-        status CLEARED, traversal_id the root stack's, going on."""
+        status CLEARED, traversal_id the root stack's, going on. A
+        member of a deployment group's nested stack (`ident` the group's
+        physical id): its deployment's run completes (status SIGNALLED),
+        once (IGNORED when it is not running)."""
+        st = self._stack_or_group(ctx, ident)
+        if isinstance(st, group_stack.GroupStack):
+            return st.signal(self.engine, name, details)
         if isinstance(details, dict) and 'unset_hook' in details:
             return hooks.clear(self.engine, ident, name,
                                details['unset_hook'],
@@ -635,9 +657,11 @@ class Service:
         `stack_name` and `stack_id`. With `query` (Heat's: filters,
         sort_keys, sort_dir, limit, marker: an event's uuid), Heat's page
         of them instead."""
-        st = self._stack(ctx, ident, include_deleted=True)
+        st = self._stack_or_group(ctx, ident, include_deleted=True)
+        # a deployment group's nested stack: its members' events
+        grp = isinstance(st, group_stack.GroupStack)
         stacks = [(st.id, st.name)]
-        if nested_depth > 0 and st.deleted_at is None:
+        if nested_depth > 0 and not grp and st.deleted_at is None:
             stacks += self._nested_stacks(st, nested_depth)
         events = []
         with self.engine.db.read() as s:
@@ -646,7 +670,8 @@ class Service:
                                 stack_id=stack_id)
                            for e in api.events_list(
                                s, stack_id, resource_name=resource_name)]
-        if query is not None and resource_name in (None, st.name):
+        if query is not None and resource_name in (None, st.name) and \
+                not grp:
             # the stack's own events (under its own name too, as Heat's)
             with self.engine.db.read() as s:
                 for stack_id, name in stacks:
@@ -656,7 +681,7 @@ class Service:
             events.sort(key=lambda e: (e['timestamp'], e['id']))
         elif len(stacks) > 1:
             events.sort(key=lambda e: (e['timestamp'], e['id']))
-        mask = self._mask(ctx, st.id)
+        mask = self._mask(ctx, st.parent.id if grp else st.id)
         if query is not None:
             return mask(listing.select_events(events, **query))
         if limit:
@@ -772,8 +797,10 @@ class Service:
     def software_config_show(self, ctx, config_id):
         found = standalone.config_show(self.engine, request.project_of(ctx),
                                        config_id)
+        # a config a stack's resource made, or a deployment's derived one
         return self._masked_by(ctx, [found], secrecy.config_stacks(
-            self.engine, [config_id]))[0]
+            self.engine, [config_id]) or secrecy.deployment_stacks(
+                self.engine, [config_id]))[0]
 
     def software_config_delete(self, ctx, config_id):
         standalone.config_delete(self.engine, request.project_of(ctx),

@@ -201,6 +201,42 @@ def _signal(engine, conn, item, verified):
         return {'accepted': False, 'reason': (
             'deployment %s is %s (run %s); signal for run %s ignored'
             % (deployment_id, dep.status, dep.run[:12], run[:12]))}, None
+    return _record(engine, conn, dep, run, payload, agent_id)
+
+
+def complete(engine, deployment_id, payload=None):
+    """A user's signal to a stack's deployment (Heat's resource signal
+    to a deployment group's member: what its server would have said,
+    given by hand): the result of the run in progress, recorded and
+    woken exactly as its agent's signal (`payload` read by `result`;
+    none: success). The caller has checked that the deployment is its
+    project's. Returns {accepted, reason}: a deployment not running (a
+    second signal, a member whose batch has not come) changes
+    nothing."""
+    payload = payload if isinstance(payload, dict) else {}
+    with engine.db.begin() as conn:
+        dep = db_software.deployment_get(conn, deployment_id)
+        if dep is None:
+            raise exception.NotFound('Deployment %s not found'
+                                     % deployment_id)
+        if dep.status != 'IN_PROGRESS':
+            return {'accepted': False, 'reason': (
+                'deployment %s is %s_%s: signal ignored'
+                % (deployment_id, dep.action, dep.status))}
+        answer, woken = _record(engine, conn, dep, dep.run, payload, None)
+    if answer['accepted']:
+        drivers_software.CHANGES.notify()
+    if woken:
+        traversal.send_woken(engine, *woken)
+    return answer
+
+
+def _record(engine, conn, dep, run, payload, agent_id):
+    """The result of run `run` of the deployment `dep`, recorded in the
+    caller's transaction (once: a run recorded already changes nothing)
+    and the unit waiting for it woken: (answer, (stack id, the nodes it
+    woke) or None)."""
+    deployment_id = dep.id
     status, reason, outputs = result(dep.config or {}, payload)
     if not db_software.deployment_result(conn, deployment_id, run, status,
                                          reason, outputs):
@@ -212,7 +248,7 @@ def _signal(engine, conn, item, verified):
                       day2.action.upper(), status, reason + (
                           ' (member %s)' % dep.member if dep.member else ''))
     answer = {'accepted': True, 'reason': reason}
-    facts = _facts(payload.get(FACTS), deployment_id)
+    facts = _facts(payload.get(FACTS), deployment_id) if agent_id else {}
     if facts and dep.stack_id:
         # the stack's fact store; a change marks the stack for a refresh
         # that an observer runs (observers/loop.py)

@@ -77,8 +77,29 @@ def _config_row(session, project_id, config_id):
 
 
 def config_show(engine, project_id, config_id):
+    """A config; or the derived config a stack's deployment runs now (its
+    `config_id`, the deployment's own id: Heat stores each derived config
+    as a config of its own), its inputs with their values."""
     with engine.db.read() as s:
+        if api.software_config_get(s, config_id) is None:
+            derived = _derived_config(s, project_id, config_id)
+            if derived is not None:
+                return derived
         return _config(_config_row(s, project_id, config_id))
+
+
+def _derived_config(session, project_id, deployment_id):
+    row = db_software.deployment_get(session.connection(), deployment_id)
+    if row is None or row.project_id != project_id or not row.stack_id:
+        return None
+    body = row.config or {}
+    return {'id': row.id, 'name': row.name, 'group': body.get('group'),
+            'config': body.get('config', ''),
+            'inputs': body.get('inputs') or [],
+            'outputs': body.get('outputs') or [],
+            'options': body.get('options') or {},
+            'creation_time': views.iso(row.updated_at or row.created_at),
+            'project': row.project_id}
 
 
 def config_list(engine, project_id):
@@ -95,7 +116,11 @@ def config_delete(engine, project_id, config_id):
 # -- deployments -------------------------------------------------------------
 
 def _deployment(row):
-    return {'id': row.id, 'config_id': (row.config or {}).get('id'),
+    # a stack's deployment: its derived config is kept with it (under
+    # its own id, config_show); one made through the API names its config
+    return {'id': row.id,
+            'config_id': row.id if row.stack_id else
+            (row.config or {}).get('id'),
             'server_id': row.server_id, 'action': row.action,
             'status': row.status, 'status_reason': row.status_reason,
             'input_values': row.input_values or {},

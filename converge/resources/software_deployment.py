@@ -736,24 +736,45 @@ class SoftwareDeploymentGroup(SoftwareDeployment):
         if not self.physical_id:
             return None
         store, out = self._store(), []
-        for target in self._targets():
+        for target in self._shown_targets():
             row = store.get(target.id)
+            shown = dict(resource_name=target.member,
+                         resource_type=self.member_type,
+                         properties=self._member_properties(target, row))
             if row is None:   # its batch has not come: not created yet
-                out.append(dict(resource_name=target.member,
-                                resource_type=self.member_type,
-                                physical_resource_id='', action='INIT',
-                                status='COMPLETE', status_reason='',
-                                updated_at=None, attributes={}))
+                out.append(dict(shown, physical_resource_id='',
+                                action='INIT', status='COMPLETE',
+                                status_reason='', updated_at=None,
+                                attributes={}))
                 continue
             outputs = row.get('output_values') or {}
             out.append(dict(
-                resource_name=target.member, resource_type=self.member_type,
-                physical_resource_id=target.id, action=row['action'],
+                shown, physical_resource_id=target.id, action=row['action'],
                 status=row['status'], status_reason=row['status_reason'],
                 updated_at=_epoch(row.get('updated_at')),
                 attributes={k: outputs.get(k) for k in sorted(
                     set(RESULT_ATTRS) | set(outputs))}))
         return out
+
+    def _shown_targets(self):
+        """The members shown: those of the servers map last applied and
+        those a step of an action still running started (its properties
+        are recorded when it ends; its members' books are kept in its
+        data as it goes)."""
+        servers = dict(self.properties.get('servers') or {})
+        for name in self.data.get('members') or {}:
+            servers.setdefault(name, '')
+        return [self._member(n, servers[n]) for n in sorted(servers)]
+
+    def _member_properties(self, target, row):
+        """A member's properties as Heat's nested stack gives them: the
+        group's, with its one server (and the input values its
+        deployment was last written with)."""
+        props = {k: v for k, v in self.properties.items() if k != 'servers'}
+        props['server'] = target.server or (row or {}).get('server_id')
+        if row is not None:
+            props['input_values'] = row.get('input_values') or {}
+        return props
 
     # -- steps ----------------------------------------------------------------
     def observe(self):
