@@ -1056,3 +1056,58 @@ def test_validate_answers_as_heats(api):
                 'Parameters': {'aparam': dict(aparam, Value=5)},
                 'Type': 'mynested2.yaml'}}}},
         'Environment': environment(**provider)}
+
+
+def _preempt(rsrcs, output=None):
+    tmpl = {'heat_template_version': 'queens',
+            'parameters': {'input': {'type': 'string'}},
+            'resources': rsrcs}
+    if output is not None:
+        tmpl['outputs'] = {'delay_stack': {'value': output}}
+    return json.dumps(tmpl)
+
+
+def test_an_update_preempts_one_running_in_a_nested_stack(api):
+    """Heat's functional test_simultaneous_update
+    test_nested_preemption: a provider's reference (its nested stack's
+    ARN) names the stack to heatclient; an update started while another
+    waits inside a nested stack takes over, and the output whose
+    attribute the new provider template no longer has is no error."""
+    hc = api.client('preempt', api.token('preempt')['token'])
+    root = _preempt({'nested_stack': {
+        'type': 'preempt.yaml',
+        'properties': {'input': {'get_param': 'input'}}}},
+        {'get_attr': ['nested_stack', 'delay_stack']})
+    files = {'preempt.yaml': _preempt({'delay_stack': {
+        'type': 'delay.yaml',
+        'properties': {'input': {'get_param': 'input'}}}},
+        {'get_resource': 'delay_stack'}),
+        'delay.yaml': _preempt({'delay_resource': {
+            'type': 'OS::Heat::TestResource',
+            'properties': {'action_wait_secs': {'update': 6000},
+                           'value': {'get_param': 'input'}}}})}
+    hc.stacks.create(stack_name='pre', template=root, files=files,
+                     parameters={'input': 'foo'})
+    st = _settled(hc, 'pre')
+    assert st.stack_status == 'CREATE_COMPLETE', st.stack_status_reason
+    arn = hc.stacks.output_show('pre', 'delay_stack')['output'][
+        'output_value']
+    assert arn.startswith('arn:openstack:heat::preempt:stacks/')
+    hc.stacks.update(st.id, template=root, files=files,
+                     parameters={'input': 'bar'})
+    deadline = time.monotonic() + 60
+    while hc.resources.get(arn, 'delay_resource').resource_status != \
+            'UPDATE_IN_PROGRESS':
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    hc.stacks.update(st.id, template=root,
+                     files={'preempt.yaml': _preempt({})},
+                     parameters={'input': 'baz'})
+    deadline = time.monotonic() + 120
+    while True:
+        st = hc.stacks.get(st.id)
+        if st.stack_status != 'UPDATE_IN_PROGRESS':
+            break
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert st.stack_status == 'UPDATE_COMPLETE', st.stack_status_reason

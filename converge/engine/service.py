@@ -447,7 +447,8 @@ class Service:
         `parent_resource`: a nested stack's resources, a deployment
         group's members by member name."""
         st = self._stack(ctx, ident)
-        out = self._resource_rows(st, nested_depth, None)
+        # a nested stack's own resources say which resource owns it
+        out = self._resource_rows(st, nested_depth, st.parent_resource)
         return self._masked(ctx, st.id, [
             r for r in out if listing.matches(r, filters, _RESOURCE_KEYS)])
 

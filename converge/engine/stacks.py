@@ -19,6 +19,7 @@ from converge.engine import policies
 from converge.engine import stack_size
 from converge.engine import traversal
 from converge.graph import dependencies
+from converge.template import formats
 
 LOG = logging.getLogger(__name__)
 
@@ -361,6 +362,7 @@ def planned(engine, ident, bundle=None, params=None, existing=False,
         else:
             # --existing keeps the old environment under the new one
             bundle = bundle.merged_over(template.Bundle.from_dict(old_bundle))
+        params = _declared_only(bundle, params)
     elif bundle is None:
         raise exception.InvalidInput('Need a template to update with '
                                      '(-t), or --existing')
@@ -374,6 +376,19 @@ def planned(engine, ident, bundle=None, params=None, existing=False,
                        stack.cloud)
     check_immutable(engine, stack, defn)
     return stack, bundle, params, defn
+
+
+def _declared_only(bundle, params):
+    """Heat's PATCH: the parameters kept from before (and those sent)
+    that the template no longer declares are dropped, from the request's
+    and from the environment's, not refused."""
+    declared = formats.section(bundle.template, 'parameters')
+    declared = declared if isinstance(declared, dict) else {}
+    env = bundle.environment
+    if isinstance(env.get('parameters'), dict):
+        env['parameters'] = {k: v for k, v in env['parameters'].items()
+                             if k in declared}
+    return {k: v for k, v in (params or {}).items() if k in declared}
 
 
 def check_immutable(engine, stack, defn):

@@ -309,6 +309,9 @@ def resource_detail(engine, st, name):
         'description': (defn.resources[name].description
                         if defn and name in defn.resources else ''),
     }
+    if st.parent_resource:
+        # Heat's: a nested stack's resource names its stack's owner
+        data['parent_resource'] = st.parent_resource
     found = nested(engine, st, row)
     if found is not None:
         # its members' state and outputs (Heat: its nested stack's)

@@ -498,19 +498,42 @@ class StackDefinition:
         return fn.resolve(parser.parse(value, path), fn.Context(self))
 
     # -- resources -----------------------------------------------------
-    def _map_type(self, name, type_name, path):
+    def _overrides(self, name):
+        """The registry and resource `name`'s own entries in it."""
         reg = self.bundle.environment.get('resource_registry') or {}
-        overrides = {}
         per = reg.get('resources') or {}
         if isinstance(per, dict):
             if isinstance(per.get(name), dict):
-                overrides = per[name]
-            else:
-                for pat, m in per.items():
-                    if isinstance(m, dict) and '*' in pat and \
-                            fnmatch.fnmatchcase(name, pat):
-                        overrides = m
-                        break
+                return reg, per[name]
+            for pat, m in per.items():
+                if isinstance(m, dict) and '*' in pat and \
+                        fnmatch.fnmatchcase(name, pat):
+                    return reg, m
+        return reg, {}
+
+    def _facade(self, name, type_name):
+        """The type a provider template that resource `name`'s own
+        registry entry maps its type to stands for (Heat's facade): the
+        registry's entry for the type, else the built-in type; None when
+        the resource has no entry of its own. (A type the registry maps
+        for every resource is not held to the built-in's interface:
+        Heat's instance group members map AWS::EC2::Instance to a
+        template with one of its attributes.)"""
+        reg, overrides = self._overrides(name)
+        if not isinstance(overrides.get(type_name), str):
+            return None
+        facade = reg.get(type_name)
+        facade = facade if isinstance(facade, str) else type_name
+        if not is_provider(facade):
+            return self.registry.get(facade)
+        try:
+            return providers.provider_class(self.bundle.file_key(facade),
+                                            self.files, ())
+        except exception.InvalidTemplate:
+            return None
+
+    def _map_type(self, name, type_name, path):
+        reg, overrides = self._overrides(name)
         t = type_name
         seen = set()
         while True:
@@ -584,9 +607,13 @@ class StackDefinition:
                 continue
             mapped = self._map_type(name, t, path + [F('type')])
             if is_provider(mapped):
-                plugin = providers.provider_class(
-                    self.bundle.file_key(mapped), self.files,
-                    path + [F('type')])
+                plugin = providers.with_defaults(
+                    providers.provider_class(self.bundle.file_key(mapped),
+                                             self.files, path + [F('type')]),
+                    self.bundle.environment.get('parameter_defaults'))
+                facade = None if is_provider(t) else self._facade(name, t)
+                if facade is not None:
+                    plugin = providers.facaded(plugin, facade, t)
             else:
                 plugin = self.registry.get(mapped)
             if plugin is None:
@@ -832,6 +859,13 @@ class StackDefinition:
                        rd.deletion_policy, rd.update_policy, rd.external_id]
             if rd.plugin.built_from_files:
                 payload.append(self._files_digest())
+                # the nested resources whose attributes the template
+                # reads (resource.NAME.X): a new one is copied in by an
+                # update visiting the resource
+                members = sorted(a for a in self._ref_attrs.get(name, ())
+                                 if a.startswith('resource.'))
+                if members:
+                    payload.append(members)
             # what it reads of another's definition (a launch
             # configuration's properties) is its own
             payload += [self.digest(n) for n in sorted(

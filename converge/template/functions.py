@@ -334,17 +334,25 @@ class GetAttr(Function):
             return UNKNOWN
         if len(args) == 1:
             return attrs
-        value = attrs.get(args[1]) if isinstance(attrs, dict) else None
+        attr, path = args[1], args[2:]
+        if isinstance(attr, str) and attr.count('.') == 1 and \
+                attr.startswith('resource.') and path and \
+                isinstance(attrs, dict) and \
+                '%s.%s' % (attr, path[0]) in attrs:
+            # Heat's [res, resource.NAME, X, ...] is the nested
+            # resource NAME's attribute X, as [res, resource.NAME.X, ...]
+            attr, path = '%s.%s' % (attr, path[0]), path[1:]
+        value = attrs.get(attr) if isinstance(attrs, dict) else None
         if self.per_member and value is None and \
                 isinstance(attrs.get('refs'), list):
             # an attribute no member has: None for each (Heat)
             value = [None] * len(attrs['refs'])
         try:
-            if self.per_member and isinstance(value, list) and args[2:]:
+            if self.per_member and isinstance(value, list) and path:
                 # Heat: [group, X, key] is each member's X's key
-                return [_walk(v, args[2:], None, strict_index=True)
+                return [_walk(v, path, None, strict_index=True)
                         for v in value]
-            return _walk(value, args[2:], None, strict_index=True)
+            return _walk(value, path, None, strict_index=True)
         except TypeError:
             return None
 

@@ -1139,6 +1139,8 @@ class Unit:
                                     metadata=metadata)
         if cls.wants_facade:
             plugin.deletion_policy = self.rdef.deletion_policy
+            # what the template reads of it (a provider's resource.NAME)
+            plugin.member_reads = self.defn.referenced_attributes(self.name)
         if (self.trav.options or {}).get('converge'):
             plugin.stack.converging = self.trav.id
         plugin.stack.traversal_id = self.trav.id
