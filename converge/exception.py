@@ -68,6 +68,16 @@ class InvalidTemplate(ConvergeError):
         return self
 
 
+class OutputError(InvalidTemplate):
+    """An attribute read from a nested stack's output that could not be
+    resolved, in Heat's words (``Error in RESOURCE output NAME: why``):
+    where it went wrong is the nested stack's, so no place in this
+    template is added."""
+
+    def _render(self):
+        return self.reason
+
+
 class InvalidInput(ConvergeError):
     """A request the engine refuses as given (stack name, timeout, ...)."""
 

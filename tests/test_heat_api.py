@@ -1036,12 +1036,10 @@ def test_validate_answers_as_heats(api):
         'Description': 'the parent template',
         'Parameters': {'pparam': pparam},
         'Environment': environment(**provider)}
-    # show_nested: two levels down (Heat's own case passes `length` to
-    # mynested2.yaml, which has no such parameter: Heat's validate looks
-    # at no property and answers; converge's refuses it, naming it, as
-    # both refuse it at create: docs/compatibility.md)
-    deeper = VALIDATED.replace('OS::Heat::RandomString',
-                               'mynested2.yaml').replace('length:', 'aparam:')
+    # show_nested: two levels down, Heat's own case: `length` is passed
+    # to mynested2.yaml, which has no such parameter; validate reads no
+    # nested resource's property (a create refuses it)
+    deeper = VALIDATED.replace('OS::Heat::RandomString', 'mynested2.yaml')
     assert hc.stacks.validate(template=VALIDATED_PARENT, files={
         'mynested.yaml': deeper, 'mynested2.yaml': VALIDATED},
         show_nested=True) == {
@@ -1053,9 +1051,14 @@ def test_validate_answers_as_heats(api):
             'Type': 'mynested.yaml',
             'NestedParameters': {'myres': {
                 'Description': 'the stack description',
-                'Parameters': {'aparam': dict(aparam, Value=5)},
+                'Parameters': {'aparam': aparam},
                 'Type': 'mynested2.yaml'}}}},
         'Environment': environment(**provider)}
+    from heatclient import exc
+    with pytest.raises(exc.HTTPBadRequest, match='Unknown property length'):
+        hc.stacks.create(stack_name='deeper', template=VALIDATED_PARENT,
+                         files={'mynested.yaml': deeper,
+                                'mynested2.yaml': VALIDATED})
 
 
 def _preempt(rsrcs, output=None):

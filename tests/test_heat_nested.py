@@ -306,3 +306,55 @@ outputs:
                      {'parameter_defaults': {'length': 12}})
     assert et.status(st) == 'CREATE_COMPLETE', st.status_reason
     assert len(outputs(svc, st)['random1']) == 12
+
+
+# -- a nested output's error (test_stack_outputs test_output_error_nested) ---
+
+OUTPUT_ERROR_TOP = '''heat_template_version: 2015-10-15
+resources:
+  parent:
+    type: 1.yaml
+outputs:
+  resource_output_a:
+    value: { get_attr: [parent, resource_output_a] }
+    description: 'parent a'
+  resource_output_b:
+    value: { get_attr: [parent, resource_output_b] }
+    description: 'parent b'
+'''
+OUTPUT_ERROR_NESTED = '''heat_template_version: 2015-10-15
+resources:
+  test_resource_a:
+    type: OS::Heat::TestResource
+    properties:
+      value: 'a'
+outputs:
+  resource_output_a:
+    description: 'Output of resource a'
+    value: { get_attr: [test_resource_a, output] }
+  resource_output_b:
+    description: 'Output of resource b'
+    value: { get_param: foo }
+'''
+
+
+def test_a_nested_outputs_error_is_its_readers_output_error(engine):
+    files = {'1.yaml': OUTPUT_ERROR_NESTED}
+    svc, st = create(engine, OUTPUT_ERROR_TOP, files)
+    assert et.status(st) == 'CREATE_COMPLETE', st.status_reason
+    st = update(engine, svc, st, OUTPUT_ERROR_TOP, files)
+    assert et.status(st) == 'UPDATE_COMPLETE', st.status_reason
+    shown = svc.stack_show(request.make(), st.id)['outputs']
+    assert sorted(shown, key=lambda o: o['output_key']) == [
+        {'output_key': 'resource_output_a', 'output_value': 'a',
+         'description': 'parent a'},
+        {'output_key': 'resource_output_b', 'output_value': None,
+         'output_error': 'Error in parent output resource_output_b: The '
+                         'Parameter (foo) was not provided.',
+         'description': 'parent b'}]
+    # the nested stack's own output says where
+    child = et.resources(engine, st)['parent'].physical_id
+    assert svc.output_show(request.make(), child, 'resource_output_b')[
+        'output_error'] == ('1.yaml:13: outputs.resource_output_b.value.'
+                            'get_param: The Parameter (foo) was not '
+                            'provided.')

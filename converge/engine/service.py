@@ -149,10 +149,14 @@ class Service:
         Heat's validate_template answer; nothing is stored."""
         project = request.project_of(ctx)
         with self._quoting(ctx, bundle, params):
+            # Heat's validate reads no property of a nested stack's
+            # resources (a create does)
             defn = stacks.validate(bundle, params, validate_values=False,
-                                   project_id=project)
+                                   project_id=project,
+                                   nested_properties=False)
             info = defn.validate_info()
-            nested = stacks.nested_parameters(defn, project) \
+            nested = stacks.nested_parameters(
+                defn, project, nested_properties=False) \
                 if show_nested else None
         if nested:
             info['NestedParameters'] = nested

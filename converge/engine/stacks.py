@@ -70,18 +70,29 @@ def _lineage(parent):
 
 
 def validate(bundle, params, stack_name='stack', stack_id='',
-             validate_values=True, project_id=None, depth=0, cloud=None):
+             validate_values=True, project_id=None, depth=0, cloud=None,
+             nested_properties=True):
     """The stack definition, checked through: its graph, and the nested
     stacks its provider templates (and inline OS::Heat::Stack templates)
     make, down to max_nested_stack_depth, with the property values
     known before anything is created; with `cloud` (a driver, the
     stack's), the values that must name something in it (custom
-    constraints: an image, a flavor, a network ...)."""
+    constraints: an image, a flavor, a network ...). Without
+    `nested_properties` (Heat's template validate, which reads no
+    resource's properties) the nested stacks' resources' properties are
+    not checked, and a value given for a parameter a nested template
+    lacks is left out."""
+    lenient = depth > 0 and not nested_properties
+    if lenient:
+        declared = formats.section(bundle.template, 'parameters')
+        params = {k: v for k, v in params.items()
+                  if isinstance(declared, dict) and k in declared}
     defn = template.StackDefinition(bundle, params, stack_name=stack_name,
                                     stack_id=stack_id,
                                     project_id=project_id or engine_project(),
                                     validate_values=validate_values,
-                                    limits=definitions.limits())
+                                    limits=definitions.limits(),
+                                    stored=lenient)
     try:
         dependencies.check(defn.dependencies())
         if cloud is not None and validate_values:
@@ -97,7 +108,8 @@ def validate(bundle, params, stack_name='stack', stack_id='',
             raise exception.InvalidTemplate(str(exc), path=path).locate(
                 bundle.template_path, bundle.line_of(path))
         validate(child, child_params, stack_name='%s-%s' % (stack_name, name),
-                 validate_values=False, project_id=project_id, depth=depth + 1)
+                 validate_values=False, project_id=project_id, depth=depth + 1,
+                 nested_properties=nested_properties)
     return defn
 
 
@@ -123,7 +135,7 @@ def environment_shown(defn, params=None):
     return shown
 
 
-def nested_parameters(defn, project_id, depth=0):
+def nested_parameters(defn, project_id, depth=0, nested_properties=True):
     """Heat's validate with show_nested: {resource: its nested stack's
     Type, Description and Parameters (a value its properties give as
     Value), and its own NestedParameters}, for each nested stack whose
@@ -133,12 +145,14 @@ def nested_parameters(defn, project_id, depth=0):
         inner = validate(child, child_params,
                          stack_name='%s-%s' % (defn.stack_name, name),
                          validate_values=False, project_id=project_id,
-                         depth=depth + 1)
+                         depth=depth + 1,
+                         nested_properties=nested_properties)
         info = inner.validate_info()
         entry = {'Type': defn.resources[name].template_type,
                  'Description': inner.description or '',
                  'Parameters': info['Parameters']}
-        deeper = nested_parameters(inner, project_id, depth + 1)
+        deeper = nested_parameters(inner, project_id, depth + 1,
+                                   nested_properties)
         if deeper:
             entry['NestedParameters'] = deeper
         out[name] = entry

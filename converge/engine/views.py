@@ -118,6 +118,9 @@ class RowData:
             return None
         return row.attributes
 
+    def attribute_error(self, name, attribute):
+        return nested_res.attribute_error(self._rows.get(name), attribute)
+
 
 def _definition(engine, stack):
     if stack.template_id is None:

@@ -33,6 +33,19 @@ CONVERGED = 'converged'
 #: the plug-in data key of the last check, suspend or resume asked of
 #: the child (action:traversal)
 ASKED = 'asked'
+#: the plug-in data key of the child's outputs that had an error: name
+#: -> why (an attribute read from one is that error, Heat's)
+OUTPUT_ERRORS = 'output_errors'
+
+
+def attribute_error(row, attribute):
+    """Why the resource of `row` (a stored row) has no value for
+    `attribute`: its nested stack's output of that name had an error;
+    else None."""
+    data = getattr(row, 'data', None)
+    if not isinstance(data, dict):
+        return None
+    return (data.get(OUTPUT_ERRORS) or {}).get(attribute)
 
 
 class Nested(base.Resource):
@@ -230,9 +243,20 @@ class Nested(base.Resource):
 
     # -- what the parent sees -------------------------------------------
     def get_attributes(self, observed):
-        outputs = self.clients.stacks.outputs(self.physical_id) \
+        return self.attributes_from(self._child_outputs(), observed)
+
+    def _child_outputs(self):
+        """The child's outputs; those that had an error are kept in
+        the plug-in data (attribute_error)."""
+        errors = {}
+        outputs = self.clients.stacks.outputs(self.physical_id,
+                                              errors=errors) \
             if self.physical_id else {}
-        return self.attributes_from(outputs, observed)
+        if errors:
+            self.data[OUTPUT_ERRORS] = errors
+        else:
+            self.data.pop(OUTPUT_ERRORS, None)
+        return outputs
 
     def attributes_from(self, outputs, observed):
         raise NotImplementedError
@@ -357,8 +381,7 @@ class TemplateResource(Nested):
         return set(outputs) | {'OS::stack_id', 'show'}
 
     def get_attributes(self, observed):
-        self._outputs = self.clients.stacks.outputs(self.physical_id) \
-            if self.physical_id else {}
+        self._outputs = self._child_outputs()
         return self.attributes_from(self._outputs, observed)
 
     def attributes_from(self, outputs, observed):

@@ -351,9 +351,9 @@ class StackDefinition:
 
     # -- scope interface used by functions ------------------------------
     def check_param(self, name, path):
+        # Heat's words for reading a parameter the template lacks
         if name not in self.parameters and name not in self._pseudo:
-            raise _err('The Parameter (%s) was not defined in template.'
-                       % name, path)
+            raise _err('The Parameter (%s) was not provided.' % name, path)
 
     def param_value(self, name):
         if name in self.parameters:
@@ -937,9 +937,13 @@ class StackDefinition:
                     value = None
                 out[name] = {'value': value, 'description': o.description}
             except Exception as e:
+                reason = str(e)
                 if isinstance(e, exception.InvalidTemplate):
+                    reason = e.reason
                     e = self._locate(e)
-                out[name] = {'error': str(e), 'description': o.description}
+                # `reason`: as a parent reading it says it (Heat's)
+                out[name] = {'error': str(e), 'reason': reason,
+                             'description': o.description}
         return out
 
     def referenced_attributes(self, name):
