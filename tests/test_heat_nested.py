@@ -358,3 +358,28 @@ def test_a_nested_outputs_error_is_its_readers_output_error(engine):
         'output_error'] == ('1.yaml:13: outputs.resource_output_b.value.'
                             'get_param: The Parameter (foo) was not '
                             'provided.')
+
+
+# -- Heat's words for a property that cannot be worked out (test_preview) ----
+
+def test_a_property_reading_a_missing_parameter_is_heats_property_error(
+        engine):
+    tmpl = '''heat_template_version: 2015-04-30
+parameters:
+  incomming:
+    type: string
+resources:
+  two:
+    type: OS::Heat::TestResource
+    properties:
+      value: {get_param: missing}
+'''
+    svc = service.Service(engine)
+    for call in (svc.stack_preview, svc.stack_create):
+        with pytest.raises(exception.InvalidTemplate) as err:
+            call(request.make(), 'p', _bundle(
+                tmpl, env={'parameters': {'incomming': 'abc'}}), {})
+        # where (file and line), then Heat's words
+        assert str(err.value) == (
+            'template:9: Property error: : resources.two.properties.value: '
+            ': The Parameter (missing) was not provided.')

@@ -2,6 +2,7 @@
 (converge/engine/traversal.py: one transaction, then the leaves are sent).
 """
 
+import posixpath
 import re
 
 import sqlalchemy as sa
@@ -107,10 +108,36 @@ def validate(bundle, params, stack_name='stack', stack_id='',
             path = [fmt.section('resources'), name, fmt.field('type')]
             raise exception.InvalidTemplate(str(exc), path=path).locate(
                 bundle.template_path, bundle.line_of(path))
-        validate(child, child_params, stack_name='%s-%s' % (stack_name, name),
-                 validate_values=False, project_id=project_id, depth=depth + 1,
-                 nested_properties=nested_properties)
+        try:
+            validate(child, child_params,
+                     stack_name='%s-%s' % (stack_name, name),
+                     validate_values=False, project_id=project_id,
+                     depth=depth + 1, nested_properties=nested_properties)
+        except exception.InvalidTemplate as exc:
+            raise _nested_error(exc, defn, name) from None
     return defn
+
+
+def _nested_error(exc, defn, name):
+    """`exc`, raised inside the nested stack of resource `name` of
+    `defn`, as Heat names the way to it: each owner with its nested
+    stack's template (a provider's file as the template or registry
+    names it, else ``nested_stack``), then the resource inside."""
+    rdef = defn.resources[name]
+    label = rdef.type if getattr(rdef.plugin, 'provider', None) \
+        else 'nested_stack'
+    if label.startswith('file://'):   # a file the CLI read: its name
+        label = posixpath.basename(template.url_path(label))
+    if isinstance(exc, exception.NestedError):
+        inner = exc.where
+    elif exc.path:
+        inner = '.'.join(str(p) for p in exc.path[:2])
+    else:
+        return exc
+    return exception.NestedError(
+        exc.reason, exc.path, exc.filename, exc.line,
+        where='%s.%s<%s>.%s' % (defn.format.section('resources'), name,
+                                label, inner))
 
 
 def environment_shown(defn, params=None):

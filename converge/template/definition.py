@@ -671,7 +671,7 @@ class StackDefinition:
                 if rd.sources:
                     later.append(rd)
                 else:
-                    self._check_props(rd, fn.resolve(props, vctx), vctx)
+                    self._check_props(rd, self._known(props, vctx), vctx)
             mvalues = fn.resolve(meta, vctx)
             if mvalues is not UNKNOWN and mvalues is not fn.OMIT and \
                     mvalues is not None and not isinstance(mvalues, dict):
@@ -679,7 +679,28 @@ class StackDefinition:
                            path + (F('metadata'),))
 
         for rd in later:
-            self._check_props(rd, fn.resolve(rd._properties, vctx), vctx)
+            self._check_props(rd, self._known(rd._properties, vctx), vctx)
+
+    def _known(self, props, vctx):
+        """A resource's property values as known before anything is
+        made; a function failing in one is Heat's "Property error",
+        naming the property."""
+        try:
+            return fn.resolve(props, vctx)
+        except exception.OutputError:
+            raise
+        except exception.InvalidTemplate as e:
+            if e.filename or len(e.path) < 4:
+                raise
+            # the path into the value, up to the function that failed
+            where = list(e.path)
+            for i in range(3, len(where)):
+                if where[i] in self.known_functions:
+                    where = where[:i]
+                    break
+            raise exception.PropertyError(
+                e.reason, e.path,
+                where='.'.join(str(p) for p in where)) from None
 
     @staticmethod
     def _sources(plugin, props, path):
