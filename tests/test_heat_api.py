@@ -1096,6 +1096,9 @@ def test_an_update_preempts_one_running_in_a_nested_stack(api):
     arn = hc.stacks.output_show('pre', 'delay_stack')['output'][
         'output_value']
     assert arn.startswith('arn:openstack:heat::preempt:stacks/')
+    # a nested stack's resource names the resource owning its stack
+    assert hc.resources.get(arn, 'delay_resource').parent_resource == \
+        'delay_stack'
     hc.stacks.update(st.id, template=root, files=files,
                      parameters={'input': 'bar'})
     deadline = time.monotonic() + 60
