@@ -68,6 +68,54 @@ class InvalidTemplate(ConvergeError):
         return self
 
 
+class HeatWorded(InvalidTemplate):
+    """An error in Heat's words, after the file and line it is at.
+
+    :param where: the dotted path, as Heat names it
+    """
+
+    #: Heat's form: '%(where)s' and '%(reason)s'
+    form = '%(where)s: %(reason)s'
+
+    def __init__(self, message, path=None, filename=None, line=None,
+                 where=''):
+        self.where = where
+        super().__init__(message, path, filename, line)
+
+    def _render(self):
+        text = self.form % {'where': self.where, 'reason': self.reason}
+        if not self.filename:
+            return text
+        place = self.filename + (':%d' % self.line if self.line else '')
+        return '%s: %s' % (place, text)
+
+
+class PropertyError(HeatWorded):
+    """A resource's property value that cannot be worked out (a
+    function in it fails): ``Property error: :
+    resources.R.properties.P: : why``."""
+
+    form = 'Property error: : %(where)s: : %(reason)s'
+
+
+class NestedError(HeatWorded):
+    """An error inside a nested stack, reached as Heat names the way
+    down: ``resources.group<nested_stack>.resources.0<provider.yaml>.
+    resources.R: : why``."""
+
+    form = '%(where)s: : %(reason)s'
+
+
+class OutputError(InvalidTemplate):
+    """An attribute read from a nested stack's output that could not be
+    resolved, in Heat's words (``Error in RESOURCE output NAME: why``):
+    where it went wrong is the nested stack's, so no place in this
+    template is added."""
+
+    def _render(self):
+        return self.reason
+
+
 class InvalidInput(ConvergeError):
     """A request the engine refuses as given (stack name, timeout, ...)."""
 

@@ -28,7 +28,7 @@ LOOP = REGEX.replace("regex('^(a|aa)+$').matches($.data)",
 CASES = [
     (BOMB_450, 'at the alias *'),
     (BOMB_331, 'max_template_nodes'),
-    (REGEX, 'resources.r.properties.value.yaql: yaql: the expression ran '
+    (REGEX, 'resources.r.properties.value: : yaql: the expression ran '
             'for more than 0.5 s'),
     (LOOP, 'yaql_time_limit'),
     (DUP_RESOURCE, "duplicate key 'server' at line 7 (first at line 3)"),

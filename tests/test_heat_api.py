@@ -1038,12 +1038,10 @@ def test_validate_answers_as_heats(api):
         'Description': 'the parent template',
         'Parameters': {'pparam': pparam},
         'Environment': environment(**provider)}
-    # show_nested: two levels down (Heat's own case passes `length` to
-    # mynested2.yaml, which has no such parameter: Heat's validate looks
-    # at no property and answers; converge's refuses it, naming it, as
-    # both refuse it at create: docs/compatibility.md)
-    deeper = VALIDATED.replace('OS::Heat::RandomString',
-                               'mynested2.yaml').replace('length:', 'aparam:')
+    # show_nested: two levels down, Heat's own case: `length` is passed
+    # to mynested2.yaml, which has no such parameter; validate reads no
+    # nested resource's property (a create refuses it)
+    deeper = VALIDATED.replace('OS::Heat::RandomString', 'mynested2.yaml')
     assert hc.stacks.validate(template=VALIDATED_PARENT, files={
         'mynested.yaml': deeper, 'mynested2.yaml': VALIDATED},
         show_nested=True) == {
@@ -1055,9 +1053,72 @@ def test_validate_answers_as_heats(api):
             'Type': 'mynested.yaml',
             'NestedParameters': {'myres': {
                 'Description': 'the stack description',
-                'Parameters': {'aparam': dict(aparam, Value=5)},
+                'Parameters': {'aparam': aparam},
                 'Type': 'mynested2.yaml'}}}},
         'Environment': environment(**provider)}
+    from heatclient import exc
+    with pytest.raises(exc.HTTPBadRequest, match='Unknown property length'):
+        hc.stacks.create(stack_name='deeper', template=VALIDATED_PARENT,
+                         files={'mynested.yaml': deeper,
+                                'mynested2.yaml': VALIDATED})
+
+
+def _preempt(rsrcs, output=None):
+    tmpl = {'heat_template_version': 'queens',
+            'parameters': {'input': {'type': 'string'}},
+            'resources': rsrcs}
+    if output is not None:
+        tmpl['outputs'] = {'delay_stack': {'value': output}}
+    return json.dumps(tmpl)
+
+
+def test_an_update_preempts_one_running_in_a_nested_stack(api):
+    """Heat's functional test_simultaneous_update
+    test_nested_preemption: a provider's reference (its nested stack's
+    ARN) names the stack to heatclient; an update started while another
+    waits inside a nested stack takes over, and the output whose
+    attribute the new provider template no longer has is no error."""
+    hc = api.client('preempt', api.token('preempt')['token'])
+    root = _preempt({'nested_stack': {
+        'type': 'preempt.yaml',
+        'properties': {'input': {'get_param': 'input'}}}},
+        {'get_attr': ['nested_stack', 'delay_stack']})
+    files = {'preempt.yaml': _preempt({'delay_stack': {
+        'type': 'delay.yaml',
+        'properties': {'input': {'get_param': 'input'}}}},
+        {'get_resource': 'delay_stack'}),
+        'delay.yaml': _preempt({'delay_resource': {
+            'type': 'OS::Heat::TestResource',
+            'properties': {'action_wait_secs': {'update': 6000},
+                           'value': {'get_param': 'input'}}}})}
+    hc.stacks.create(stack_name='pre', template=root, files=files,
+                     parameters={'input': 'foo'})
+    st = _settled(hc, 'pre')
+    assert st.stack_status == 'CREATE_COMPLETE', st.stack_status_reason
+    arn = hc.stacks.output_show('pre', 'delay_stack')['output'][
+        'output_value']
+    assert arn.startswith('arn:openstack:heat::preempt:stacks/')
+    # a nested stack's resource names the resource owning its stack
+    assert hc.resources.get(arn, 'delay_resource').parent_resource == \
+        'delay_stack'
+    hc.stacks.update(st.id, template=root, files=files,
+                     parameters={'input': 'bar'})
+    deadline = time.monotonic() + 60
+    while hc.resources.get(arn, 'delay_resource').resource_status != \
+            'UPDATE_IN_PROGRESS':
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    hc.stacks.update(st.id, template=root,
+                     files={'preempt.yaml': _preempt({})},
+                     parameters={'input': 'baz'})
+    deadline = time.monotonic() + 120
+    while True:
+        st = hc.stacks.get(st.id)
+        if st.stack_status != 'UPDATE_IN_PROGRESS':
+            break
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert st.stack_status == 'UPDATE_COMPLETE', st.stack_status_reason
 
 
 def test_a_stack_with_a_hidden_tag_is_listed_only_when_asked(api):

@@ -423,7 +423,7 @@ def test_text_that_is_not_unicode_is_refused(api, cli, write):
               'template:1')
     s.refused('POST', '/validate', {'template': _value_template(
         {'yaql': {'expression': "'\\ud800'"}})}, None,
-        'resources.v.properties.value.yaql', 'lone surrogate')
+        'resources.v.properties.value: : yaql', 'lone surrogate')
     assert s.stacks() == []
     # the CLI: a JSON file (read as UTF-8, its escapes give one) and a
     # command line's bytes that are not UTF-8
@@ -529,7 +529,7 @@ def test_a_repeat_that_grows_past_the_limit_is_refused_before_it_grows(
     big = 'x' * 200000
     s.refused('POST', '/validate', {'template': _value_template({
         'repeat': {'for_each': {'': [big]}, 'template': big}})}, None,
-        'resources.v.properties.value.repeat', 'max_function_result_size')
+        'resources.v.properties.value: : repeat', 'max_function_result_size')
 
 
 def test_conditions_naming_conditions_hundreds_deep_are_refused(api):

@@ -296,9 +296,11 @@ def test_a_group_of_no_members_does_not_check_its_member(engine,
     assert et.resources(engine, child) == {}
     with pytest.raises(exception.InvalidTemplate) as err:
         stacks.update(engine, stack.id, bundle, {'n': '2'})
-    assert str(err.value) == ('%s:10: resources.random.properties.length: '
-                              '"BAD" is not an integer'
-                              % (tmp_path / 'provider.yaml'))
+    # the file and line, then the way there and why, as Heat says them
+    assert str(err.value) == (
+        "%s:10: resources.random_group<nested_stack>.resources.0"
+        "<provider.yaml>.resources.random: : Value 'BAD' is not an integer"
+        % (tmp_path / 'provider.yaml'))
     assert et.status(et.stack_of(engine, stack.id)) == 'CREATE_COMPLETE'
 
 

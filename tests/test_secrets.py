@@ -239,7 +239,8 @@ def test_a_reader_sees_no_secret(served):
     num = json.loads(texts['/stacks/vault/%s/resources/num'
                            % stack['id']])['resource']
     assert num['resource_status'] == 'CREATE_FAILED'
-    assert '"pw=******" is not an number' in num['resource_status_reason']
+    assert "Value 'pw=******' is not a number" in \
+        num['resource_status_reason']
     assert 'pw=******' in shown['stack_status_reason']
 
 

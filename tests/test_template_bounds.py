@@ -205,7 +205,7 @@ def test_yaql_catastrophic_regex_is_stopped_with_a_clear_error():
     with pytest.raises(exception.InvalidTemplate) as exc:
         make()
     assert time.monotonic() - start < 10
-    assert 'resources.r.properties.value.yaql' in str(exc.value)
+    assert 'resources.r.properties.value: : yaql' in str(exc.value)
     assert 'yaql_time_limit' in str(exc.value)
 
 

@@ -209,14 +209,17 @@ class NestedStacks:
             st = api.stack_record(s, stack_id)
         return st if st is not None and st.deleted_at is None else None
 
-    def outputs(self, stack_id):
+    def outputs(self, stack_id, errors=None):
         """The child's outputs, name -> value (one that could not be
-        resolved is None)."""
+        resolved is None, and why in `errors`, a dict, if given)."""
         st = self._stack(stack_id)
         if st is None:
             return {}
-        return {k: v.get('value')
-                for k, v in views.outputs(self.engine, st).items()}
+        found = views.outputs(self.engine, st)
+        if errors is not None:
+            errors.update((k, v['reason']) for k, v in found.items()
+                          if 'reason' in v)
+        return {k: v.get('value') for k, v in found.items()}
 
     def members(self, stack_id):
         """The child's resources, as a resource's members are listed."""

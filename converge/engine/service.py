@@ -164,10 +164,14 @@ class Service:
         Heat's validate_template answer; nothing is stored."""
         project = request.project_of(ctx)
         with self._quoting(ctx, bundle, params):
+            # Heat's validate reads no property of a nested stack's
+            # resources (a create does)
             defn = stacks.validate(bundle, params, validate_values=False,
-                                   project_id=project)
+                                   project_id=project,
+                                   nested_properties=False)
             info = defn.validate_info()
-            nested = stacks.nested_parameters(defn, project) \
+            nested = stacks.nested_parameters(
+                defn, project, nested_properties=False) \
                 if show_nested else None
         if nested:
             info['NestedParameters'] = nested
@@ -476,7 +480,9 @@ class Service:
         if isinstance(st, group_stack.GroupStack):
             out, owner = st.resource_rows(), st.parent.id
         else:
-            out, owner = self._resource_rows(st, nested_depth, None), st.id
+            # a nested stack's own resources say which resource owns it
+            out, owner = self._resource_rows(
+                st, nested_depth, st.parent_resource), st.id
         return self._masked(ctx, owner, [
             r for r in out if listing.matches(r, filters, _RESOURCE_KEYS)])
 

@@ -2,6 +2,7 @@
 (converge/engine/traversal.py: one transaction, then the leaves are sent).
 """
 
+import posixpath
 import re
 
 import sqlalchemy as sa
@@ -19,6 +20,7 @@ from converge.engine import policies
 from converge.engine import stack_size
 from converge.engine import traversal
 from converge.graph import dependencies
+from converge.template import formats
 
 LOG = logging.getLogger(__name__)
 
@@ -69,18 +71,29 @@ def _lineage(parent):
 
 
 def validate(bundle, params, stack_name='stack', stack_id='',
-             validate_values=True, project_id=None, depth=0, cloud=None):
+             validate_values=True, project_id=None, depth=0, cloud=None,
+             nested_properties=True):
     """The stack definition, checked through: its graph, and the nested
     stacks its provider templates (and inline OS::Heat::Stack templates)
     make, down to max_nested_stack_depth, with the property values
     known before anything is created; with `cloud` (a driver, the
     stack's), the values that must name something in it (custom
-    constraints: an image, a flavor, a network ...)."""
+    constraints: an image, a flavor, a network ...). Without
+    `nested_properties` (Heat's template validate, which reads no
+    resource's properties) the nested stacks' resources' properties are
+    not checked, and a value given for a parameter a nested template
+    lacks is left out."""
+    lenient = depth > 0 and not nested_properties
+    if lenient:
+        declared = formats.section(bundle.template, 'parameters')
+        params = {k: v for k, v in params.items()
+                  if isinstance(declared, dict) and k in declared}
     defn = template.StackDefinition(bundle, params, stack_name=stack_name,
                                     stack_id=stack_id,
                                     project_id=project_id or engine_project(),
                                     validate_values=validate_values,
-                                    limits=definitions.limits())
+                                    limits=definitions.limits(),
+                                    stored=lenient)
     try:
         dependencies.check(defn.dependencies())
         if cloud is not None and validate_values:
@@ -95,9 +108,36 @@ def validate(bundle, params, stack_name='stack', stack_id='',
             path = [fmt.section('resources'), name, fmt.field('type')]
             raise exception.InvalidTemplate(str(exc), path=path).locate(
                 bundle.template_path, bundle.line_of(path))
-        validate(child, child_params, stack_name='%s-%s' % (stack_name, name),
-                 validate_values=False, project_id=project_id, depth=depth + 1)
+        try:
+            validate(child, child_params,
+                     stack_name='%s-%s' % (stack_name, name),
+                     validate_values=False, project_id=project_id,
+                     depth=depth + 1, nested_properties=nested_properties)
+        except exception.InvalidTemplate as exc:
+            raise _nested_error(exc, defn, name) from None
     return defn
+
+
+def _nested_error(exc, defn, name):
+    """`exc`, raised inside the nested stack of resource `name` of
+    `defn`, as Heat names the way to it: each owner with its nested
+    stack's template (a provider's file as the template or registry
+    names it, else ``nested_stack``), then the resource inside."""
+    rdef = defn.resources[name]
+    label = rdef.type if getattr(rdef.plugin, 'provider', None) \
+        else 'nested_stack'
+    if label.startswith('file://'):   # a file the CLI read: its name
+        label = posixpath.basename(template.url_path(label))
+    if isinstance(exc, exception.NestedError):
+        inner = exc.where
+    elif exc.path:
+        inner = '.'.join(str(p) for p in exc.path[:2])
+    else:
+        return exc
+    return exception.NestedError(
+        exc.reason, exc.path, exc.filename, exc.line,
+        where='%s.%s<%s>.%s' % (defn.format.section('resources'), name,
+                                label, inner))
 
 
 def environment_shown(defn, params=None):
@@ -122,7 +162,7 @@ def environment_shown(defn, params=None):
     return shown
 
 
-def nested_parameters(defn, project_id, depth=0):
+def nested_parameters(defn, project_id, depth=0, nested_properties=True):
     """Heat's validate with show_nested: {resource: its nested stack's
     Type, Description and Parameters (a value its properties give as
     Value), and its own NestedParameters}, for each nested stack whose
@@ -132,12 +172,14 @@ def nested_parameters(defn, project_id, depth=0):
         inner = validate(child, child_params,
                          stack_name='%s-%s' % (defn.stack_name, name),
                          validate_values=False, project_id=project_id,
-                         depth=depth + 1)
+                         depth=depth + 1,
+                         nested_properties=nested_properties)
         info = inner.validate_info()
         entry = {'Type': defn.resources[name].template_type,
                  'Description': inner.description or '',
                  'Parameters': info['Parameters']}
-        deeper = nested_parameters(inner, project_id, depth + 1)
+        deeper = nested_parameters(inner, project_id, depth + 1,
+                                   nested_properties)
         if deeper:
             entry['NestedParameters'] = deeper
         out[name] = entry
@@ -361,6 +403,7 @@ def planned(engine, ident, bundle=None, params=None, existing=False,
         else:
             # --existing keeps the old environment under the new one
             bundle = bundle.merged_over(template.Bundle.from_dict(old_bundle))
+        params = _declared_only(bundle, params)
     elif bundle is None:
         raise exception.InvalidInput('Need a template to update with '
                                      '(-t), or --existing')
@@ -374,6 +417,19 @@ def planned(engine, ident, bundle=None, params=None, existing=False,
                        stack.cloud)
     check_immutable(engine, stack, defn)
     return stack, bundle, params, defn
+
+
+def _declared_only(bundle, params):
+    """Heat's PATCH: the parameters kept from before (and those sent)
+    that the template no longer declares are dropped, from the request's
+    and from the environment's, not refused."""
+    declared = formats.section(bundle.template, 'parameters')
+    declared = declared if isinstance(declared, dict) else {}
+    env = bundle.environment
+    if isinstance(env.get('parameters'), dict):
+        env['parameters'] = {k: v for k, v in env['parameters'].items()
+                             if k in declared}
+    return {k: v for k, v in (params or {}).items() if k in declared}
 
 
 def check_immutable(engine, stack, defn):

@@ -118,6 +118,9 @@ class RowData:
             return None
         return row.attributes
 
+    def attribute_error(self, name, attribute):
+        return nested_res.attribute_error(self._rows.get(name), attribute)
+
 
 def _definition(engine, stack):
     if stack.template_id is None:
@@ -309,6 +312,9 @@ def resource_detail(engine, st, name):
         'description': (defn.resources[name].description
                         if defn and name in defn.resources else ''),
     }
+    if st.parent_resource:
+        # Heat's: a nested stack's resource names its stack's owner
+        data['parent_resource'] = st.parent_resource
     found = nested(engine, st, row)
     if found is not None:
         # its members' state and outputs (Heat: its nested stack's)

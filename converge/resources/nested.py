@@ -33,6 +33,19 @@ CONVERGED = 'converged'
 #: the plug-in data key of the last check, suspend or resume asked of
 #: the child (action:traversal)
 ASKED = 'asked'
+#: the plug-in data key of the child's outputs that had an error: name
+#: -> why (an attribute read from one is that error, Heat's)
+OUTPUT_ERRORS = 'output_errors'
+
+
+def attribute_error(row, attribute):
+    """Why the resource of `row` (a stored row) has no value for
+    `attribute`: its nested stack's output of that name had an error;
+    else None."""
+    data = getattr(row, 'data', None)
+    if not isinstance(data, dict):
+        return None
+    return (data.get(OUTPUT_ERRORS) or {}).get(attribute)
 
 
 class Nested(base.Resource):
@@ -230,9 +243,20 @@ class Nested(base.Resource):
 
     # -- what the parent sees -------------------------------------------
     def get_attributes(self, observed):
-        outputs = self.clients.stacks.outputs(self.physical_id) \
+        return self.attributes_from(self._child_outputs(), observed)
+
+    def _child_outputs(self):
+        """The child's outputs; those that had an error are kept in
+        the plug-in data (attribute_error)."""
+        errors = {}
+        outputs = self.clients.stacks.outputs(self.physical_id,
+                                              errors=errors) \
             if self.physical_id else {}
-        return self.attributes_from(outputs, observed)
+        if errors:
+            self.data[OUTPUT_ERRORS] = errors
+        else:
+            self.data.pop(OUTPUT_ERRORS, None)
+        return outputs
 
     def attributes_from(self, outputs, observed):
         raise NotImplementedError
@@ -327,6 +351,22 @@ class TemplateResource(Nested):
     provider = None
     provider_template = None
 
+    #: why this provider cannot stand for the type it overrides (Heat's
+    #: facade check, template/providers.py), or None
+    facade_error = None
+
+    def create(self):
+        self._check_facade()
+        return super().create()
+
+    def update(self, prior, observed):
+        self._check_facade()
+        return super().update(prior, observed)
+
+    def _check_facade(self):
+        if self.facade_error:
+            raise exception.ResourceFailure(self.facade_error)
+
     def child(self):
         params = {k: v for k, v in self.properties.items() if v is not None}
         return {'template': self.provider_template, 'path': self.provider,
@@ -339,19 +379,78 @@ class TemplateResource(Nested):
         return {'template': cls.provider_template, 'path': cls.provider,
                 'params': dict(values)}
 
+    #: the attributes ``resource.NAME[.X]`` the parent's template reads
+    #: of this resource (the engine sets them: definition's
+    #: referenced_attributes): only those nested resources' attributes
+    #: are copied into this resource's own
+    member_reads = ()
+    #: the child's outputs as get_attributes last read them
+    _outputs = None
+
     @classmethod
     def has_attribute(cls, name):
-        if cls.provider_template is None:
-            return True
-        outputs = formats.section(cls.provider_template, 'outputs') or {}
-        return name in outputs or name in ('OS::stack_id', 'show')
+        """Any name, as Heat's validation takes it (an attribute of a
+        type whose attributes are computed): an output the provider's
+        template no longer has (an update replacing the file) reads
+        None, as does a resource.NAME of no nested resource NAME."""
+        return True
 
     @classmethod
     def attribute_names(cls):
         outputs = formats.section(cls.provider_template, 'outputs') or {}
         return set(outputs) | {'OS::stack_id', 'show'}
 
+    def get_attributes(self, observed):
+        self._outputs = self._child_outputs()
+        return self.attributes_from(self._outputs, observed)
+
     def attributes_from(self, outputs, observed):
         values = {k: v for k, v in outputs.items()}
-        values['OS::stack_id'] = self.physical_id
+        # the child's id unless its template says otherwise (Heat has
+        # only the output)
+        values.setdefault('OS::stack_id', self.physical_id)
+        values.update(self._member_attributes())
         return values
+
+    def _member_attributes(self):
+        """Heat's ``resource.NAME`` (the nested resource NAME's
+        reference id) and ``resource.NAME.X`` (its attribute X), for the
+        NAMEs the parent's template reads."""
+        wanted = {member_of(a) for a in self.member_reads} - {None}
+        if not wanted:
+            return {}
+        values = {}
+        for m in self.members() or ():
+            if m['resource_name'] not in wanted:
+                continue
+            key = 'resource.%s' % m['resource_name']
+            values[key] = m['reference_id']
+            for x, v in (m['attributes'] or {}).items():
+                values['%s.%s' % (key, x)] = v
+        return values
+
+    def reference_id(self):
+        """Heat's: the child's ``OS::stack_id`` output when its
+        template has one, else the child's ARN."""
+        if not self.physical_id:
+            return self.name
+        outputs = self._outputs
+        declared = formats.section(self.provider_template or {},
+                                   'outputs') or {}
+        if 'OS::stack_id' in declared:
+            if outputs is None:
+                outputs = self.clients.stacks.outputs(self.physical_id)
+            if outputs.get('OS::stack_id') is not None:
+                return outputs['OS::stack_id']
+        name = (self.seen or {}).get('name') or self.nested_stack_name()
+        return 'arn:openstack:heat::%s:stacks/%s/%s' % (
+            self.stack.project_id, name, self.physical_id)
+
+
+def member_of(attribute):
+    """The nested resource NAME of an attribute ``resource.NAME`` or
+    ``resource.NAME.X`` (Heat's split), else None."""
+    if not isinstance(attribute, str) or \
+            not attribute.startswith('resource.'):
+        return None
+    return attribute.split('.', 2)[1] or None

@@ -90,8 +90,10 @@ def _coerce(schema, value, path):
             try:
                 value = int(value) if t == INTEGER else _num(value)
             except ValueError:
-                raise _err('"%s" is not an %s' % (
-                    value, 'integer' if t == INTEGER else 'number'), path)
+                # Heat's words
+                raise _err("Value '%s' is not %s" % (
+                    value, 'an integer' if t == INTEGER else 'a number'),
+                    path)
         if t == INTEGER:
             if isinstance(value, float) and value.is_integer():
                 value = int(value)

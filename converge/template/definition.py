@@ -407,9 +407,9 @@ class StackDefinition:
 
     # -- scope interface used by functions ------------------------------
     def check_param(self, name, path):
+        # Heat's words for reading a parameter the template lacks
         if name not in self.parameters and name not in self._pseudo:
-            raise _err('The Parameter (%s) was not defined in template.'
-                       % name, path)
+            raise _err('The Parameter (%s) was not provided.' % name, path)
 
     def param_value(self, name):
         if name in self.parameters:
@@ -554,19 +554,42 @@ class StackDefinition:
         return fn.resolve(parser.parse(value, path), fn.Context(self))
 
     # -- resources -----------------------------------------------------
-    def _map_type(self, name, type_name, path):
+    def _overrides(self, name):
+        """The registry and resource `name`'s own entries in it."""
         reg = self.bundle.environment.get('resource_registry') or {}
-        overrides = {}
         per = reg.get('resources') or {}
         if isinstance(per, dict):
             if isinstance(per.get(name), dict):
-                overrides = per[name]
-            else:
-                for pat, m in per.items():
-                    if isinstance(m, dict) and '*' in pat and \
-                            fnmatch.fnmatchcase(name, pat):
-                        overrides = m
-                        break
+                return reg, per[name]
+            for pat, m in per.items():
+                if isinstance(m, dict) and '*' in pat and \
+                        fnmatch.fnmatchcase(name, pat):
+                    return reg, m
+        return reg, {}
+
+    def _facade(self, name, type_name):
+        """The type a provider template that resource `name`'s own
+        registry entry maps its type to stands for (Heat's facade): the
+        registry's entry for the type, else the built-in type; None when
+        the resource has no entry of its own. (A type the registry maps
+        for every resource is not held to the built-in's interface:
+        Heat's instance group members map AWS::EC2::Instance to a
+        template with one of its attributes.)"""
+        reg, overrides = self._overrides(name)
+        if not isinstance(overrides.get(type_name), str):
+            return None
+        facade = reg.get(type_name)
+        facade = facade if isinstance(facade, str) else type_name
+        if not is_provider(facade):
+            return self.registry.get(facade)
+        try:
+            return providers.provider_class(self.bundle.file_key(facade),
+                                            self.files, ())
+        except exception.InvalidTemplate:
+            return None
+
+    def _map_type(self, name, type_name, path):
+        reg, overrides = self._overrides(name)
         t = type_name
         seen = set()
         while True:
@@ -640,9 +663,13 @@ class StackDefinition:
                 continue
             mapped = self._map_type(name, t, path + [F('type')])
             if is_provider(mapped):
-                plugin = providers.provider_class(
-                    self.bundle.file_key(mapped), self.files,
-                    path + [F('type')])
+                plugin = providers.with_defaults(
+                    providers.provider_class(self.bundle.file_key(mapped),
+                                             self.files, path + [F('type')]),
+                    self.bundle.environment.get('parameter_defaults'))
+                facade = None if is_provider(t) else self._facade(name, t)
+                if facade is not None:
+                    plugin = providers.facaded(plugin, facade, t)
             else:
                 plugin = self.registry.get(mapped)
             if plugin is None:
@@ -700,7 +727,7 @@ class StackDefinition:
                 if rd.sources:
                     later.append(rd)
                 else:
-                    self._check_props(rd, fn.resolve(props, vctx), vctx)
+                    self._check_props(rd, self._known(props, vctx), vctx)
             mvalues = fn.resolve(meta, vctx)
             if mvalues is not UNKNOWN and mvalues is not fn.OMIT and \
                     mvalues is not None and not isinstance(mvalues, dict):
@@ -708,7 +735,7 @@ class StackDefinition:
                            path + (F('metadata'),))
 
         for rd in later:
-            self._check_props(rd, fn.resolve(rd._properties, vctx), vctx)
+            self._check_props(rd, self._known(rd._properties, vctx), vctx)
         self._add_implied(vctx)
 
     def _add_implied(self, vctx):
@@ -741,6 +768,27 @@ class StackDefinition:
             todo.extend(self.resources[n].requires if n in self.resources
                         else ())
         return False
+
+    def _known(self, props, vctx):
+        """A resource's property values as known before anything is
+        made; a function failing in one is Heat's "Property error",
+        naming the property."""
+        try:
+            return fn.resolve(props, vctx)
+        except exception.OutputError:
+            raise
+        except exception.InvalidTemplate as e:
+            if e.filename or len(e.path) < 4:
+                raise
+            # the path into the value, up to the function that failed
+            where = list(e.path)
+            for i in range(3, len(where)):
+                if where[i] in self.known_functions:
+                    where = where[:i]
+                    break
+            raise exception.PropertyError(
+                e.reason, e.path,
+                where='.'.join(str(p) for p in where)) from None
 
     @staticmethod
     def _sources(plugin, props, path):
@@ -920,6 +968,13 @@ class StackDefinition:
                        rd.deletion_policy, rd.update_policy, rd.external_id]
             if rd.plugin.built_from_files:
                 payload.append(self._files_digest())
+                # the nested resources whose attributes the template
+                # reads (resource.NAME.X): a new one is copied in by an
+                # update visiting the resource
+                members = sorted(a for a in self._ref_attrs.get(name, ())
+                                 if a.startswith('resource.'))
+                if members:
+                    payload.append(members)
             # what it reads of another's definition (a launch
             # configuration's properties) is its own
             payload += [self.digest(n) for n in sorted(
@@ -991,9 +1046,13 @@ class StackDefinition:
                     value = None
                 out[name] = {'value': value, 'description': o.description}
             except Exception as e:
+                reason = str(e)
                 if isinstance(e, exception.InvalidTemplate):
+                    reason = e.reason
                     e = self._locate(e)
-                out[name] = {'error': str(e), 'description': o.description}
+                # `reason`: as a parent reading it says it (Heat's)
+                out[name] = {'error': str(e), 'reason': reason,
+                             'description': o.description}
         return out
 
     def referenced_attributes(self, name):

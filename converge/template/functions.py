@@ -230,10 +230,10 @@ class GetParam(Function):
         elif not isinstance(args, (str, dict)):
             raise self.error('the argument must be a parameter name or a '
                              'list [name, path...]')
+        # a name the template lacks is refused where it is read, as in
+        # Heat: a resource's properties are read as it is validated, an
+        # output's only when it is shown (its error then)
         self.args = parser.parse(args, self.path)
-        name = self.args[0] if isinstance(self.args, list) else self.args
-        if isinstance(name, str):
-            parser.scope.check_param(name, self.path)
 
     def resolve(self, ctx):
         args = resolve(self.args, ctx)
@@ -334,17 +334,32 @@ class GetAttr(Function):
             return UNKNOWN
         if len(args) == 1:
             return attrs
-        value = attrs.get(args[1]) if isinstance(attrs, dict) else None
+        attr, path = args[1], args[2:]
+        if isinstance(attr, str) and attr.count('.') == 1 and \
+                attr.startswith('resource.') and path and \
+                isinstance(attrs, dict) and \
+                '%s.%s' % (attr, path[0]) in attrs:
+            # Heat's [res, resource.NAME, X, ...] is the nested
+            # resource NAME's attribute X, as [res, resource.NAME.X, ...]
+            attr, path = '%s.%s' % (attr, path[0]), path[1:]
+        value = attrs.get(attr) if isinstance(attrs, dict) else None
+        if value is None:
+            why = getattr(ctx.data, 'attribute_error', None)
+            why = why(name, attr) if why is not None else None
+            if why:
+                # the nested stack's output had an error: Heat's words
+                raise exception.OutputError('Error in %s output %s: %s'
+                                            % (name, attr, why), self.path)
         if self.per_member and value is None and \
                 isinstance(attrs.get('refs'), list):
             # an attribute no member has: None for each (Heat)
             value = [None] * len(attrs['refs'])
         try:
-            if self.per_member and isinstance(value, list) and args[2:]:
+            if self.per_member and isinstance(value, list) and path:
                 # Heat: [group, X, key] is each member's X's key
-                return [_walk(v, args[2:], None, strict_index=True)
+                return [_walk(v, path, None, strict_index=True)
                         for v in value]
-            return _walk(value, args[2:], None, strict_index=True)
+            return _walk(value, path, None, strict_index=True)
         except TypeError:
             return None
 

@@ -8,6 +8,7 @@ while the process lives: a TripleO overcloud uses a few hundred files
 thousands of times.
 """
 
+import copy
 import functools
 import hashlib
 
@@ -72,3 +73,94 @@ def _build(type_name, digest, text):
         'provider_template': tmpl,
         '__doc__': 'The resource type of provider template %s' % type_name,
     })
+
+
+#: a parameter type -> the property type Heat gives it, as a facade's
+#: property type is compared with it
+_HEAT_PARAM_TYPES = {'string': 'String', 'number': 'Number',
+                     'comma_delimited_list': 'List', 'json': 'Map',
+                     'boolean': 'Boolean'}
+#: a plug-in's property type as Heat compares it with a parameter's
+#: (an integer takes a number parameter); ANY matches anything
+_HEAT_PROPERTY_TYPES = {p.STRING: 'String', p.INTEGER: 'Number',
+                        p.NUMBER: 'Number', p.BOOLEAN: 'Boolean',
+                        p.MAP: 'Map', p.LIST: 'List'}
+
+
+def _property_types(cls):
+    """name -> (required, Heat's type or None) of a plug-in's
+    properties: a provider's from its template's parameters."""
+    tmpl = getattr(cls, 'provider_template', None)
+    if tmpl is None:
+        return {n: (s.required, _HEAT_PROPERTY_TYPES.get(s.type))
+                for n, s in cls.properties_schema.items()}
+    fmt = formats.of(tmpl)
+    params = formats.section(tmpl, 'parameters') or {}
+    type_key = 'Type' if fmt.is_cfn else 'type'
+    out = {}
+    for name, schema in cls.properties_schema.items():
+        ptype = params[name].get(type_key)
+        if fmt.is_cfn:
+            ptype = cfn_parameters.TYPES.get(ptype, 'string')
+        out[name] = (schema.required, _HEAT_PARAM_TYPES.get(ptype))
+    return out
+
+
+def facade_error(provider, facade, type_name):
+    """Heat's check of a provider template standing for another type
+    (its facade: the registry's entry for the type that this resource's
+    own entry overrides, or the built-in type itself), as Heat words
+    what fails; None when the provider can stand for it."""
+    mine, theirs = _property_types(provider), _property_types(facade)
+    for name, (required, ftype) in theirs.items():
+        if required and name not in mine:
+            return ('Required property %s for facade %s missing in '
+                    'provider' % (name, type_name))
+        ptype = mine.get(name, (None, None))[1]
+        if name in mine and ftype and ptype and ftype != ptype:
+            return ('Property %s type mismatch between facade %s (%s) '
+                    'and provider (%s)' % (name, type_name, ftype, ptype))
+    for name, (required, _) in mine.items():
+        if required and name not in theirs:
+            return ('Provider requires property %s unknown in facade %s'
+                    % (name, type_name))
+    wanted = facade.attribute_names() - {'OS::stack_id'}
+    have = provider.attribute_names()
+    for name in sorted(wanted):
+        if name not in have:
+            return ('Attribute %s for facade %s missing in provider'
+                    % (name, type_name))
+    return None
+
+
+@functools.lru_cache(maxsize=1024)
+def facaded(provider, facade, type_name):
+    """`provider`, or (when it cannot stand for `facade`, Heat's check)
+    its subclass whose create and update fail saying why."""
+    error = facade_error(provider, facade, type_name)
+    if error is None:
+        return provider
+    return type('Provider', (provider,), {'facade_error': error})
+
+
+@functools.lru_cache(maxsize=1024)
+def defaulted(provider, names):
+    """`provider` with the properties `names` (parameters without a
+    default, given one by the environment's parameter_defaults) no
+    longer required, as Heat builds a provider's schema: the nested
+    stack, not given them, takes the defaults."""
+    schema = dict(provider.properties_schema)
+    for name in names:
+        schema[name] = copy.copy(schema[name])
+        schema[name].required = False
+    return type('Provider', (provider,), {'properties_schema': schema})
+
+
+def with_defaults(provider, parameter_defaults):
+    """`provider`, or its `defaulted` subclass for the parameter
+    defaults of the environment (a map) that meet a required one."""
+    if not isinstance(parameter_defaults, dict) or not parameter_defaults:
+        return provider
+    names = frozenset(n for n, s in provider.properties_schema.items()
+                      if s.required and n in parameter_defaults)
+    return defaulted(provider, names) if names else provider

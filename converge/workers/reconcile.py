@@ -47,6 +47,7 @@ from converge.engine import secrecy
 from converge.engine import stack_size
 from converge.engine import traversal as traversal_mod
 from converge.graph import plan
+from converge.resources import nested as nested_res
 from converge.resources import observe as observe_mod
 from converge.resources import base
 from converge.workers import decide as decide_mod
@@ -1194,6 +1195,8 @@ class Unit:
                                     metadata=metadata)
         if cls.wants_facade:
             plugin.deletion_policy = self.rdef.deletion_policy
+            # what the template reads of it (a provider's resource.NAME)
+            plugin.member_reads = self.defn.referenced_attributes(self.name)
         if (self.trav.options or {}).get('converge'):
             plugin.stack.converging = self.trav.id
         plugin.stack.traversal_id = self.trav.id
@@ -1234,6 +1237,9 @@ class DependencyData:
     def attributes(self, name):
         row = self._rows.get(name)
         return row.attributes if row is not None else None
+
+    def attribute_error(self, name, attribute):
+        return nested_res.attribute_error(self._rows.get(name), attribute)
 
     def row_ids(self):
         return sorted(r.id for r in self._rows.values())

@@ -38,6 +38,11 @@ def add_routes(mapper, engine):
     route(p + '/stacks', st.create, 'POST')
     route(p + '/stacks/detail', st.detail, 'GET')
     route(p + '/stacks/preview', st.preview, 'POST')
+    # a stack's ARN (a provider resource's reference, Heat's
+    # arn:openstack:heat::{project}:stacks/{name}/{id}[/sub-path]):
+    # redirected to the stack's URL (":" in a requirement is "\x3A")
+    route(p + '/stacks/{arn}', st.lookup_arn, *_ANY,
+          arn=r'arn\x3Aopenstack\x3Aheat\x3A.*')
     # a name alone: redirected to the stack's URL
     route(p + '/stacks/{stack_name}', st.lookup, *_ANY)
     route(p + '/stacks/{stack_name}/{path}', st.lookup, *_ANY,

@@ -62,7 +62,7 @@ class Controller(_Stacks):
                       {'href': common.stack_url(req, ctx, r['stack_name'],
                                                 r['stack_id']),
                        'rel': 'stack'}]}
-        if nested:
+        if nested or r.get('parent_resource'):
             item['parent_resource'] = r.get('parent_resource')
         return item
 

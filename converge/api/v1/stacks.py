@@ -4,6 +4,9 @@ export, the stack's template, environment and files, its outputs, and
 the actions route (check, suspend, resume, cancel_update,
 cancel_without_rollback)."""
 
+import re
+from urllib import parse as urlparse
+
 import webob
 
 from converge import conf as conf_mod
@@ -17,6 +20,9 @@ from converge.api.v1.common import action
 #: the query keys of GET /stacks that filter (Heat's)
 _FILTERS = ('id', 'status', 'name', 'action', 'tenant')
 _TAGS = ('tags', 'tags_any', 'not_tags', 'not_tags_any')
+#: Heat's stack ARN: project, name, id, then a sub-path
+_ARN = re.compile(r'arn:openstack:heat::([^:/]*):stacks/([^/]+)/([^/]+)'
+                  r'(?:/(.*))?')
 
 
 def _bundle(data):
@@ -175,7 +181,12 @@ class Controller(common.Controller):
     @action('stacks:lookup')
     def lookup(self, req, ctx, stack_name, path=None):
         """Heat's redirect from a name (or an id) to the stack's URL."""
-        found = self.service.stack_identify(ctx, stack_name)
+        return self._redirect(req, ctx,
+                              self.service.stack_identify(ctx, stack_name),
+                              path)
+
+    @staticmethod
+    def _redirect(req, ctx, found, path):
         location = common.stack_url(req, ctx, found['stack_name'],
                                     found['id'])
         if path:
@@ -186,6 +197,18 @@ class Controller(common.Controller):
                               json={'stack': {'id': found['id'],
                                               'stack_name':
                                                   found['stack_name']}})
+
+    @action('stacks:lookup')
+    def lookup_arn(self, req, ctx, arn):
+        """Heat's redirect from a stack's ARN (with a sub-path, e.g.
+        .../resources/NAME) to the stack's URL."""
+        found = _ARN.fullmatch(urlparse.unquote(arn))
+        if found is None:
+            raise exception.StackNotFound(arn)
+        name, stack_id, path = found.group(2, 3, 4)
+        return self._redirect(req, ctx, {
+            'stack_name': name, 'id': self._identify(ctx, name, stack_id)},
+            path)
 
     def _identify(self, ctx, stack_name, stack_id):
         """The stack a {name}/{id} URL names: both must agree."""
