@@ -266,6 +266,7 @@ class RouterGateway(neutron.NeutronObject):
     kind = 'router_gateway'
     title = 'Router gateway'
     natural_identity = True
+    support_status = 'HIDDEN'   # engine/catalog.py
 
     properties_schema = {
         'router_id': p.Schema(p.STRING, 'ID of the router.', required=True,
