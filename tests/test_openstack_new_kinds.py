@@ -227,3 +227,41 @@ def test_a_service_the_cloud_lacks_is_refused_not_retried():
     assert not isinstance(e.value, exception.CloudTransient)
     assert e.value.code == 400
     assert 'Service swift is not available' in str(e.value)
+
+
+def test_a_cloud_without_the_service_refuses_the_type_at_validate(
+        tmp_path):
+    """Heat's ResourceTypeUnavailable, at validate, naming the service:
+    Swift and Aodh absent from the catalog, Neutron without vpnaas."""
+    from converge import template
+    from converge.engine import stacks
+
+    class Catalog(Conn):
+        def endpoint_for(self, service_type):
+            return 'https://neutron.example.com' \
+                if service_type == 'network' else None
+
+    cloud = openstack.OpenStackCloud(Catalog(), 'c')
+    for rtype, props, said in (
+            ('OS::Swift::Container', {},
+             'Service swift is not available for resource type '
+             'OS::Swift::Container, reason: Service endpoint not in '
+             'service catalog.'),
+            ('OS::Ceilometer::Alarm', {'meter_name': 'cpu',
+                                       'threshold': 1},
+             'Service aodh is not available for resource type '
+             'OS::Ceilometer::Alarm'),
+            ('OS::Neutron::IKEPolicy', {},
+             'Service neutron is not available for resource type '
+             'OS::Neutron::IKEPolicy, reason: Required extension vpnaas in '
+             'network service is not available.')):
+        path = tmp_path / 't.json'
+        path.write_text(json.dumps({
+            'heat_template_version': '2018-08-31',
+            'resources': {'it': {'type': rtype, 'properties': props}}}))
+        bundle = template.load_bundle(str(path))
+        with pytest.raises(exception.InvalidTemplate) as e:
+            stacks.validate(bundle, {}, cloud=cloud)
+        assert 'ResourceTypeUnavailable' in str(e.value)
+        assert said in str(e.value)
+        assert e.value.path[-1] == 'type'

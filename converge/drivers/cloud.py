@@ -248,3 +248,10 @@ class Cloud:
     def resolve(self, kind, name_or_id):
         """The id of the object of `kind` named or numbered so."""
         raise NotImplementedError
+
+    def available(self, service_type, extension=None):
+        """(True, None) when the cloud has the service (its catalog type:
+        ``object-store``, ``alarming``, ``network``) and, given, the
+        service's API extension (``vpnaas``); else (False, why). A
+        driver whose cloud has every service keeps this."""
+        return True, None

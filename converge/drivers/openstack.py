@@ -296,6 +296,7 @@ class OpenStackCloud(cloud_mod.Cloud):
         #: by drivers/clients.py)
         self.limited = None
         self._resolved = {}
+        self._available = {}   # (service type, extension) -> available()
         self._recent = {}   # (kind, id) -> (when, object): recent()
         #: one look-up of a name at a time: the units that start together
         #: (a port per server) name the same network, asked once
@@ -393,6 +394,28 @@ class OpenStackCloud(cloud_mod.Cloud):
                 if found is None:
                     found = self._resolved[cache_key] = self._resolve(
                         kind, name_or_id)
+        return found
+
+    def available(self, service_type, extension=None):
+        """The catalog has the service; Neutron the extension (asked
+        once per cloud)."""
+        cache_key = (service_type, extension)
+        found = self._available.get(cache_key)
+        if found is None:
+            try:
+                endpoint = self.conn.endpoint_for(service_type)
+            except Exception as e:   # keystoneauth's: no such service
+                LOG.debug('no %s endpoint: %s', service_type, e)
+                endpoint = None
+            if not endpoint:
+                found = (False, 'Service endpoint not in service catalog.')
+            elif extension and not self.network.get(
+                    '/extensions/%s' % extension, ok404=True):
+                found = (False, 'Required extension %s in %s service is '
+                         'not available.' % (extension, service_type))
+            else:
+                found = (True, None)
+            self._available[cache_key] = found
         return found
 
     # -- resolving names -----------------------------------------------------

@@ -51,6 +51,8 @@ class Alarm(co.CloudObject):
 
     kind = 'alarm'
     title = 'Alarm'
+    # a cloud without Aodh refuses the type at validate (engine/stacks.py)
+    required_service = ('aodh', 'alarming', None)
     natural_identity = True
     update_fields = ('description', 'enabled', 'repeat_actions', 'severity',
                      'threshold_rule', 'alarm_actions', 'ok_actions',

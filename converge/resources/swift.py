@@ -23,6 +23,8 @@ class Container(co.CloudObject):
 
     kind = 'container'
     title = 'Container'
+    # a cloud without Swift refuses the type at validate (engine/stacks.py)
+    required_service = ('swift', 'object-store', None)
     natural_identity = True
     # Swift's limit on a container's name
     name_limit = 256

@@ -65,8 +65,13 @@ def _lifetime_body(value):
 
 
 class _VPNObject(neutron.NeutronObject):
-    """What the four share: the name Heat gives one without, and the
-    attributes read as the object shows them."""
+    """What the four share: the name Heat gives one without, the
+    attributes read as the object shows them, and Neutron's vpnaas
+    extension (a cloud without it refuses the type at validate:
+    engine/stacks.py)."""
+
+    #: (Heat's client name, catalog type, Neutron extension)
+    required_service = ('neutron', 'network', 'vpnaas')
 
     def attributes(self, obj):
         out = super().attributes(obj)
