@@ -35,6 +35,13 @@ NET = {'net': {'type': 'OS::Neutron::Net'},
 SERVER = {'type': 'OS::Nova::Server',
           'properties': {'image': 'cirros', 'flavor': 'm1.tiny'}}
 
+VPN_BASE = dict(NET, router={'type': 'OS::Neutron::Router'})
+VPN_SERVICE = {'type': 'OS::Neutron::VPNService', 'properties': {
+    'router': {'get_resource': 'router'},
+    'subnet': {'get_resource': 'subnet'}}}
+ALARM = {'it': {'type': 'OS::Aodh::Alarm', 'properties': {
+    'meter_name': 'cpu_util', 'threshold': 50}}}
+
 #: type -> (the stack's resources, 'it' of that type; the sim op whose
 #: injected failure fails it)
 CASES = {
@@ -127,6 +134,34 @@ CASES = {
              'VolumeId': {'get_resource': 'volume'},
              'Device': '/dev/vdb'}}},
         'volume_attachment.create'),
+    'OS::Neutron::RouterGateway': ({'router': {
+        'type': 'OS::Neutron::Router'}, 'it': {
+        'type': 'OS::Neutron::RouterGateway', 'properties': {
+            'router_id': {'get_resource': 'router'}, 'network': 'public'}}},
+        'router_gateway.create'),
+    'OS::Neutron::VPNService': (dict(VPN_BASE, it=VPN_SERVICE),
+                                'vpnservice.create'),
+    'OS::Neutron::IKEPolicy': ({'it': {'type': 'OS::Neutron::IKEPolicy'}},
+                               'ikepolicy.create'),
+    'OS::Neutron::IPsecPolicy': (
+        {'it': {'type': 'OS::Neutron::IPsecPolicy'}}, 'ipsecpolicy.create'),
+    'OS::Neutron::IPsecSiteConnection': (dict(
+        VPN_BASE, vpn=VPN_SERVICE,
+        ike={'type': 'OS::Neutron::IKEPolicy'},
+        ipsec={'type': 'OS::Neutron::IPsecPolicy'},
+        it={'type': 'OS::Neutron::IPsecSiteConnection', 'properties': {
+            'peer_address': '172.24.4.233', 'peer_id': '172.24.4.233',
+            'peer_cidrs': ['10.2.0.0/24'], 'psk': 'secret',
+            'ikepolicy_id': {'get_resource': 'ike'},
+            'ipsecpolicy_id': {'get_resource': 'ipsec'},
+            'vpnservice_id': {'get_resource': 'vpn'}}}),
+        'ipsec_site_connection.create'),
+    'OS::Swift::Container': ({'it': {'type': 'OS::Swift::Container'}},
+                             'container.create'),
+    'OS::Aodh::Alarm': (ALARM, 'alarm.create'),
+    'OS::Ceilometer::Alarm': ({'it': dict(ALARM['it'],
+                                          type='OS::Ceilometer::Alarm')},
+                              'alarm.create'),
 }
 
 #: the deployment types: their cases are below (an agent's doing)

@@ -78,6 +78,38 @@ flavor               name, ram, vcpus, disk, swap, ephemeral,
                      rxtx_factor, os-flavor-access:is_public,
                      extra_specs {}, tenants []; update: extra_specs,
                      tenants
+router_gateway       router_id, network_id: the router's external gateway
+                     set on its own (add_gateway_router); its id is
+                     ``ROUTER_ID:NETWORK_ID``; no update; deleting removes
+                     the router's gateway
+vpnservice           name, description, admin_state_up, router_id,
+                     subnet_id (neutron-vpnaas); update: name,
+                     description, admin_state_up
+ikepolicy            name, description, auth_algorithm,
+                     encryption_algorithm, phase1_negotiation_mode,
+                     lifetime {units, value}, pfs, ike_version; all but
+                     the mode change in place
+ipsecpolicy          name, description, transform_protocol,
+                     encapsulation_mode, auth_algorithm,
+                     encryption_algorithm, lifetime, pfs
+ipsec_site_connection  name, description, peer_address, peer_id,
+                     peer_cidrs, mtu, dpd {action, interval, timeout}, psk,
+                     initiator, admin_state_up, vpnservice_id,
+                     ikepolicy_id, ipsecpolicy_id; update: all but the
+                     service and policies
+container            name, headers {X-Container-Read, -Write,
+                     X-Container-Meta-*}, account_headers
+                     {X-Account-Meta-*} (Swift); its id is its name; the
+                     view is HEAD's ``headers`` (lower-case) and ``url``;
+                     update: headers
+alarm                Aodh's: name, description, type (threshold),
+                     threshold_rule {meter_name, threshold, statistic,
+                     comparison_operator, period, evaluation_periods,
+                     query}, enabled, repeat_actions, severity,
+                     alarm_actions, ok_actions, insufficient_data_actions,
+                     time_constraints; found by its name (unique in the
+                     project); update: all but name and type, and
+                     ``state``
 
 ``resolve(kind, name_or_id)`` turns what a template names (an image's or
 network's name, a flavor's) into the id the cloud uses, or raises
@@ -90,7 +122,9 @@ with code 409.
 #: calls: ``clients.compute``)
 KINDS = ('network', 'subnet', 'port', 'router', 'router_interface',
          'security_group', 'security_group_rule', 'floating_ip', 'volume',
-         'volume_attachment', 'image', 'keypair', 'server_group', 'flavor')
+         'volume_attachment', 'image', 'keypair', 'server_group', 'flavor',
+         'router_gateway', 'vpnservice', 'ikepolicy', 'ipsecpolicy',
+         'ipsec_site_connection', 'container', 'alarm')
 
 #: the kinds whose objects carry a status that settles (others are done
 #: when the create call returns): status -> settled?
@@ -106,7 +140,24 @@ SETTLING = {
               'deactivated': True},
     'volume_attachment': {'attaching': False, 'attached': True,
                           'detaching': False, 'error': True},
+    # neutron-vpnaas's: a connection is up once its peer answers
+    'ipsec_site_connection': {'PENDING_CREATE': False, 'ACTIVE': True,
+                              'DOWN': True, 'ERROR': True,
+                              'PENDING_UPDATE': False,
+                              'PENDING_DELETE': False},
 }
+
+#: neutron-vpnaas's allowed values (neutron-lib's vpn and vpn_aes_ctr
+#: lists): what Heat's schemas take and Neutron checks
+VPN_AUTH_ALGORITHMS = ('sha1', 'sha256', 'sha384', 'sha512', 'aes-xcbc',
+                       'aes-cmac')
+VPN_ENCRYPTION_ALGORITHMS = (
+    ('3des', 'aes-128', 'aes-192', 'aes-256') +
+    tuple('aes-%d-%s-%d' % (bits, mode, icv) for mode in ('ccm', 'gcm')
+          for icv in (8, 12, 16) for bits in (128, 192, 256)) +
+    ('aes-128-ctr', 'aes-192-ctr', 'aes-256-ctr'))
+VPN_PFS_GROUPS = ('group2', 'group5') + tuple('group%d' % n
+                                              for n in range(14, 32))
 
 #: the tag / metadata key converge keeps its key under (``converge-key``
 #: as a Neutron or Nova tag is ``converge-key=<uuid>``)
@@ -197,3 +248,10 @@ class Cloud:
     def resolve(self, kind, name_or_id):
         """The id of the object of `kind` named or numbered so."""
         raise NotImplementedError
+
+    def available(self, service_type, extension=None):
+        """(True, None) when the cloud has the service (its catalog type:
+        ``object-store``, ``alarming``, ``network``) and, given, the
+        service's API extension (``vpnaas``); else (False, why). A
+        driver whose cloud has every service keeps this."""
+        return True, None

@@ -16,9 +16,17 @@ def _description(cls):
     return doc.split('\n\n')[0].replace('\n', ' ') if doc else ''
 
 
+def hidden(cls):
+    """Whether Heat hides the type (support status HIDDEN: kept running
+    for the templates that have it, left out of the type list, its
+    schema refused)."""
+    return getattr(cls, 'support_status', None) == 'HIDDEN'
+
+
 def resource_types(name=None, with_description=False):
-    """Names of the registered types (`name`: a glob or a part of one)."""
-    names = registry.names()
+    """Names of the registered types (`name`: a glob or a part of one),
+    but for hidden ones."""
+    names = [n for n in registry.names() if not hidden(registry.get(n))]
     if name:
         pattern = name if any(c in name for c in '*?[') else '*%s*' % name
         names = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
@@ -71,6 +79,8 @@ def _prop(schema):
 def resource_type(type_name):
     """Heat's resource type schema: properties, attributes, support."""
     cls = _cls(type_name)
+    if hidden(cls):
+        raise exception.InvalidInput('%s is not supported.' % type_name)
     attrs = dict(cls.attributes_schema or {})
     attrs.setdefault('show', 'Detailed information about the resource.')
     return {'resource_type': type_name,

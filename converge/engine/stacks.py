@@ -202,9 +202,27 @@ def check_in_cloud(defn, cloud):
     for name, rdef in defn.resources.items():
         if rdef.plugin is None:
             continue
+        _check_service(rdef, cloud, [fmt.section('resources'), name,
+                                     fmt.field('type')])
         constraints.check(rdef.plugin, defn.unmade_properties(name), cloud,
                           [fmt.section('resources'), name,
                            fmt.field('properties')], cache=cache)
+
+
+def _check_service(rdef, cloud, path):
+    """Heat's ResourceTypeUnavailable: a type whose service (Swift,
+    Aodh) or Neutron extension (vpnaas) the stack's cloud lacks is
+    refused at validate, naming the service."""
+    needs = getattr(rdef.plugin, 'required_service', None)
+    if not needs or cloud is None:
+        return
+    client, service_type, extension = needs
+    ok, why = cloud.available(service_type, extension)
+    if not ok:
+        raise exception.InvalidTemplate(
+            'ResourceTypeUnavailable: HEAT-E99001 Service %s is not '
+            'available for resource type %s, reason: %s' % (
+                client, rdef.template_type, why), path=path)
 
 
 def check_external(engine, defn, bundle, stack_id, project_id, cloud):

@@ -87,6 +87,14 @@ class NoneResource(base.Resource):
         return None
 
 
+class HARestarter(NoneResource):
+    """OS::Heat::HARestarter: Heat removed it (10.0.0) and keeps it as a
+    placeholder that does nothing, so that the stacks that have it still
+    run; hidden from the type list."""
+
+    support_status = 'HIDDEN'   # engine/catalog.py
+
+
 class Named(base.Resource):
     """A logical resource whose physical id is its physical name (Heat's
     ``<stack>-<resource>-<short id>``) and that has nothing real to make,

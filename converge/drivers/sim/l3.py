@@ -16,6 +16,7 @@ by its router and subnet.
 import ipaddress
 
 from converge.drivers.sim import rows
+from converge.drivers.sim import vpn
 from converge.drivers.sim.neutron import (
     COMMON, FLOATING_IP, NO_PROJECT, PORT, ROUTER_GATEWAY, ROUTER_INTERFACE,
     NeutronKind, boolean, holds, network_or_404, required, subnet_or_404)
@@ -111,6 +112,7 @@ class Router(NeutronKind):
     def delete(self, ctx, obj, latency):
         if ctx.all('router_interface', parent=obj.id, visible_only=False):
             raise conflict('Router %s still has ports' % obj.id)
+        vpn.in_use_by_vpn(ctx, obj)
         self._clear_gateway(ctx, obj)
         ctx.remove(obj)
 
@@ -127,6 +129,14 @@ def _same_addresses(asked, held):
             return False
         held.remove(match)
     return not held
+
+
+def own_router(ctx, body, kind):
+    """The router `body` names, the caller's own, or Neutron's 404."""
+    router = ctx.visible('router', required(body, 'router_id', kind))
+    if router is None or not ctx.owns(router):
+        raise missing('Router %s could not be found' % body['router_id'])
+    return router
 
 
 def interface_id(body):
@@ -152,10 +162,7 @@ class RouterInterface(NeutronKind):
 
     def create(self, ctx, body, key, latency):
         self.check_fields(body, self.fields)
-        router = ctx.visible('router', required(body, 'router_id',
-                                                self.name))
-        if router is None or not ctx.owns(router):
-            raise missing('Router %s could not be found' % body['router_id'])
+        router = own_router(ctx, body, self.name)
         if bool(body.get('subnet_id')) == bool(body.get('port_id')):
             raise bad('Bad router request: Either subnet_id or port_id must '
                       'be specified.')
@@ -235,6 +242,60 @@ class RouterInterface(NeutronKind):
                                % (obj.device, obj.parent))
         if port is not None:
             PORT.remove(ctx, port)
+        ctx.remove(obj)
+
+
+class RouterGateway(NeutronKind):
+    """A router's external gateway set on its own (Neutron's
+    add_gateway_router, what Heat's deprecated OS::Neutron::RouterGateway
+    calls), named ROUTER:NETWORK. It is the router's gateway: made, the
+    router has it; deleted, the router has none (if it is still the one
+    it made)."""
+
+    name = 'router_gateway'
+    title = 'Router gateway'
+    key_in = None
+    fields = ('router_id', 'network_id')
+
+    def identity(self, ctx, body):
+        if not body.get('router_id') or not body.get('network_id'):
+            return None
+        return 'router_gateway:%s:%s' % (body['router_id'],
+                                          body['network_id'])
+
+    def create(self, ctx, body, key, latency):
+        self.check_fields(body, self.fields)
+        router = own_router(ctx, body, self.name)
+        net = network_or_404(ctx, required(body, 'network_id', self.name))
+        ctx.settle(router)
+        ROUTER.update(ctx, router, {'external_gateway_info': {
+            'network_id': net.id}}, latency)
+        obj = self.new(ctx, {'router_id': router.id, 'network_id': net.id},
+                       key, id='%s:%s' % (router.id, net.id),
+                       project_id=router.project_id, name='',
+                       ident=self.identity(ctx, body), parent=router.id,
+                       device=net.id, status='ACTIVE')
+        return ctx.insert(obj)
+
+    def show(self, ctx, obj):
+        view = rows.public(obj.body)
+        router = ctx.live('router', obj.parent)
+        info = router.body.get('external_gateway_info') \
+            if router is not None else None
+        view.update(id=obj.id, project_id=obj.project_id,
+                    tenant_id=obj.project_id,
+                    external_gateway_info=info if info and info.get(
+                        'network_id') == obj.device else None)
+        return view
+
+    def delete(self, ctx, obj, latency):
+        router = ctx.live('router', obj.parent)
+        if router is not None and (router.body.get(
+                'external_gateway_info') or {}).get('network_id') == \
+                obj.device:
+            ctx.settle(router)
+            ROUTER.update(ctx, router, {'external_gateway_info': None},
+                          latency)
         ctx.remove(obj)
 
 
@@ -385,4 +446,6 @@ class FloatingIP(NeutronKind):
         ctx.remove(obj)
 
 
-KINDS = {k.name: k for k in (Router(), RouterInterface(), FloatingIP())}
+ROUTER = Router()
+KINDS = {k.name: k for k in (ROUTER, RouterInterface(), RouterGateway(),
+                             FloatingIP())}

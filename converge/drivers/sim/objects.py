@@ -34,6 +34,7 @@ from sqlalchemy import exc as sa_exc
 
 from converge import exception
 from converge.drivers import cloud
+from converge.drivers.sim import aodh
 from converge.drivers.sim import api
 from converge.drivers.sim import cinder
 from converge.drivers.sim import glance
@@ -43,14 +44,18 @@ from converge.drivers.sim import nova
 from converge.drivers.sim import rows
 from converge.drivers.sim import secgroups
 from converge.drivers.sim import store
+from converge.drivers.sim import swift
+from converge.drivers.sim import vpn
 
 KINDS = dict(neutron.KINDS, **l3.KINDS, **secgroups.KINDS, **cinder.KINDS,
-             **glance.KINDS, **nova.KINDS)
+             **glance.KINDS, **nova.KINDS, **vpn.KINDS, **swift.KINDS,
+             **aodh.KINDS)
 assert set(KINDS) == set(cloud.KINDS), 'a kind of drivers/cloud.py lacks ' \
     'its sim'
 #: kinds a create finds again by what its body says (natural identity)
 IDENTIFIED = ('keypair', 'flavor', 'server_group', 'router_interface',
-              'volume_attachment', 'security_group_rule')
+              'volume_attachment', 'security_group_rule', 'router_gateway',
+              'container', 'alarm')
 #: kinds the sim has every one of (any name resolves): templates written
 #: for other clouds boot their own images, flavors and key pairs on it
 EVERY_NAME = ('image', 'flavor', 'keypair')
