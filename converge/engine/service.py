@@ -288,14 +288,16 @@ class Service:
             project_id=request.project_of(ctx)))
 
     def stack_adopt(self, ctx, name, data, params=None, timeout=None,
-                    source='<adopt data>'):
+                    source='<adopt data>', files=None):
         """Take back the resources of an abandon document (`data`, as
-        `stack_abandon` returns it) without creating them."""
+        `stack_abandon` returns it) without creating them. `files`: those
+        the client sent along (the provider templates its template
+        names)."""
         with self._quoting(ctx, data, params), self._cloud(ctx) as cloud:
             return self._started(*abandon.adopt(
                 self.engine, name, data, params, timeout=timeout,
                 project_id=request.project_of(ctx), source=source,
-                cloud=cloud))
+                cloud=cloud, files=files))
 
     def stack_abandon(self, ctx, ident, save=None):
         """Forget the stack, its resources left as they are; returns its
