@@ -29,6 +29,7 @@ from converge.db import api
 from converge.drivers import trusts
 from converge.engine import abandon
 from converge.engine import catalog
+from converge.engine import exposure
 from converge.engine import health
 from converge.engine import hooks
 from converge.engine import listing
@@ -162,12 +163,17 @@ class Service:
         return info
 
     def resource_types(self, ctx, name=None, with_description=False):
-        return catalog.resource_types(name, with_description)
+        """The types the caller may use (engine/exposure.py)."""
+        found = catalog.resource_types(name, with_description)
+        return [t for t in found if exposure.allowed(
+            ctx, t['resource_type'] if with_description else t)]
 
     def resource_type_show(self, ctx, type_name):
+        exposure.check_type(ctx, type_name)
         return catalog.resource_type(type_name)
 
     def resource_type_template(self, ctx, type_name):
+        exposure.check_type(ctx, type_name)
         return catalog.resource_type_template(type_name)
 
     def template_versions(self, ctx):
@@ -180,6 +186,7 @@ class Service:
                              existing=False, clear_parameters=()):
         """What an update would do to each resource: {added, deleted,
         replaced, updated, unchanged}; nothing is stored."""
+        exposure.check_bundle(ctx, bundle)
         with self._quoting(ctx, bundle, params, ident):
             found = preview.update(self.engine, ident, bundle, params,
                                    existing, clear_parameters,
@@ -192,6 +199,7 @@ class Service:
         """What creating the stack would lay out (--dry-run); nothing is
         stored."""
         stacks.check_name(name)
+        exposure.check_bundle(ctx, bundle)
         with self._quoting(ctx, bundle, params):
             defn = stacks.validate(bundle, params, stack_name=name,
                                    project_id=request.project_of(ctx))
@@ -217,6 +225,7 @@ class Service:
     # each returns {'id': stack id, 'traversal_id': the traversal started}
     def stack_create(self, ctx, name, bundle, params, disable_rollback=True,
                      timeout=None, tags=None, converge_policy=None):
+        exposure.check_bundle(ctx, bundle)
         with self._quoting(ctx, bundle, params), self._cloud(ctx) as cloud:
             return self._started(*stacks.create(
                 self.engine, name, bundle, params,
@@ -248,6 +257,7 @@ class Service:
             # a template in full: the stack's tags are what it gives, none
             # when it gives none (Heat's PUT); --existing keeps them
             tags = []
+        exposure.check_bundle(ctx, bundle)
         with self._quoting(ctx, bundle, params, ident):
             return self._started(*stacks.update(
                 self.engine, ident, bundle, params, existing=existing,
@@ -293,6 +303,10 @@ class Service:
         `stack_abandon` returns it) without creating them. `files`: those
         the client sent along (the provider templates its template
         names)."""
+        if isinstance(data, dict):
+            exposure.check(ctx, data.get('template'), dict(
+                data.get('files') or {}, **(files or {})),
+                data.get('environment'))
         with self._quoting(ctx, data, params), self._cloud(ctx) as cloud:
             return self._started(*abandon.adopt(
                 self.engine, name, data, params, timeout=timeout,

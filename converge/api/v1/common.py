@@ -25,6 +25,8 @@ def action(rule):
             policy.check(ctx, rule)
             # what the service masks for this caller (engine/secrecy.py)
             ctx.credentials = policy.allowed(ctx, policy.CREDENTIALS)
+            # the resource types it may use (engine/exposure.py)
+            ctx.may_use_type = functools.partial(policy.may_use_type, ctx)
             resp = fn(self, req, ctx, **kwargs)
             if resp is None:
                 resp = webob.Response(status=204)
