@@ -98,13 +98,26 @@ class Service:
         self.engine = engine
 
     # -- helpers ------------------------------------------------------------
+    def _scope(self, ctx, ident):
+        """The project of the stack `ident` names for this request: the
+        caller's own; for an admin (the policy's context_is_admin) naming
+        another project's stack by its id, that stack's project, as
+        Heat lets an admin show and act on any project's stack by id.
+        Anyone else finds another project's stack nowhere."""
+        project = request.project_of(ctx)
+        if not getattr(ctx, 'is_admin', False) or not isinstance(ident, str):
+            return project
+        with self.engine.db.read() as s:
+            st = api.stack_record(s, ident)
+        return st.project_id if st is not None else project
+
     def _stack(self, ctx, ident, include_deleted=False):
         with self.engine.db.read() as s:
             return api.stack_get(s, ident, include_deleted=include_deleted,
-                                 project_id=request.project_of(ctx))
+                                 project_id=self._scope(ctx, ident))
 
     def _status(self, ctx, stack_id):
-        project = request.project_of(ctx)
+        project = self._scope(ctx, stack_id)
         with self.engine.db.read() as s:
             st = api.stack_record(s, stack_id)
         if st is None or st.project_id != project:
@@ -190,7 +203,7 @@ class Service:
         with self._quoting(ctx, bundle, params, ident):
             found = preview.update(self.engine, ident, bundle, params,
                                    existing, clear_parameters,
-                                   project_id=request.project_of(ctx))
+                                   project_id=self._scope(ctx, ident))
             st = self._stack(ctx, ident)
             return masking.Mask(secrecy.bundle_values(bundle, params)).add(
                 self._mask(ctx, st.id).secrets())(found)
@@ -263,39 +276,39 @@ class Service:
                 self.engine, ident, bundle, params, existing=existing,
                 rollback=rollback, clear_parameters=clear_parameters,
                 timeout=timeout, tags=tags,
-                project_id=request.project_of(ctx), converge=converge,
+                project_id=self._scope(ctx, ident), converge=converge,
                 converge_policy=converge_policy))
 
     def stack_resume_rollout(self, ctx, ident):
         """Move on the rollouts of the stack waiting for the operator
         (after a canary batch)."""
         return self._started(*rollouts.resume(
-            self.engine, ident, project_id=request.project_of(ctx)))
+            self.engine, ident, project_id=self._scope(ctx, ident)))
 
     def stack_delete(self, ctx, ident):
         return self._started(*stacks.delete(
-            self.engine, ident, project_id=request.project_of(ctx)))
+            self.engine, ident, project_id=self._scope(ctx, ident)))
 
     def stack_check(self, ctx, ident):
         return self._started(*stacks.check(
-            self.engine, ident, project_id=request.project_of(ctx)))
+            self.engine, ident, project_id=self._scope(ctx, ident)))
 
     def stack_suspend(self, ctx, ident):
         return self._started(*stacks.suspend(
-            self.engine, ident, project_id=request.project_of(ctx)))
+            self.engine, ident, project_id=self._scope(ctx, ident)))
 
     def stack_resume(self, ctx, ident):
         return self._started(*stacks.resume(
-            self.engine, ident, project_id=request.project_of(ctx)))
+            self.engine, ident, project_id=self._scope(ctx, ident)))
 
     def stack_converge(self, ctx, ident):
         return self._started(*stacks.converge(
-            self.engine, ident, project_id=request.project_of(ctx)))
+            self.engine, ident, project_id=self._scope(ctx, ident)))
 
     def stack_cancel(self, ctx, ident, rollback=True):
         return self._started(*stacks.cancel(
             self.engine, ident, rollback=rollback,
-            project_id=request.project_of(ctx)))
+            project_id=self._scope(ctx, ident)))
 
     def stack_adopt(self, ctx, name, data, params=None, timeout=None,
                     source='<adopt data>', files=None):
@@ -318,25 +331,25 @@ class Service:
         abandon document. `save(document)` runs before anything is
         removed: when it raises, the stack stays."""
         return abandon.abandon(self.engine, ident,
-                               project_id=request.project_of(ctx), save=save)
+                               project_id=self._scope(ctx, ident), save=save)
 
     @_read
     def stack_export(self, ctx, ident):
         """The stack's abandon document; the stack stays."""
         return abandon.export(self.engine, ident,
-                              project_id=request.project_of(ctx))
+                              project_id=self._scope(ctx, ident))
 
     # -- snapshots ------------------------------------------------------------
     def stack_snapshot(self, ctx, ident, name=None):
         return snapshots.create(self.engine, ident, name,
-                                project_id=request.project_of(ctx))
+                                project_id=self._scope(ctx, ident))
 
     @_read
     def stack_snapshot_list(self, ctx, ident):
         return self._masked(ctx, self._stack(ctx, ident).id,
                             snapshots.listing(
                                 self.engine, ident,
-                                project_id=request.project_of(ctx)))
+                                project_id=self._scope(ctx, ident)))
 
     @_read
     def stack_snapshot_show(self, ctx, ident, snapshot_id):
@@ -345,16 +358,16 @@ class Service:
         return self._masked(ctx, self._stack(ctx, ident).id,
                             snapshots.show(
                                 self.engine, ident, snapshot_id,
-                                project_id=request.project_of(ctx)))
+                                project_id=self._scope(ctx, ident)))
 
     def stack_snapshot_delete(self, ctx, ident, snapshot_id):
         snapshots.delete(self.engine, ident, snapshot_id,
-                         project_id=request.project_of(ctx))
+                         project_id=self._scope(ctx, ident))
 
     def stack_snapshot_restore(self, ctx, ident, snapshot_id):
         return self._started(*snapshots.restore(
             self.engine, ident, snapshot_id,
-            project_id=request.project_of(ctx)))
+            project_id=self._scope(ctx, ident)))
 
     # -- stacks -------------------------------------------------------------
     @_read
@@ -558,7 +571,7 @@ class Service:
         """Mark a resource CHECK_FAILED (or back, when only a mark made it
         so); the next update or converge does its action again."""
         return health.mark(self.engine, ident, name, unhealthy, reason,
-                           project_id=request.project_of(ctx))
+                           project_id=self._scope(ctx, ident))
 
     def resource_signal(self, ctx, ident, name, details=None,
                         signal_id=None):
@@ -571,9 +584,9 @@ class Service:
         if isinstance(details, dict) and 'unset_hook' in details:
             return hooks.clear(self.engine, ident, name,
                                details['unset_hook'],
-                               project_id=request.project_of(ctx))
+                               project_id=self._scope(ctx, ident))
         return scaling.signal(self.engine, ident, name, details,
-                              project_id=request.project_of(ctx),
+                              project_id=self._scope(ctx, ident),
                               signal_id=signal_id)
 
     @_read
