@@ -78,6 +78,15 @@ flavor               name, ram, vcpus, disk, swap, ephemeral,
                      rxtx_factor, os-flavor-access:is_public,
                      extra_specs {}, tenants []; update: extra_specs,
                      tenants
+host_aggregate       name, availability_zone, hosts [], metadata {}; found
+                     by its name; update: every field
+volume_type          name, description, extra_specs {},
+                     os-volume-type-access:is_public, projects []; found
+                     by its name; update: every field
+volume_encryption_type
+                     volume_type_id, provider, control_location, cipher,
+                     key_size; its id is its volume type's (one per
+                     type); update: all but volume_type_id
 
 ``resolve(kind, name_or_id)`` turns what a template names (an image's or
 network's name, a flavor's) into the id the cloud uses, or raises
@@ -90,7 +99,8 @@ with code 409.
 #: calls: ``clients.compute``)
 KINDS = ('network', 'subnet', 'port', 'router', 'router_interface',
          'security_group', 'security_group_rule', 'floating_ip', 'volume',
-         'volume_attachment', 'image', 'keypair', 'server_group', 'flavor')
+         'volume_attachment', 'image', 'keypair', 'server_group', 'flavor',
+         'host_aggregate', 'volume_type', 'volume_encryption_type')
 
 #: the kinds whose objects carry a status that settles (others are done
 #: when the create call returns): status -> settled?

@@ -400,6 +400,12 @@ class OpenStackCloud(cloud_mod.Cloud):
                 return ref
             matches = [v['id'] for v in self.volume.get(
                 '/volumes?%s' % _query(name=ref))['volumes']]
+        elif kind == 'volume_type':
+            types = self._list_volume_type()
+            if any(t['id'] == ref for t in types):
+                return ref
+            matches = [t['id'] for t in types if t['name'] == ref]
+            title = None
         elif kind in NEUTRON:
             coll, item = NEUTRON[kind]
             if _is_uuid(ref) and self.network.get(
@@ -696,10 +702,7 @@ class OpenStackCloud(cloud_mod.Cloud):
                     raise
 
     def _find_flavor(self, key, body):
-        for flavor in self._list_flavor():
-            if flavor.get('name') == body.get('name'):
-                return flavor
-        return None
+        return _named(self._list_flavor(), body.get('name'))
 
     def _get_flavor(self, id):
         found = self.nova.get('/flavors/%s' % id, ok404=True)
@@ -723,7 +726,162 @@ class OpenStackCloud(cloud_mod.Cloud):
         return self.nova.get('/flavors/detail?is_public=None')['flavors']
 
 
+    # -- Nova: host aggregates (an admin's) -----------------------------------
+    def _create_host_aggregate(self, body, key):
+        made = self.nova.post('/os-aggregates', {'aggregate': {
+            'name': body['name'],
+            'availability_zone': body.get('availability_zone')}})[
+            'aggregate']
+        return self._aggregate_extras(made, body)
+
+    def _aggregate_extras(self, agg, body):
+        """The hosts and metadata `body` asks for, on the aggregate
+        `agg` (Nova's actions, one host at a time)."""
+        base = '/os-aggregates/%s/action' % agg['id']
+        wanted = set(body.get('hosts') or [])
+        for host in sorted(set(agg.get('hosts') or []) - wanted):
+            agg = self.nova.post(base, {'remove_host': {'host': host}})[
+                'aggregate']
+        for host in sorted(wanted - set(agg.get('hosts') or [])):
+            agg = self.nova.post(base, {'add_host': {'host': host}})[
+                'aggregate']
+        meta = body.get('metadata')
+        if meta is not None:
+            have = dict(agg.get('metadata') or {})
+            change = {k: None for k in have
+                      if k not in meta and k != 'availability_zone'}
+            change.update({k: v for k, v in meta.items()
+                           if have.get(k) != v})
+            if change:
+                agg = self.nova.post(base, {'set_metadata': {
+                    'metadata': change}})['aggregate']
+        return agg
+
+    def _find_host_aggregate(self, key, body):
+        return _named(self._list_host_aggregate(), body.get('name'))
+
+    def _get_host_aggregate(self, id):
+        found = self.nova.get('/os-aggregates/%s' % id, ok404=True)
+        return found['aggregate'] if found else None
+
+    def _update_host_aggregate(self, id, body):
+        top = {k: body[k] for k in ('name', 'availability_zone')
+               if k in body}
+        if top:
+            self.nova.put('/os-aggregates/%s' % id, {'aggregate': top})
+        return self._aggregate_extras(self._get_host_aggregate(id), body)
+
+    def _delete_host_aggregate(self, id):
+        agg = self._get_host_aggregate(id)
+        if agg is None:
+            return
+        # Nova refuses to delete an aggregate that has hosts
+        self._aggregate_extras(agg, {'hosts': []})
+        self.nova.delete('/os-aggregates/%s' % id)
+
+    def _list_host_aggregate(self, **filters):
+        return self.nova.get('/os-aggregates')['aggregates']
+
+    # -- Cinder: volume types and their encryption (an admin's) --------------
+    def _create_volume_type(self, body, key):
+        body = dict(body)
+        projects = body.pop('projects', None) or []
+        made = self.volume.post('/types', {'volume_type': body})[
+            'volume_type']
+        self._type_access(made['id'], projects)
+        return self._get_volume_type(made['id'])
+
+    def _type_access(self, id, projects, had=()):
+        for project in sorted(set(projects) - set(had)):
+            self.volume.post('/types/%s/action' % id, {
+                'addProjectAccess': {'project': project}})
+        for project in sorted(set(had) - set(projects)):
+            self.volume.post('/types/%s/action' % id, {
+                'removeProjectAccess': {'project': project}})
+
+    def _find_volume_type(self, key, body):
+        return _named(self._list_volume_type(), body.get('name'))
+
+    def _get_volume_type(self, id):
+        found = self.volume.get('/types/%s' % id, ok404=True)
+        return found['volume_type'] if found else None
+
+    def _update_volume_type(self, id, body):
+        body = dict(body)
+        projects = body.pop('projects', None)
+        specs = body.pop('extra_specs', None)
+        if body:
+            self.volume.put('/types/%s' % id, {'volume_type': body})
+        if specs is not None:
+            have = self.volume.get('/types/%s/extra_specs' % id)[
+                'extra_specs']
+            for gone in set(have) - set(specs):
+                self.volume.delete('/types/%s/extra_specs/%s' % (id, gone))
+            if specs:
+                self.volume.post('/types/%s/extra_specs' % id,
+                                 {'extra_specs': specs})
+        if projects is not None:
+            access = self.volume.get(
+                '/types/%s/os-volume-type-access' % id, ok404=True) or {}
+            had = [a['project_id'] for a in
+                   access.get('volume_type_access', [])]
+            self._type_access(id, projects, had)
+        return self._get_volume_type(id)
+
+    def _delete_volume_type(self, id):
+        self.volume.delete('/types/%s' % id)
+
+    def _list_volume_type(self, **filters):
+        return self.volume.get('/types?is_public=None')['volume_types']
+
+    def _create_volume_encryption_type(self, body, key):
+        body = dict(body)
+        vtype = body.pop('volume_type_id')
+        self.volume.post('/types/%s/encryption' % vtype,
+                         {'encryption': body})
+        return self._get_volume_encryption_type(vtype)
+
+    def _find_volume_encryption_type(self, key, body):
+        return self._get_volume_encryption_type(body.get('volume_type_id'))
+
+    def _get_volume_encryption_type(self, id):
+        if not id:
+            return None
+        found = self.volume.get('/types/%s/encryption' % id, ok404=True)
+        if not found or not found.get('encryption_id'):
+            return None   # Cinder answers {} for a type without one
+        return dict(found, id=id)
+
+    def _update_volume_encryption_type(self, id, body):
+        found = self._get_volume_encryption_type(id)
+        if found is None:
+            raise exception.CloudNotFound(
+                'Volume type encryption for type %s does not exist.' % id)
+        self.volume.put('/types/%s/encryption/%s' % (
+            id, found['encryption_id']), {'encryption': dict(body)})
+        return self._get_volume_encryption_type(id)
+
+    def _delete_volume_encryption_type(self, id):
+        found = self._get_volume_encryption_type(id)
+        if found is not None:
+            self.volume.delete('/types/%s/encryption/%s' % (
+                id, found['encryption_id']))
+
+    def _list_volume_encryption_type(self, **filters):
+        return [e for e in (self._get_volume_encryption_type(t['id'])
+                            for t in self._list_volume_type()) if e]
+
+
 _DEFAULT_RULE = {'ethertype': 'IPv4'}
+
+
+def _named(objects, name):
+    """The first of `objects` named `name` (a kind whose names are the
+    cloud's, unique: its natural identity), or None."""
+    for obj in objects:
+        if obj.get('name') == name:
+            return obj
+    return None
 
 
 def _same(a, b):

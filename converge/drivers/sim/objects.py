@@ -18,8 +18,8 @@ their subnets), public images and public flavors, which a project sees
 and may use but not change (403). What the kinds do is in their
 modules: neutron.py (networks, subnets, ports), l3.py (routers, their
 interfaces, floating IPs), secgroups.py, cinder.py (volumes and their
-attachments), glance.py (images), nova.py (key pairs, server groups,
-flavors).
+attachments, volume types and their encryption), glance.py (images),
+nova.py (key pairs, server groups, flavors, host aggregates).
 
 ``resolve`` of an image, flavor or key pair takes any name: the sim has
 every one (templates written for other clouds boot their own images,
@@ -50,15 +50,17 @@ assert set(KINDS) == set(cloud.KINDS), 'a kind of drivers/cloud.py lacks ' \
     'its sim'
 #: kinds a create finds again by what its body says (natural identity)
 IDENTIFIED = ('keypair', 'flavor', 'server_group', 'router_interface',
-              'volume_attachment', 'security_group_rule')
+              'volume_attachment', 'security_group_rule', 'volume_type',
+              'volume_encryption_type', 'host_aggregate')
 #: kinds the sim has every one of (any name resolves): templates written
 #: for other clouds boot their own images, flavors and key pairs on it
-EVERY_NAME = ('image', 'flavor', 'keypair')
+EVERY_NAME = ('image', 'flavor', 'keypair', 'volume_type')
 #: a create whose key (or identity) another process took between the look
 #: and the insert looks again (it finds that one)
 _ATTEMPTS = 5
 #: list filters a column answers (kind -> API field -> column)
 _FILTER_COLUMNS = {
+    'volume_encryption_type': {'volume_type_id': 'parent'},
     'subnet': {'network_id': 'parent'},
     'port': {'network_id': 'parent', 'device_id': 'device'},
     'security_group_rule': {'security_group_id': 'parent'},
