@@ -370,7 +370,7 @@ def test_a_template_edited_in_the_file_updates_what_was_adopted(
     assert sorted(r.name for r in rows) == ['echo', 'other', 'word']
 
 
-# -- nested stacks: abandoned with their owner, adopted from its entry ---------
+# -- nested stacks: abandoned with their owner, adopted from its entry --------
 
 INNER = {'heat_template_version': '2021-04-16',
          'parameters': {'salt': {'type': 'string', 'default': 'x'}},

@@ -120,6 +120,15 @@ CASES = {
          'it': {'type': 'OS::Cinder::EncryptedVolumeType', 'properties': {
              'provider': 'luks', 'volume_type': {'get_resource': 'vt'}}}},
         'volume_encryption_type.create'),
+    'OS::Keystone::Domain': ({'it': {
+        'type': 'OS::Keystone::Domain', 'properties': {'name': 'dom'}}},
+        'domain.create'),
+    'OS::Keystone::Project': ({'it': {
+        'type': 'OS::Keystone::Project', 'properties': {'name': 'proj'}}},
+        'project.create'),
+    'OS::Keystone::User': ({'it': {
+        'type': 'OS::Keystone::User', 'properties': {'name': 'usr'}}},
+        'user.create'),
     # CloudFormation's types, on the same plug-ins
     'AWS::EC2::Instance': ({'it': {'type': 'AWS::EC2::Instance',
                                    'properties': {

@@ -217,6 +217,9 @@ class Rest:
     def delete(self, url, **kw):
         return self.call('DELETE', url, ok404=True, **kw)
 
+    def patch(self, url, body=None, **kw):
+        return self.call('PATCH', url, body=body, **kw)
+
 
 def _query(**filters):
     return urllib.parse.urlencode(
@@ -235,6 +238,12 @@ NEUTRON = {
     'floating_ip': ('floatingips', 'floatingip'),
     'security_group_rule': ('security-group-rules', 'security_group_rule'),
 }
+
+
+#: Keystone's kinds -> (path, body key)
+KEYSTONE = {'domain': ('domains', 'domain'),
+            'project': ('projects', 'project'),
+            'user': ('users', 'user'), 'role': ('roles', 'role')}
 
 
 def _listed(answer, path):
@@ -262,6 +271,8 @@ class OpenStackCloud(cloud_mod.Cloud):
         self.image = Rest(conn.image, 'image', self.calls, cloud_name=name)
         self.nova = Rest(conn.compute, 'compute', self.calls,
                          COMPUTE_MICROVERSION, cloud_name=name)
+        self.keystone = Rest(conn.identity, 'identity', self.calls,
+                             cloud_name=name)
         self.compute = OpenStackCompute(self)
         #: the compute the plug-ins get ([compute] limits around it, set
         #: by drivers/clients.py)
@@ -285,12 +296,16 @@ class OpenStackCloud(cloud_mod.Cloud):
         found = None if fresh else self.find(kind, key, body)
         if found is not None:
             return found
+        if kind in KEYSTONE:
+            return self._identity_create(kind, body)
         creator = getattr(self, '_create_' + kind, None)
         if creator is not None:
             return creator(body, key)
         return self._neutron_create(kind, body, key)
 
     def find(self, kind, key, body=None):
+        if kind in KEYSTONE:
+            return self._identity_find(kind, body or {})
         finder = getattr(self, '_find_' + kind, None)
         if finder is not None:
             return finder(key, body or {})
@@ -311,6 +326,8 @@ class OpenStackCloud(cloud_mod.Cloud):
         return obj
 
     def get(self, kind, id):
+        if kind in KEYSTONE:
+            return self._identity_get(kind, id)
         getter = getattr(self, '_get_' + kind, None)
         if getter is not None:
             return getter(id)
@@ -319,6 +336,8 @@ class OpenStackCloud(cloud_mod.Cloud):
         return found[item] if found else None
 
     def update(self, kind, id, body):
+        if kind in KEYSTONE:
+            return self._identity_update(kind, id, body)
         updater = getattr(self, '_update_' + kind, None)
         if updater is not None:
             return updater(id, body)
@@ -342,10 +361,14 @@ class OpenStackCloud(cloud_mod.Cloud):
         deleter = getattr(self, '_delete_' + kind, None)
         if deleter is not None:
             return deleter(id)
+        if kind in KEYSTONE:
+            return self.keystone.delete('/%s/%s' % (KEYSTONE[kind][0], id))
         coll, _ = NEUTRON[kind]
         self.network.delete('/%s/%s' % (coll, id))
 
     def list(self, kind, **filters):
+        if kind in KEYSTONE:
+            return self._identity_list(kind, **filters)
         lister = getattr(self, '_list_' + kind, None)
         if lister is not None:
             return lister(**filters)
@@ -400,6 +423,8 @@ class OpenStackCloud(cloud_mod.Cloud):
                 return ref
             matches = [v['id'] for v in self.volume.get(
                 '/volumes?%s' % _query(name=ref))['volumes']]
+        elif kind in KEYSTONE:
+            return self._resolve_identity(kind, ref)
         elif kind == 'volume_type':
             types = self._list_volume_type()
             if any(t['id'] == ref for t in types):
@@ -870,6 +895,118 @@ class OpenStackCloud(cloud_mod.Cloud):
     def _list_volume_encryption_type(self, **filters):
         return [e for e in (self._get_volume_encryption_type(t['id'])
                             for t in self._list_volume_type()) if e]
+
+
+    # -- Neutron's extra routes (extraroute-atomic) ----------------------------
+    def add_routes(self, router_id, routes):
+        return self.network.put('/routers/%s/add_extraroutes' % router_id, {
+            'router': {'routes': list(routes)}})['router'].get('routes') or []
+
+    def remove_routes(self, router_id, routes):
+        return self.network.put(
+            '/routers/%s/remove_extraroutes' % router_id,
+            {'router': {'routes': list(routes)}})['router'].get(
+                'routes') or []
+
+    # -- Keystone (an admin's) ----------------------------------------------
+    def _resolve_identity(self, kind, ref):
+        coll, item = KEYSTONE[kind]
+        if kind == 'domain' and ref == 'default':
+            return ref
+        found = self.keystone.get('/%s/%s' % (coll, ref), ok404=True)
+        if found:
+            return found[item]['id']
+        name, domain = cloud_mod.split_domain(ref) \
+            if kind in cloud_mod.DOMAIN_SCOPED else (ref, None)
+        filters = {'name': name}
+        if domain is not None:
+            filters['domain_id'] = self._resolve_identity('domain', domain)
+        matches = [o['id'] for o in self.keystone.get('/%s?%s' % (
+            coll, _query(**filters)))[coll]]
+        if not matches:
+            raise exception.CloudNotFound(
+                'The Keystone %s (%s) could not be found.' % (kind, ref))
+        if len(matches) > 1:
+            raise exception.CloudError(
+                'Multiple %s matches found for name \'%s\', use an ID to be '
+                'more specific.' % (kind, ref), 409)
+        return matches[0]
+
+    def _identity_create(self, kind, body):
+        coll, item = KEYSTONE[kind]
+        return self.keystone.post('/%s' % coll, {item: body})[item]
+
+    def _identity_find(self, kind, body):
+        coll, item = KEYSTONE[kind]
+        if not body.get('name'):
+            return None
+        filters = {'name': body['name']}
+        if kind in cloud_mod.DOMAIN_SCOPED:
+            filters['domain_id'] = body.get('domain_id') or 'default'
+        found = self.keystone.get('/%s?%s' % (coll, _query(**filters)))[
+            coll]
+        return found[0] if found else None
+
+    def _identity_get(self, kind, id):
+        coll, item = KEYSTONE[kind]
+        found = self.keystone.get('/%s/%s' % (coll, id), ok404=True)
+        return found[item] if found else None
+
+    def _identity_update(self, kind, id, body):
+        coll, item = KEYSTONE[kind]
+        return self.keystone.patch('/%s/%s' % (coll, id), {item: body})[item]
+
+    def _identity_list(self, kind, **filters):
+        coll, _ = KEYSTONE[kind]
+        return self.keystone.get('/%s?%s' % (coll, _query(**filters)))[coll]
+
+    def _delete_domain(self, id):
+        # Keystone deletes only a disabled domain
+        if self._identity_get('domain', id) is None:
+            return
+        self._identity_update('domain', id, {'enabled': False})
+        self.keystone.delete('/domains/%s' % id)
+
+    @staticmethod
+    def _grant_path(body):
+        scope = ('projects/%s' % body['project_id']) if body.get(
+            'project_id') else 'domains/%s' % body['domain_id']
+        return '/%s/users/%s/roles/%s' % (scope, body['user_id'],
+                                           body['role_id'])
+
+    @staticmethod
+    def _grant_of(id):
+        """A role assignment's id (USER:ROLE:project=ID) as its body."""
+        user, role, scope = str(id).split(':', 2)
+        where, _, target = scope.partition('=')
+        return {'user_id': user, 'role_id': role,
+                '%s_id' % where: target, 'id': id}
+
+    def _create_role_assignment(self, body, key):
+        self.keystone.put(self._grant_path(body))
+        return self._get_role_assignment(cloud_mod.role_assignment_id(body))
+
+    def _find_role_assignment(self, key, body):
+        return self._get_role_assignment(cloud_mod.role_assignment_id(body))
+
+    def _get_role_assignment(self, id):
+        try:
+            body = self._grant_of(id)
+        except ValueError:
+            return None
+        scope = 'scope.project.id' if body.get('project_id') else \
+            'scope.domain.id'
+        found = self.keystone.get('/role_assignments?%s' % _query(**{
+            'user.id': body['user_id'], 'role.id': body['role_id'],
+            scope: body.get('project_id') or body.get('domain_id')}),
+            ok404=True)
+        return body if found and found.get('role_assignments') else None
+
+    def _delete_role_assignment(self, id):
+        self.keystone.delete(self._grant_path(self._grant_of(id)))
+
+    def _list_role_assignment(self, **filters):
+        return []   # only a user's own are looked at (by id)
 
 
 _DEFAULT_RULE = {'ethertype': 'IPv4'}

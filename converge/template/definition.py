@@ -659,6 +659,14 @@ class StackDefinition:
 
         for rd in later:
             self._check_props(rd, fn.resolve(rd._properties, vctx), vctx)
+        # the order a plug-in asks for beyond what it names (Heat's
+        # add_dependencies: an ExtraRouteSet after its router's interfaces)
+        for rd in self.resources.values():
+            implied = getattr(rd.plugin, 'implied_depends_on', None)
+            if implied is not None:
+                extra = set(implied(rd, self.resources)) - {rd.name}
+                rd.depends_on |= extra
+                rd.requires |= extra
 
     @staticmethod
     def _sources(plugin, props, path):

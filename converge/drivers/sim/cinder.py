@@ -450,9 +450,7 @@ class VolumeEncryptionType(rows.Kind):
         return ctx.insert(obj)
 
     def show(self, ctx, obj):
-        view = rows.public(obj.body)
-        view['id'] = obj.id
-        return view
+        return self.show_with_id(ctx, obj)
 
     def update(self, ctx, obj, body, latency):
         self.refuse_read_only(body)
