@@ -12,9 +12,8 @@ files sent (a provider template), so a nested stack cannot carry one
 past the check.
 """
 
-import yaml
-
 from converge import exception
+from converge.template import loader
 
 
 def allowed(ctx, type_name):
@@ -55,9 +54,10 @@ def _types(template, files, environment):
         if not isinstance(text, str) or 'esources' not in text:
             continue   # no template: nothing it could declare
         try:
-            _template_types(yaml.safe_load(text), found)
-        except yaml.YAMLError:
-            continue   # not YAML: not a template a stack could use
+            # the loader's own parse: bounded as every template's is
+            _template_types(loader.parse_text(text), found)
+        except (exception.ConvergeError, RecursionError):
+            continue   # no template a stack could use (the create says)
     registry = (environment or {}).get('resource_registry') \
         if isinstance(environment, dict) else None
     _registry_types(registry, found)
