@@ -10,14 +10,17 @@ and once on PostgreSQL, RabbitMQ and Redis.
 import json
 import os
 import signal
+import time
 
 import pytest
+import yaml
 
 from converge import exception
 from converge.engine import request
 from converge.engine import service
 from tests import enginetools as et
 from tests.distributed import wait_for
+from tests.test_heat_api import api  # noqa: F401
 
 TEMPLATE = json.dumps({
     'heat_template_version': '2016-10-14',
@@ -365,3 +368,180 @@ def test_a_template_edited_in_the_file_updates_what_was_adopted(
         from converge.db import api
         rows = api.resources_live(s, started['id'])
     assert sorted(r.name for r in rows) == ['echo', 'other', 'word']
+
+
+# -- nested stacks: abandoned with their owner, adopted from its entry --------
+
+INNER = {'heat_template_version': '2021-04-16',
+         'parameters': {'salt': {'type': 'string', 'default': 'x'}},
+         'resources': {
+             'one': {'type': 'OS::Heat::RandomString',
+                     'properties': {'salt': {'get_param': 'salt'}}},
+             'two': {'type': 'OS::Heat::RandomString'}},
+         'outputs': {'one': {'value': {'get_attr': ['one', 'value']}},
+                     'two': {'value': {'get_attr': ['two', 'value']}}}}
+
+OUTER = {'heat_template_version': '2021-04-16',
+         'resources': {
+             'word': {'type': 'OS::Heat::RandomString'},
+             'inner': {'type': 'inner.yaml', 'properties': {'salt': 's'}}},
+         'outputs': {'word': {'value': {'get_attr': ['word', 'value']}},
+                     'one': {'value': {'get_attr': ['inner', 'one']}},
+                     'two': {'value': {'get_attr': ['inner', 'two']}}}}
+
+
+def _outer(engine, svc, ctx, tmp_path):
+    et.bundle(tmp_path, INNER, 'inner.yaml')
+    started = svc.stack_create(ctx, 'outer',
+                               et.bundle(tmp_path, OUTER, 'outer.yaml'), {})
+    et.wait(engine, started['id'], started['traversal_id'])
+    return {k: v['value'] for k, v in svc.output_list(ctx, 'outer').items()}
+
+
+def _states(svc, ctx, stack):
+    return {r['resource_name']: (r['resource_status'],
+                                 r['physical_resource_id'])
+            for r in svc.resource_list(ctx, stack)}
+
+
+def test_a_nested_stack_is_abandoned_with_its_owner_and_adopted_alone(
+        engine, tmp_path, svc_ctx):
+    """As Heat's abandon: the owner's entry holds the nested stack's own
+    template and resources, and the nested stack goes with its owner
+    (its resources could not be adopted while a live stack holds them).
+    Those resources alone can be adopted as a stack of their own
+    (heat_integrationtests NestedStackAdoptTest)."""
+    svc, ctx = svc_ctx
+    before = _outer(engine, svc, ctx, tmp_path)
+    inner_ids = {n: pid for n, (_, pid) in _states(
+        svc, ctx, svc.stack_list(ctx, show_nested=True)[-1]['id']).items()
+        if n in ('one', 'two')}
+    doc = svc.stack_abandon(ctx, 'outer')
+    entry = doc['resources']['inner']
+    assert entry['template'] == INNER
+    assert {n: r['resource_id'] for n, r in entry['resources'].items()} == \
+        inner_ids
+    assert svc.stack_list(ctx, show_nested=True) == []
+    started = svc.stack_adopt(ctx, 'alone', {
+        'template': entry['template'], 'resources': entry['resources'],
+        'environment': entry['environment']})
+    et.wait(engine, started['id'], started['traversal_id'])
+    assert _states(svc, ctx, 'alone') == {
+        n: ('ADOPT_COMPLETE', pid) for n, pid in inner_ids.items()}
+    after = svc.output_list(ctx, 'alone')
+    assert (after['one']['value'], after['two']['value']) == (
+        before['one'], before['two'])
+
+
+def test_adopting_the_owner_adopts_its_nested_stack(engine, tmp_path,
+                                                    svc_ctx):
+    svc, ctx = svc_ctx
+    before = _outer(engine, svc, ctx, tmp_path)
+    doc = json.loads(json.dumps(svc.stack_abandon(ctx, 'outer')))
+    inner_ids = {n: r['resource_id'] for n, r in
+                 doc['resources']['inner']['resources'].items()}
+    started = svc.stack_adopt(ctx, 'outer', doc)
+    stack = et.wait(engine, started['id'], started['traversal_id']).stack
+    assert et.status(stack) == 'ADOPT_COMPLETE'
+    after = {k: v['value'] for k, v in svc.output_list(ctx, 'outer').items()}
+    assert after == before
+    [child] = [s for s in svc.stack_list(ctx, show_nested=True)
+               if s['stack_name'] != 'outer']
+    assert _states(svc, ctx, child['id']) == {
+        n: ('ADOPT_COMPLETE', pid) for n, pid in inner_ids.items()}
+
+
+GROUP = {'heat_template_version': '2013-05-23',
+         'resources': {'group1': {
+             'type': 'OS::Heat::ResourceGroup', 'properties': {
+                 'count': 2,
+                 'resource_def': {'type': 'OS::Heat::RandomString'}}}},
+         'outputs': {
+             'test0': {'value': {'get_attr': ['group1', 'resource.0.value']}},
+             'test1': {'value': {'get_attr': ['group1',
+                                              'resource.1.value']}}}}
+
+
+def _random(value, rid):
+    return {'status': 'COMPLETE', 'name': rid, 'resource_data': {
+        'value': value}, 'resource_id': rid, 'action': 'CREATE',
+        'type': 'OS::Heat::RandomString', 'metadata': {}}
+
+
+def test_a_group_adopts_its_members_from_heats_document(engine, svc_ctx):
+    """Heat's format (heat_integrationtests ResourceGroupAdoptTest): the
+    group's resource_id names no object of the cloud (nothing is taken
+    over by it), its members are adopted into its nested stack."""
+    svc, ctx = svc_ctx
+    doc = {'template': GROUP, 'environment': {'parameters': {}},
+           'resources': {'group1': {
+               'status': 'COMPLETE', 'name': 'group1', 'resource_data': {},
+               'metadata': {}, 'resource_id': 'test-group1-id',
+               'action': 'CREATE', 'type': 'OS::Heat::ResourceGroup',
+               'resources': {'0': _random('goopie', 'ID-0'),
+                             '1': _random('different', 'ID-1')}}}}
+    started = svc.stack_adopt(ctx, 'grp', doc)
+    stack = et.wait(engine, started['id'], started['traversal_id']).stack
+    assert et.status(stack) == 'ADOPT_COMPLETE'
+    out = svc.output_list(ctx, 'grp')
+    assert (out['test0']['value'], out['test1']['value']) == (
+        'goopie', 'different')
+    group_id = _states(svc, ctx, 'grp')['group1'][1]
+    assert group_id != 'test-group1-id'
+    assert _states(svc, ctx, group_id) == {
+        '0': ('ADOPT_COMPLETE', 'ID-0'), '1': ('ADOPT_COMPLETE', 'ID-1')}
+
+
+PROVIDER_MAIN = '''HeatTemplateFormatVersion: '2012-12-12'
+Resources:
+  the_nested:
+    Type: the.yaml
+    Properties:
+      one: my_name
+Outputs:
+  value:
+    Value: {'Fn::GetAtt': [the_nested, the_str]}
+'''
+
+PROVIDER = '''HeatTemplateFormatVersion: '2012-12-12'
+Parameters:
+  one:
+    Default: foo
+    Type: String
+Resources:
+  RealRandom:
+    Type: OS::Heat::RandomString
+    Properties:
+      salt: {Ref: one}
+Outputs:
+  the_str:
+    Value: {'Fn::GetAtt': [RealRandom, value]}
+'''
+
+
+def test_adopt_reads_a_provider_template_from_the_files_sent(api):
+    """Heat's API takes the files the client sends with adopt data (the
+    provider template its template names); the nested stack's resources
+    come from the entry of the resource owning it
+    (heat_integrationtests TemplateResourceAdoptTest)."""
+    client = api.client('demo', api.token('demo')['token'])
+    client.stacks.create(
+        stack_name='prov', files={'the.yaml': PROVIDER}, parameters={},
+        environment={}, disable_rollback=True,
+        adopt_stack_data=json.dumps({
+            'template': yaml.safe_load(PROVIDER_MAIN),
+            'environment': {'parameters': {}},
+            'resources': {'the_nested': {
+                'type': 'the.yaml', 'resources': {'RealRandom': {
+                    'type': 'OS::Heat::RandomString',
+                    'resource_data': {'value': 'goopie'},
+                    'resource_id': 'froggy'}}}}}))
+    deadline = time.monotonic() + 120
+    while client.stacks.get('prov').stack_status != 'ADOPT_COMPLETE':
+        assert time.monotonic() < deadline
+        time.sleep(0.05)   # polling the API, not synchronising
+    stack = client.stacks.get('prov')
+    assert [o['output_value'] for o in stack.outputs] == ['goopie']
+    nested = client.resources.get('prov', 'the_nested').physical_resource_id
+    assert [r.physical_resource_id for r in
+            client.resources.list(nested)] == ['froggy']

@@ -114,6 +114,28 @@ CASES = {
                               'server_group.create'),
     'OS::Nova::Flavor': ({'it': {'type': 'OS::Nova::Flavor', 'properties': {
         'ram': 512, 'vcpus': 1, 'disk': 1}}}, 'flavor.create'),
+    'OS::Nova::HostAggregate': ({'it': {
+        'type': 'OS::Nova::HostAggregate', 'properties': {
+            'name': 'agg', 'availability_zone': 'nova'}}},
+        'host_aggregate.create'),
+    'OS::Cinder::VolumeType': ({'it': {
+        'type': 'OS::Cinder::VolumeType', 'properties': {'name': 'vt'}}},
+        'volume_type.create'),
+    'OS::Cinder::EncryptedVolumeType': (
+        {'vt': {'type': 'OS::Cinder::VolumeType',
+                'properties': {'name': 'vt'}},
+         'it': {'type': 'OS::Cinder::EncryptedVolumeType', 'properties': {
+             'provider': 'luks', 'volume_type': {'get_resource': 'vt'}}}},
+        'volume_encryption_type.create'),
+    'OS::Keystone::Domain': ({'it': {
+        'type': 'OS::Keystone::Domain', 'properties': {'name': 'dom'}}},
+        'domain.create'),
+    'OS::Keystone::Project': ({'it': {
+        'type': 'OS::Keystone::Project', 'properties': {'name': 'proj'}}},
+        'project.create'),
+    'OS::Keystone::User': ({'it': {
+        'type': 'OS::Keystone::User', 'properties': {'name': 'usr'}}},
+        'user.create'),
     # CloudFormation's types, on the same plug-ins
     'AWS::EC2::Instance': ({'it': {'type': 'AWS::EC2::Instance',
                                    'properties': {

@@ -123,17 +123,17 @@ def test_a_cloud_that_cannot_answer_is_not_the_templates_fault():
 
 def test_kinds_the_cloud_cannot_look_up_are_left_to_the_create():
     cloud = FakeCloud()
-    check(volume.Volume, {'size': 1, 'volume_type': 'fast'}, cloud)
+    check(volume.Volume, {'size': 1, 'snapshot_id': 'snap'}, cloud)
     assert cloud.ops('resolve') == []
-    cloud.resolvable_kinds = ('volume_type',)
-    err = refused(volume.Volume, {'size': 1, 'volume_type': 'fast'}, cloud)
-    assert err.reason == "Error validating value 'fast': The VolumeType " \
-        "(fast) could not be found."
+    cloud.resolvable_kinds = ('volume_snapshot',)
+    err = refused(volume.Volume, {'size': 1, 'snapshot_id': 'snap'}, cloud)
+    assert err.reason == "Error validating value 'snap': The " \
+        "VolumeSnapshot (snap) could not be found."
 
 
 def test_every_constraint_named_in_a_schema_is_known():
-    from converge.resources import floating_ip, image, nova
-    from converge.resources import security_group
+    from converge.resources import floating_ip, image, keystone, nova
+    from converge.resources import security_group, volume_type
     names = set()
 
     def walk(schemas):
@@ -147,7 +147,7 @@ def test_every_constraint_named_in_a_schema_is_known():
                 walk({'item': inner})
 
     for mod in (neutron, port_mod, router_mod, volume, floating_ip, image,
-                nova, security_group):
+                nova, security_group, keystone, volume_type):
         for cls in vars(mod).values():
             if isinstance(cls, type) and hasattr(cls, 'properties_schema'):
                 walk(cls.properties_schema)
@@ -155,7 +155,8 @@ def test_every_constraint_named_in_a_schema_is_known():
     assert {'neutron.network', 'neutron.subnet', 'neutron.port',
             'neutron.router', 'neutron.security_group', 'glance.image',
             'cinder.volume', 'cinder.vtype', 'ip_addr', 'net_cidr',
-            'mac_addr'} <= names
+            'mac_addr', 'keystone.domain', 'keystone.user',
+            'keystone.role'} <= names
 
 
 @pytest.mark.parametrize('name,good,bad', [

@@ -60,6 +60,25 @@ CONVERGE_WRITE = (
     'converge:stack_converge', 'converge:stack_resume_rollout',
     'converge:deployment_action_run', 'converge:resource_signal_result',
 )
+#: Heat's resource types that only an admin may use by default (its
+#: ``resource_types:TYPE`` rules; ``NS::Service::*`` covers a service's
+#: every type): others neither see them listed nor use them in a template
+ADMIN_TYPES = (
+    'OS::Nova::Flavor', 'OS::Nova::HostAggregate', 'OS::Nova::Quota',
+    'OS::Cinder::VolumeType', 'OS::Cinder::EncryptedVolumeType',
+    'OS::Cinder::Quota', 'OS::Cinder::QoSSpecs', 'OS::Cinder::QoSAssociation',
+    'OS::Neutron::Quota', 'OS::Neutron::ProviderNet',
+    'OS::Neutron::QoSPolicy', 'OS::Neutron::QoSBandwidthLimitRule',
+    'OS::Neutron::QoSDscpMarkingRule',
+    'OS::Neutron::QoSMinimumBandwidthRule',
+    'OS::Neutron::QoSMinimumPacketRateRule', 'OS::Neutron::Segment',
+    'OS::Octavia::Quota', 'OS::Octavia::Flavor',
+    'OS::Octavia::FlavorProfile', 'OS::Octavia::AvailabilityZone',
+    'OS::Octavia::AvailabilityZoneProfile', 'OS::Manila::ShareType',
+    'OS::Blazar::Host', 'OS::Keystone::*',
+)
+TYPE_RULE = 'resource_types:%s'
+
 #: who sees the credentials a stack hands out (its servers' agent
 #: tokens in their user_data, its signal tokens and URLs) in what the
 #: API answers; everyone else reads them as ******
@@ -79,7 +98,10 @@ def list_rules():
                 'Who sees the agent and signal credentials of a stack in '
                 'what the API answers (others read them as ******).')]
             + [policy.RuleDefault(n, 'rule:context_is_admin')
-               for n in ADMIN])
+               for n in ADMIN]
+            + [policy.RuleDefault(TYPE_RULE % t, 'rule:context_is_admin',
+                                  'Who may use the resource type %s.' % t)
+               for t in ADMIN_TYPES])
 
 
 _ENFORCER = None
@@ -106,3 +128,17 @@ def check(ctx, rule, target=None):
     """Raise Forbidden unless the policy lets `ctx` do `rule`."""
     if not allowed(ctx, rule, target):
         raise exception.Forbidden('Policy does not allow %s' % rule)
+
+
+def may_use_type(ctx, type_name):
+    """Whether `ctx` may use the resource type `type_name`: its own rule
+    and its service's wildcard (``OS::Keystone::*``), each where the
+    policy has one (a type without a rule is anyone's, as in Heat)."""
+    e = enforcer()
+    e.load_rules()
+    wildcard = '::'.join(type_name.split('::')[:-1] + ['*'])
+    for name in (type_name, wildcard):
+        rule = TYPE_RULE % name
+        if rule in e.rules and not allowed(ctx, rule):
+            return False
+    return True

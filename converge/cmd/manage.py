@@ -1,5 +1,7 @@
-"""`converge-manage db sync|version|encrypt` and `converge-manage token
-create|list|revoke` (converge's own REST API tokens)."""
+"""`converge-manage db sync|version|encrypt`, `converge-manage token
+create|list|revoke` (converge's own REST API tokens) and Heat's
+`heat-manage` spellings of what converge does too: `purge_deleted`,
+`db_sync`, `db_version` (docs/operations.md maps one to the other)."""
 
 import argparse
 import json
@@ -24,12 +26,19 @@ def main(argv=None):
                      '([DEFAULT] auth_encryption_key): rows written before '
                      'a key was set')
     _token_parsers(sub)
+    _heat_parsers(sub)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     conf_mod.setup([], home=args.home, default_config_files=args.config_file,
                    log=False)
     from converge.engine import schema
     if args.group == 'token':
         return _token(args, schema)
+    if args.group == 'purge_deleted':
+        return _purge(args, schema)
+    if args.group == 'db_sync':
+        args.command, args.revision = 'sync', args.version or 'head'
+    elif args.group == 'db_version':
+        args.command = 'version'
     if args.command == 'sync':
         print('database at revision %s' % schema.sync(args.revision))
     elif args.command == 'encrypt':
@@ -67,6 +76,41 @@ def _token_parsers(sub):
                      default='table')
     revoke = tsub.add_parser('revoke', help='refuse a token from now on')
     revoke.add_argument('token_id')
+
+
+def _heat_parsers(sub):
+    """heat-manage's commands converge has, with heat-manage's arguments."""
+    purge = sub.add_parser(
+        'purge_deleted', help='remove the stacks deleted longer ago than '
+        'AGE for good (heat-manage purge_deleted)')
+    purge.add_argument('age', nargs='?', default='90',
+                       help='how long to keep deleted stacks (default 90)')
+    purge.add_argument('-g', '--granularity', default='days',
+                       choices=('days', 'hours', 'minutes', 'seconds'),
+                       help='the unit of AGE (default days)')
+    purge.add_argument('-p', '--project-id',
+                       help='only the stacks of this project')
+    purge.add_argument('-b', '--batch_size', default='20',
+                       help='top-level stacks removed per transaction '
+                            '(default 20)')
+    sync = sub.add_parser('db_sync', help='as `db sync` (heat-manage)')
+    sync.add_argument('version', nargs='?')
+    sub.add_parser('db_version', help='as `db version` (heat-manage)')
+
+
+def _purge(args, schema):
+    from converge import exception
+    from converge.engine import purge
+    schema.sync()
+    try:
+        count = purge.purge_deleted(
+            schema._database(), args.age, args.granularity,
+            args.project_id, args.batch_size)
+    except exception.ConvergeError as e:
+        sys.stderr.write('ERROR: %s\n' % e)
+        return e.exit_code
+    print('%d deleted stacks purged' % count)
+    return 0
 
 
 def _token(args, schema):

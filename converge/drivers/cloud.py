@@ -110,6 +110,32 @@ alarm                Aodh's: name, description, type (threshold),
                      time_constraints; found by its name (unique in the
                      project); update: all but name and type, and
                      ``state``
+host_aggregate       name, availability_zone, hosts [], metadata {}; found
+                     by its name; update: every field
+volume_type          name, description, extra_specs {},
+                     os-volume-type-access:is_public, projects []; found
+                     by its name; update: every field
+volume_encryption_type
+                     volume_type_id, provider, control_location, cipher,
+                     key_size; its id is its volume type's (one per
+                     type); update: all but volume_type_id
+domain               name, description, enabled; found by its name;
+                     update: every field (an enabled domain is not
+                     deleted: the driver disables it first)
+project              name, domain_id, description, enabled, parent_id,
+                     tags; found by its domain and name; update: name,
+                     description, enabled, tags
+user                 name, domain_id, description, enabled, email,
+                     password, default_project_id; found by its domain
+                     and name; update: all but domain_id
+role                 name (Keystone's roles: looked up, never made by a
+                     template)
+role_assignment      user_id, role_id and one of project_id, domain_id;
+                     its id is USER:ROLE:project=ID (or domain=ID); no
+                     update
+
+A project or user is named ``NAME{DOMAIN}`` to ``resolve`` in a domain
+other than the default, as Heat's keystone constraints take them.
 
 ``resolve(kind, name_or_id)`` turns what a template names (an image's or
 network's name, a flavor's) into the id the cloud uses, or raises
@@ -124,7 +150,31 @@ KINDS = ('network', 'subnet', 'port', 'router', 'router_interface',
          'security_group', 'security_group_rule', 'floating_ip', 'volume',
          'volume_attachment', 'image', 'keypair', 'server_group', 'flavor',
          'router_gateway', 'vpnservice', 'ikepolicy', 'ipsecpolicy',
-         'ipsec_site_connection', 'container', 'alarm')
+         'ipsec_site_connection', 'container', 'alarm',
+         'host_aggregate', 'volume_type', 'volume_encryption_type',
+         'domain', 'project', 'user', 'role', 'role_assignment')
+
+#: kinds whose names are unique within a Keystone domain: ``resolve``
+#: takes ``NAME{DOMAIN}`` for one in another domain than the default
+DOMAIN_SCOPED = ('project', 'user')
+
+
+def role_assignment_id(body):
+    """A role_assignment's id: USER:ROLE:project=ID (or domain=ID)."""
+    scope = ('project=%s' % body['project_id']) if body.get('project_id') \
+        else 'domain=%s' % body.get('domain_id')
+    return '%s:%s:%s' % (body.get('user_id'), body.get('role_id'), scope)
+
+
+def split_domain(ref):
+    """``NAME{DOMAIN}`` -> (NAME, DOMAIN); any other ref -> (ref, None)."""
+    ref = str(ref)
+    if ref.endswith('}') and '{' in ref:
+        name, _, domain = ref[:-1].rpartition('{')
+        if name and domain:
+            return name, domain
+    return ref, None
+
 
 #: the kinds whose objects carry a status that settles (others are done
 #: when the create call returns): status -> settled?
@@ -225,6 +275,31 @@ class Cloud:
     def update(self, kind, id, body):
         """Change the fields in `body` in place; returns the object."""
         raise NotImplementedError
+
+    def add_routes(self, router_id, routes):
+        """Add `routes` ([{destination, nexthop}]) to a router's extra
+        routes, keeping those it has; returns its routes now. Neutron's
+        add_extraroutes is one atomic call (the OpenStack driver's);
+        this default reads the router and writes it back."""
+        have = self._routes(router_id)
+        return self.update('router', router_id, {'routes': have + [
+            r for r in routes if r not in have]}).get('routes') or []
+
+    def remove_routes(self, router_id, routes):
+        """Take `routes` out of a router's extra routes (those it does
+        not have are no error); returns its routes now."""
+        have = self._routes(router_id)
+        return self.update('router', router_id, {'routes': [
+            r for r in have if r not in routes]}).get('routes') or []
+
+    def _routes(self, router_id):
+        router = self.get('router', router_id)
+        if router is None:
+            from converge import exception
+            raise exception.CloudNotFound('Router %s could not be found.'
+                                          % router_id)
+        return [{'destination': r['destination'], 'nexthop': r['nexthop']}
+                for r in router.get('routes') or []]
 
     def owns(self, kind, id):
         """Whether the object is this project's own to take over (stack

@@ -236,6 +236,9 @@ class Rest:
     def delete(self, url, **kw):
         return self.call('DELETE', url, ok404=True, **kw)
 
+    def patch(self, url, body=None, **kw):
+        return self.call('PATCH', url, body=body, **kw)
+
 
 def _query(**filters):
     return urllib.parse.urlencode(
@@ -260,6 +263,12 @@ NEUTRON = {
     'ipsec_site_connection': ('vpn/ipsec-site-connections',
                               'ipsec_site_connection'),
 }
+
+
+#: Keystone's kinds -> (path, body key)
+KEYSTONE = {'domain': ('domains', 'domain'),
+            'project': ('projects', 'project'),
+            'user': ('users', 'user'), 'role': ('roles', 'role')}
 
 
 def _listed(answer, path):
@@ -293,6 +302,8 @@ class OpenStackCloud(cloud_mod.Cloud):
                           cloud_name=name, lazy=True)
         self.aodh = Rest(lambda: conn.alarm, 'aodh', self.calls,
                          cloud_name=name, lazy=True)
+        self.keystone = Rest(conn.identity, 'identity', self.calls,
+                             cloud_name=name)
         self.compute = OpenStackCompute(self)
         #: the compute the plug-ins get ([compute] limits around it, set
         #: by drivers/clients.py)
@@ -317,12 +328,16 @@ class OpenStackCloud(cloud_mod.Cloud):
         found = None if fresh else self.find(kind, key, body)
         if found is not None:
             return found
+        if kind in KEYSTONE:
+            return self._identity_create(kind, body)
         creator = getattr(self, '_create_' + kind, None)
         if creator is not None:
             return creator(body, key)
         return self._neutron_create(kind, body, key)
 
     def find(self, kind, key, body=None):
+        if kind in KEYSTONE:
+            return self._identity_find(kind, body or {})
         finder = getattr(self, '_find_' + kind, None)
         if finder is not None:
             return finder(key, body or {})
@@ -343,6 +358,8 @@ class OpenStackCloud(cloud_mod.Cloud):
         return obj
 
     def get(self, kind, id):
+        if kind in KEYSTONE:
+            return self._identity_get(kind, id)
         getter = getattr(self, '_get_' + kind, None)
         if getter is not None:
             return getter(id)
@@ -351,6 +368,8 @@ class OpenStackCloud(cloud_mod.Cloud):
         return found[item] if found else None
 
     def update(self, kind, id, body):
+        if kind in KEYSTONE:
+            return self._identity_update(kind, id, body)
         updater = getattr(self, '_update_' + kind, None)
         if updater is not None:
             return updater(id, body)
@@ -374,10 +393,14 @@ class OpenStackCloud(cloud_mod.Cloud):
         deleter = getattr(self, '_delete_' + kind, None)
         if deleter is not None:
             return deleter(id)
+        if kind in KEYSTONE:
+            return self.keystone.delete('/%s/%s' % (KEYSTONE[kind][0], id))
         coll, _ = NEUTRON[kind]
         self.network.delete('/%s/%s' % (coll, id))
 
     def list(self, kind, **filters):
+        if kind in KEYSTONE:
+            return self._identity_list(kind, **filters)
         lister = getattr(self, '_list_' + kind, None)
         if lister is not None:
             return lister(**filters)
@@ -454,6 +477,14 @@ class OpenStackCloud(cloud_mod.Cloud):
                 return ref
             matches = [v['id'] for v in self.volume.get(
                 '/volumes?%s' % _query(name=ref))['volumes']]
+        elif kind in KEYSTONE:
+            return self._resolve_identity(kind, ref)
+        elif kind == 'volume_type':
+            types = self._list_volume_type()
+            if any(t['id'] == ref for t in types):
+                return ref
+            matches = [t['id'] for t in types if t['name'] == ref]
+            title = None
         elif kind in NEUTRON:
             coll, item = NEUTRON[kind]
             if _is_uuid(ref) and self.network.get(
@@ -874,10 +905,7 @@ class OpenStackCloud(cloud_mod.Cloud):
                     raise
 
     def _find_flavor(self, key, body):
-        for flavor in self._list_flavor():
-            if flavor.get('name') == body.get('name'):
-                return flavor
-        return None
+        return _named(self._list_flavor(), body.get('name'))
 
     def _get_flavor(self, id):
         found = self.nova.get('/flavors/%s' % id, ok404=True)
@@ -901,6 +929,264 @@ class OpenStackCloud(cloud_mod.Cloud):
         return self.nova.get('/flavors/detail?is_public=None')['flavors']
 
 
+    # -- Nova: host aggregates (an admin's) -----------------------------------
+    def _create_host_aggregate(self, body, key):
+        made = self.nova.post('/os-aggregates', {'aggregate': {
+            'name': body['name'],
+            'availability_zone': body.get('availability_zone')}})[
+            'aggregate']
+        return self._aggregate_extras(made, body)
+
+    def _aggregate_extras(self, agg, body):
+        """The hosts and metadata `body` asks for, on the aggregate
+        `agg` (Nova's actions, one host at a time)."""
+        base = '/os-aggregates/%s/action' % agg['id']
+        wanted = set(body.get('hosts') or [])
+        for host in sorted(set(agg.get('hosts') or []) - wanted):
+            agg = self.nova.post(base, {'remove_host': {'host': host}})[
+                'aggregate']
+        for host in sorted(wanted - set(agg.get('hosts') or [])):
+            agg = self.nova.post(base, {'add_host': {'host': host}})[
+                'aggregate']
+        meta = body.get('metadata')
+        if meta is not None:
+            have = dict(agg.get('metadata') or {})
+            change = {k: None for k in have
+                      if k not in meta and k != 'availability_zone'}
+            change.update({k: v for k, v in meta.items()
+                           if have.get(k) != v})
+            if change:
+                agg = self.nova.post(base, {'set_metadata': {
+                    'metadata': change}})['aggregate']
+        return agg
+
+    def _find_host_aggregate(self, key, body):
+        return _named(self._list_host_aggregate(), body.get('name'))
+
+    def _get_host_aggregate(self, id):
+        found = self.nova.get('/os-aggregates/%s' % id, ok404=True)
+        return found['aggregate'] if found else None
+
+    def _update_host_aggregate(self, id, body):
+        top = {k: body[k] for k in ('name', 'availability_zone')
+               if k in body}
+        if top:
+            self.nova.put('/os-aggregates/%s' % id, {'aggregate': top})
+        return self._aggregate_extras(self._get_host_aggregate(id), body)
+
+    def _delete_host_aggregate(self, id):
+        agg = self._get_host_aggregate(id)
+        if agg is None:
+            return
+        # Nova refuses to delete an aggregate that has hosts
+        self._aggregate_extras(agg, {'hosts': []})
+        self.nova.delete('/os-aggregates/%s' % id)
+
+    def _list_host_aggregate(self, **filters):
+        return self.nova.get('/os-aggregates')['aggregates']
+
+    # -- Cinder: volume types and their encryption (an admin's) --------------
+    def _create_volume_type(self, body, key):
+        body = dict(body)
+        projects = body.pop('projects', None) or []
+        made = self.volume.post('/types', {'volume_type': body})[
+            'volume_type']
+        self._type_access(made['id'], projects)
+        return self._get_volume_type(made['id'])
+
+    def _type_access(self, id, projects, had=()):
+        for project in sorted(set(projects) - set(had)):
+            self.volume.post('/types/%s/action' % id, {
+                'addProjectAccess': {'project': project}})
+        for project in sorted(set(had) - set(projects)):
+            self.volume.post('/types/%s/action' % id, {
+                'removeProjectAccess': {'project': project}})
+
+    def _find_volume_type(self, key, body):
+        return _named(self._list_volume_type(), body.get('name'))
+
+    def _get_volume_type(self, id):
+        found = self.volume.get('/types/%s' % id, ok404=True)
+        return found['volume_type'] if found else None
+
+    def _update_volume_type(self, id, body):
+        body = dict(body)
+        projects = body.pop('projects', None)
+        specs = body.pop('extra_specs', None)
+        if body:
+            self.volume.put('/types/%s' % id, {'volume_type': body})
+        if specs is not None:
+            have = self.volume.get('/types/%s/extra_specs' % id)[
+                'extra_specs']
+            for gone in set(have) - set(specs):
+                self.volume.delete('/types/%s/extra_specs/%s' % (id, gone))
+            if specs:
+                self.volume.post('/types/%s/extra_specs' % id,
+                                 {'extra_specs': specs})
+        if projects is not None:
+            access = self.volume.get(
+                '/types/%s/os-volume-type-access' % id, ok404=True) or {}
+            had = [a['project_id'] for a in
+                   access.get('volume_type_access', [])]
+            self._type_access(id, projects, had)
+        return self._get_volume_type(id)
+
+    def _delete_volume_type(self, id):
+        self.volume.delete('/types/%s' % id)
+
+    def _list_volume_type(self, **filters):
+        return self.volume.get('/types?is_public=None')['volume_types']
+
+    def _create_volume_encryption_type(self, body, key):
+        body = dict(body)
+        vtype = body.pop('volume_type_id')
+        self.volume.post('/types/%s/encryption' % vtype,
+                         {'encryption': body})
+        return self._get_volume_encryption_type(vtype)
+
+    def _find_volume_encryption_type(self, key, body):
+        return self._get_volume_encryption_type(body.get('volume_type_id'))
+
+    def _get_volume_encryption_type(self, id):
+        if not id:
+            return None
+        found = self.volume.get('/types/%s/encryption' % id, ok404=True)
+        if not found or not found.get('encryption_id'):
+            return None   # Cinder answers {} for a type without one
+        return dict(found, id=id)
+
+    def _update_volume_encryption_type(self, id, body):
+        found = self._get_volume_encryption_type(id)
+        if found is None:
+            raise exception.CloudNotFound(
+                'Volume type encryption for type %s does not exist.' % id)
+        self.volume.put('/types/%s/encryption/%s' % (
+            id, found['encryption_id']), {'encryption': dict(body)})
+        return self._get_volume_encryption_type(id)
+
+    def _delete_volume_encryption_type(self, id):
+        found = self._get_volume_encryption_type(id)
+        if found is not None:
+            self.volume.delete('/types/%s/encryption/%s' % (
+                id, found['encryption_id']))
+
+    def _list_volume_encryption_type(self, **filters):
+        return [e for e in (self._get_volume_encryption_type(t['id'])
+                            for t in self._list_volume_type()) if e]
+
+
+    # -- Neutron's extra routes (extraroute-atomic) ----------------------------
+    def add_routes(self, router_id, routes):
+        return self.network.put('/routers/%s/add_extraroutes' % router_id, {
+            'router': {'routes': list(routes)}})['router'].get('routes') or []
+
+    def remove_routes(self, router_id, routes):
+        return self.network.put(
+            '/routers/%s/remove_extraroutes' % router_id,
+            {'router': {'routes': list(routes)}})['router'].get(
+                'routes') or []
+
+    # -- Keystone (an admin's) ----------------------------------------------
+    def _resolve_identity(self, kind, ref):
+        coll, item = KEYSTONE[kind]
+        if kind == 'domain' and ref == 'default':
+            return ref
+        found = self.keystone.get('/%s/%s' % (coll, ref), ok404=True)
+        if found:
+            return found[item]['id']
+        name, domain = cloud_mod.split_domain(ref) \
+            if kind in cloud_mod.DOMAIN_SCOPED else (ref, None)
+        filters = {'name': name}
+        if domain is not None:
+            filters['domain_id'] = self._resolve_identity('domain', domain)
+        matches = [o['id'] for o in self.keystone.get('/%s?%s' % (
+            coll, _query(**filters)))[coll]]
+        if not matches:
+            raise exception.CloudNotFound(
+                'The Keystone %s (%s) could not be found.' % (kind, ref))
+        if len(matches) > 1:
+            raise exception.CloudError(
+                'Multiple %s matches found for name \'%s\', use an ID to be '
+                'more specific.' % (kind, ref), 409)
+        return matches[0]
+
+    def _identity_create(self, kind, body):
+        coll, item = KEYSTONE[kind]
+        return self.keystone.post('/%s' % coll, {item: body})[item]
+
+    def _identity_find(self, kind, body):
+        coll, item = KEYSTONE[kind]
+        if not body.get('name'):
+            return None
+        filters = {'name': body['name']}
+        if kind in cloud_mod.DOMAIN_SCOPED:
+            filters['domain_id'] = body.get('domain_id') or 'default'
+        found = self.keystone.get('/%s?%s' % (coll, _query(**filters)))[
+            coll]
+        return found[0] if found else None
+
+    def _identity_get(self, kind, id):
+        coll, item = KEYSTONE[kind]
+        found = self.keystone.get('/%s/%s' % (coll, id), ok404=True)
+        return found[item] if found else None
+
+    def _identity_update(self, kind, id, body):
+        coll, item = KEYSTONE[kind]
+        return self.keystone.patch('/%s/%s' % (coll, id), {item: body})[item]
+
+    def _identity_list(self, kind, **filters):
+        coll, _ = KEYSTONE[kind]
+        return self.keystone.get('/%s?%s' % (coll, _query(**filters)))[coll]
+
+    def _delete_domain(self, id):
+        # Keystone deletes only a disabled domain
+        if self._identity_get('domain', id) is None:
+            return
+        self._identity_update('domain', id, {'enabled': False})
+        self.keystone.delete('/domains/%s' % id)
+
+    @staticmethod
+    def _grant_path(body):
+        scope = ('projects/%s' % body['project_id']) if body.get(
+            'project_id') else 'domains/%s' % body['domain_id']
+        return '/%s/users/%s/roles/%s' % (scope, body['user_id'],
+                                           body['role_id'])
+
+    @staticmethod
+    def _grant_of(id):
+        """A role assignment's id (USER:ROLE:project=ID) as its body."""
+        user, role, scope = str(id).split(':', 2)
+        where, _, target = scope.partition('=')
+        return {'user_id': user, 'role_id': role,
+                '%s_id' % where: target, 'id': id}
+
+    def _create_role_assignment(self, body, key):
+        self.keystone.put(self._grant_path(body))
+        return self._get_role_assignment(cloud_mod.role_assignment_id(body))
+
+    def _find_role_assignment(self, key, body):
+        return self._get_role_assignment(cloud_mod.role_assignment_id(body))
+
+    def _get_role_assignment(self, id):
+        try:
+            body = self._grant_of(id)
+        except ValueError:
+            return None
+        scope = 'scope.project.id' if body.get('project_id') else \
+            'scope.domain.id'
+        found = self.keystone.get('/role_assignments?%s' % _query(**{
+            'user.id': body['user_id'], 'role.id': body['role_id'],
+            scope: body.get('project_id') or body.get('domain_id')}),
+            ok404=True)
+        return body if found and found.get('role_assignments') else None
+
+    def _delete_role_assignment(self, id):
+        self.keystone.delete(self._grant_path(self._grant_of(id)))
+
+    def _list_role_assignment(self, **filters):
+        return []   # only a user's own are looked at (by id)
+
+
 _DEFAULT_RULE = {'ethertype': 'IPv4'}
 
 
@@ -909,6 +1195,15 @@ def _alarm(raw):
     if raw is None:
         return None
     return dict(raw, id=raw.get('alarm_id'))
+
+
+def _named(objects, name):
+    """The first of `objects` named `name` (a kind whose names are the
+    cloud's, unique: its natural identity), or None."""
+    for obj in objects:
+        if obj.get('name') == name:
+            return obj
+    return None
 
 
 def _same(a, b):

@@ -16,6 +16,15 @@ keys it does not know; a file without them gets new uuids, and the
 template's properties are taken as applied, as Heat does).
 ``resource_data`` is the plug-in's private data: a deployment's book of
 the runs it applied (so adopting re-runs nothing), a random string's value.
+A resource owning a nested stack (a provider template's, a group's,
+OS::Heat::Stack) carries that stack's own document in its entry, as
+Heat's does: its ``template``, ``environment`` and ``resources`` at any
+depth; the nested stacks are abandoned with their owner. Adopting such an
+entry takes no ``resource_id`` over (a nested stack is no object of the
+cloud): the child is made as a create makes it, from the template its
+owner gives, and the resources its entry records are adopted into it.
+``template_base_url`` (converge's) is what the template's relative file
+names are keys of the files under.
 
 Abandon is one transaction: read, hand the document to the caller (who
 writes it out before anything is removed), delete the stack's rows. A
@@ -40,6 +49,12 @@ from converge.engine import ownership
 from converge.engine import stacks
 from converge.engine import traversal
 from converge.engine import views
+from converge.resources import nested as nested_res
+
+#: the plug-in data key under which an adopt hands a resource owning a
+#: nested stack what the file records of that stack's own resources
+#: (resources/nested.py adopts its child from it)
+ADOPTING = nested_res.ADOPTING
 
 #: tables of things outside the stack's own rows that name the stack: a
 #: deployment's signal and a wait condition's wake that stack's units, so
@@ -66,11 +81,15 @@ def abandon(engine, ident, project_id=None, save=None):
     _enabled('enable_stack_abandon', 'abandon')
     with engine.db.write() as s:
         stack = api.stack_get(s, ident, project_id=project_id)
-        _check_idle(s, stack)
+        tree = api.stack_tree(s, stack.id)
+        for sid in tree:
+            _check_idle(s, s.get(models.Stack, sid))
         doc = document(engine, s, stack)
         if save is not None:
             save(doc)
-        _delete_rows(s, stack)
+        # its nested stacks go with it (Heat abandons them too): their
+        # resources are in the document, under their owner's entry
+        _delete_rows(s, stack, tree[1:])
     return doc
 
 
@@ -122,13 +141,16 @@ def document(engine, session, stack):
             left.append({'name': name, 'resource_id': row.physical_id,
                          'type': api.shown_type(row)})
             continue
-        resources[name] = {
+        entry = resources[name] = {
             'name': name, 'resource_id': row.physical_id,
             'type': api.shown_type(row), 'action': row.action,
             'status': row.status,
             'metadata': _metadata(defn, name, data),
             'resource_data': dict(row.data or {}), 'uuid': row.uuid,
             'properties': row.properties}
+        if issubclass(defn.resources[name].plugin or object,
+                      nested_res.Nested):
+            _add_child(engine, session, stack, row.physical_id, entry)
     # replaced versions whose delete has not happened yet hold real things
     # too; Heat's format has no place for them, so they are listed apart
     current_ids = {r.id for r in rows.values()}
@@ -149,9 +171,26 @@ def document(engine, session, stack):
         'timeout_mins': stack.timeout_mins,
         'resources': resources,
     }
+    if bundle.get('base_url'):
+        # what the template's relative file names (a provider's type)
+        # are keys of the files under (converge's own key)
+        doc['template_base_url'] = bundle['base_url']
     if left:
         doc['not_adoptable'] = left
     return doc
+
+
+def _add_child(engine, session, stack, child_id, entry):
+    """A resource owning a nested stack carries that stack's own document
+    (its template, its resources, at any depth), as Heat's abandon
+    writes it: an adopt takes the child's resources from it. The
+    resource's own keys stay as they are."""
+    child = session.get(models.Stack, child_id)
+    if child is None or child.deleted_at is not None or \
+            child.parent_id != stack.id:
+        return
+    for key, value in document(engine, session, child).items():
+        entry.setdefault(key, value)
 
 
 def _metadata(defn, name, data):
@@ -161,10 +200,11 @@ def _metadata(defn, name, data):
         return {}
 
 
-def _delete_rows(session, stack):
-    """Everything converge holds of the stack, in the caller's
-    transaction; the stack row first, as a compare-and-swap on its
-    traversal (an operation that started since it was read wins)."""
+def _delete_rows(session, stack, nested=()):
+    """Everything converge holds of the stack and of its `nested` stacks,
+    in the caller's transaction; the stack row first, as a
+    compare-and-swap on its traversal (an operation that started since
+    it was read wins)."""
     res = session.execute(sa.delete(models.Stack).where(
         models.Stack.id == stack.id,
         traversal._null_safe_eq(models.Stack.current_traversal,
@@ -172,22 +212,28 @@ def _delete_rows(session, stack):
     if res.rowcount != 1:
         raise exception.Conflict('Stack %s changed while it was being '
                                  'abandoned; try again' % stack.name)
+    ids = [stack.id] + list(nested)
+    if nested:
+        session.execute(sa.delete(models.Stack).where(
+            models.Stack.id.in_(list(nested))))
     for model, column in ((models.SyncPoint, 'stack_id'),
                           (models.Resource, 'stack_id'),
                           (models.Traversal, 'stack_id'),
                           (models.Template, 'stack_id'),
                           (models.Event, 'stack_id')):
         session.execute(sa.delete(model).where(
-            getattr(model, column) == stack.id))
+            getattr(model, column).in_(ids)))
 
 
 # -- adopt --------------------------------------------------------------------
 
 def adopt(engine, name, data, params=None, timeout=None, project_id=None,
-          source='<adopt data>', cloud=None):
+          source='<adopt data>', cloud=None, files=None):
     """Store a stack from an abandon document and start adopting its
     resources; returns (stack id, traversal id). `source` names the
-    document in errors."""
+    document in errors; `files` are those the client sent with it (a
+    provider template the document's template names), over the
+    document's own."""
     _enabled('enable_stack_adopt', 'adopt')
     stacks.check_name(name)
     stacks.check_timeout(timeout)
@@ -197,8 +243,10 @@ def adopt(engine, name, data, params=None, timeout=None, project_id=None,
     merged = dict(env.pop('parameters', None) or {})
     merged.update(params or {})
     env['parameters'] = {}
-    bundle = template.Bundle(doc['template'], doc['files'], env,
-                             template_path=source)
+    bundle = template.Bundle(doc['template'],
+                             dict(doc['files'], **(files or {})), env,
+                             template_path=source,
+                             base_url=doc['template_base_url'])
     old_id = doc['id']
     with engine.db.read() as s:
         stack_id = _stack_id(s, old_id, project_id)
@@ -210,11 +258,9 @@ def adopt(engine, name, data, params=None, timeout=None, project_id=None,
             exc.prefixed('template')
         raise exc.locate(source)
     recorded = _recorded(doc['resources'], defn, source)
+    taken = _taken(recorded, defn)
     # what the file names must be the project's own, asked with its own
     # credentials, before anything is stored (engine/ownership.py)
-    taken = {n: (defn.resources[n].plugin, defn.resources[n].type,
-                 r['resource_id'], r['resource_data'])
-             for n, r in recorded.items()}
     ownership.check(engine, stack_id, name, project_id, cloud, taken,
                     source=source)
     if stack_id != old_id:
@@ -225,22 +271,81 @@ def adopt(engine, name, data, params=None, timeout=None, project_id=None,
             entry['uuid'] = None
     if timeout is None:
         timeout = doc['timeout_mins']
+    fields = dict(id=stack_id, name=name,
+                  disable_rollback=doc['disable_rollback'],
+                  timeout_mins=timeout, tags=doc['tags'],
+                  project_id=project_id, cloud=cloud)
+    trav = _store(engine, fields, bundle, merged, defn, recorded, taken,
+                  source, rebind=old_id if old_id != stack_id else None)
+    traversal.kick(engine, trav)
+    return stack_id, trav.id
+
+
+def adopt_child(engine, parent, resource_name, stack_id, name, bundle,
+                params, timeout, depth, adopting):
+    """The nested stack of `parent`'s resource `resource_name`, made from
+    `bundle` and `params` as a create would make it, its resources taken
+    over from `adopting` (what an adopt file records under that
+    resource: its ``resources``) as `adopt` takes a stack's: (stack id,
+    traversal id). As Heat's, the child's template is the one its owner
+    gives now, not the one the file recorded. Ownership is asked as for
+    the stack's own: a project adopts only what it owns."""
+    stacks.check_depth(depth)
+    source = '%s.%s' % (parent.name, resource_name)
+    resources = adopting.get('resources') if isinstance(adopting, dict) \
+        else None
+    if not isinstance(resources, dict):
+        resources = {}
+    defn = stacks.validate(bundle, params, stack_name=name,
+                           stack_id=stack_id, project_id=parent.project_id,
+                           depth=depth)
+    recorded = _recorded(resources, defn, source)
+    taken = _taken(recorded, defn)
+    with engine.db.read() as s:
+        above = api.stack_record(s, parent.id)
+    cloud = getattr(above, 'cloud', None)
+    ownership.check(engine, stack_id, name, parent.project_id, cloud, taken,
+                    source=source)
+    fields = dict(id=stack_id, name=name, disable_rollback=True,
+                  timeout_mins=timeout, tags=[],
+                  project_id=parent.project_id, cloud=cloud,
+                  parent_id=parent.id, parent_resource=resource_name,
+                  nested_depth=depth)
+    trav = _store(engine, fields, bundle, params, defn, recorded, taken,
+                  source)
+    traversal.kick(engine, trav)
+    return stack_id, trav.id
+
+
+def _taken(recorded, defn):
+    """{name: (plug-in, type, physical id, data)} of the recorded
+    resources that name something real (a nested stack's owner names
+    none: its child is made anew from what the file records in it)."""
+    return {n: (defn.resources[n].plugin, defn.resources[n].type,
+                r['resource_id'], r['resource_data'])
+            for n, r in recorded.items() if r['resource_id'] is not None}
+
+
+def _store(engine, fields, bundle, params, defn, recorded, taken, source,
+           rebind=None):
+    """The adopting stack's row (`fields`), its template and the rows of
+    what it takes over, in one transaction; its ADOPT traversal started
+    (not kicked)."""
+    stack_id, name = fields['id'], fields['name']
+    project_id = fields['project_id']
     try:
         with engine.db.write() as s:
             if api.stack_name_taken(s, project_id, name):
                 raise exception.Conflict('Stack %s already exists' % name)
-            stacks.check_stack_count(s, project_id)
+            if not fields.get('parent_id'):
+                stacks.check_stack_count(s, project_id)
             _check_uuids(s, recorded)
             ownership.check_unheld(s, taken, project_id, source)
-            s.add(models.Stack(
-                id=stack_id, name=name, action='ADOPT',
-                status='IN_PROGRESS', status_reason='',
-                disable_rollback=doc['disable_rollback'],
-                timeout_mins=timeout, tags=doc['tags'],
-                project_id=project_id, cloud=cloud))
+            s.add(models.Stack(action='ADOPT', status='IN_PROGRESS',
+                               status_reason='', **fields))
             s.flush()
             template_id = api.template_create(s, stack_id, bundle.to_dict(),
-                                              merged)
+                                              params)
             if recorded:
                 s.execute(sa.insert(models.Resource), [dict(
                     uuid=r['uuid'] or api.new_id(), stack_id=stack_id,
@@ -251,11 +356,11 @@ def adopt(engine, name, data, params=None, timeout=None, project_id=None,
                     template_id=template_id, atomic_key=0, requires=[],
                     data=r['resource_data'], properties=r['properties'])
                     for n, r in recorded.items()])
-            if old_id and old_id != stack_id:
-                _rebind(s, old_id, stack_id)
+            if rebind:
+                _rebind(s, rebind, stack_id)
             stack = s.get(models.Stack, stack_id)
             engine.remember(template_id, stack, defn)
-            trav = traversal.start(engine, s, stack, template_id, 'ADOPT',
+            return traversal.start(engine, s, stack, template_id, 'ADOPT',
                                    defn, rollback=False)
     except sa.exc.IntegrityError:
         # another adopt or create of this name, id or resource got there
@@ -263,8 +368,6 @@ def adopt(engine, name, data, params=None, timeout=None, project_id=None,
         raise exception.Conflict(
             'Stack %s (or a resource the adopt file records) was made by '
             'another operation meanwhile' % name)
-    traversal.kick(engine, trav)
-    return stack_id, trav.id
 
 
 def _stack_id(session, old_id, project_id):
@@ -345,6 +448,10 @@ def _checked(data, source):
         raise _bad(source, ['id'], 'must be a stack id (a string of at '
                    'most 36 characters)')
     out['id'] = stack_id
+    base_url = data.get('template_base_url')
+    if base_url is not None and not isinstance(base_url, str):
+        raise _bad(source, ['template_base_url'], 'must be a string')
+    out['template_base_url'] = base_url
     timeout = data.get('timeout_mins')
     try:
         out['timeout_mins'] = stacks.check_timeout(timeout)
@@ -372,6 +479,25 @@ def _recorded(resources, defn, source):
         if entry.get('type') not in (None, rd.template_type, rd.type):
             raise _bad(source, path + ['type'], 'is %s, the template\'s %s '
                        'is %s' % (entry['type'], name, rd.template_type))
+        uuid = entry.get('uuid')
+        if uuid is not None and (not isinstance(uuid, str) or
+                                 not 0 < len(uuid) <= 36):
+            raise _bad(source, path + ['uuid'], 'must be a string of at '
+                       'most 36 characters')
+        if issubclass(rd.plugin or object, nested_res.Nested):
+            # a nested stack is no object of the cloud: its resource_id
+            # names nothing to take over (Heat's handle_adopt makes the
+            # child anew); what the file records inside it is adopted
+            # into that child (resources/nested.py)
+            inner = entry.get('resources')
+            if inner is None:
+                inner = {}
+            if not isinstance(inner, dict):
+                raise _bad(source, path + ['resources'], 'must be a mapping')
+            out[name] = {'resource_id': None, 'uuid': uuid,
+                         'properties': None,
+                         'resource_data': {ADOPTING: {'resources': inner}}}
+            continue
         physical_id = entry.get('resource_id')
         if physical_id is None:
             continue
@@ -384,11 +510,6 @@ def _recorded(resources, defn, source):
             rdata = {}
         if not isinstance(rdata, dict):
             raise _bad(source, path + ['resource_data'], 'must be a mapping')
-        uuid = entry.get('uuid')
-        if uuid is not None and (not isinstance(uuid, str) or
-                                 not 0 < len(uuid) <= 36):
-            raise _bad(source, path + ['uuid'], 'must be a string of at '
-                       'most 36 characters')
         props = entry.get('properties')
         if props is not None and not isinstance(props, dict):
             raise _bad(source, path + ['properties'], 'must be a mapping')

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from converge import template
 from converge.db import api
 from converge.db import models
+from converge.engine import abandon
 from converge.engine import changes
 from converge.engine import children
 from converge.engine import definitions
@@ -130,9 +131,11 @@ class NestedStacks:
         found = changes.decide(defn, rows, current)
         return bool(found.visit or found.removed)
 
-    def create(self, parent, resource_name, key, child):
+    def create(self, parent, resource_name, key, child, adopt=None):
         """The child of `parent`'s resource, created and its traversal
-        started unless it exists already: (child id, traversal id)."""
+        started unless it exists already: (child id, traversal id). With
+        `adopt` (what a `stack adopt` file records inside the resource),
+        the child takes those resources over instead of creating them."""
         new_id = children.child_id(key)
         with self.engine.db.read() as s:
             found = api.stack_record(s, new_id)
@@ -141,6 +144,11 @@ class NestedStacks:
             return new_id, found.current_traversal
         bundle, params = self._bundle(parent, resource_name, child)
         depth = (prow.nested_depth or 0) + 1 if prow is not None else 1
+        if adopt is not None:
+            return abandon.adopt_child(
+                self.engine, parent, resource_name, new_id,
+                children.child_name(parent.name, resource_name, new_id),
+                bundle, params, _timeout(parent, child), depth, adopt)
         return stacks.create(
             self.engine,
             children.child_name(parent.name, resource_name, new_id),

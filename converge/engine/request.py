@@ -24,6 +24,10 @@ class RequestContext(oslo_context.RequestContext):
         #: (agent and signal tokens): the API sets it from its policy;
         #: the embedded CLI is the home's owner and sees them
         self.credentials = credentials
+        #: type name -> whether the caller may use that resource type (the
+        #: API sets it from its policy, engine/exposure.py); None: every
+        #: type (the embedded CLI)
+        self.may_use_type = None
 
 
 def make(project_id=None, user_id=None, roles=(), request_id=None,

@@ -29,6 +29,7 @@ from converge.db import api
 from converge.drivers import trusts
 from converge.engine import abandon
 from converge.engine import catalog
+from converge.engine import exposure
 from converge.engine import group_stack
 from converge.engine import health
 from converge.engine import hooks
@@ -98,10 +99,23 @@ class Service:
         self.engine = engine
 
     # -- helpers ------------------------------------------------------------
+    def _scope(self, ctx, ident):
+        """The project of the stack `ident` names for this request: the
+        caller's own; for an admin (the policy's context_is_admin) naming
+        another project's stack by its id, that stack's project, as
+        Heat lets an admin show and act on any project's stack by id.
+        Anyone else finds another project's stack nowhere."""
+        project = request.project_of(ctx)
+        if not getattr(ctx, 'is_admin', False) or not isinstance(ident, str):
+            return project
+        with self.engine.db.read() as s:
+            st = api.stack_record(s, ident)
+        return st.project_id if st is not None else project
+
     def _stack(self, ctx, ident, include_deleted=False):
         with self.engine.db.read() as s:
             return api.stack_get(s, ident, include_deleted=include_deleted,
-                                 project_id=request.project_of(ctx))
+                                 project_id=self._scope(ctx, ident))
 
     def _stack_or_group(self, ctx, ident, include_deleted=False):
         """The stack `ident` names, else the nested stack of a deployment
@@ -118,7 +132,7 @@ class Service:
             return found
 
     def _status(self, ctx, stack_id):
-        project = request.project_of(ctx)
+        project = self._scope(ctx, stack_id)
         with self.engine.db.read() as s:
             st = api.stack_record(s, stack_id)
         if st is None or st.project_id != project:
@@ -181,12 +195,17 @@ class Service:
         return info
 
     def resource_types(self, ctx, name=None, with_description=False):
-        return catalog.resource_types(name, with_description)
+        """The types the caller may use (engine/exposure.py)."""
+        found = catalog.resource_types(name, with_description)
+        return [t for t in found if exposure.allowed(
+            ctx, t['resource_type'] if with_description else t)]
 
     def resource_type_show(self, ctx, type_name):
+        exposure.check_type(ctx, type_name)
         return catalog.resource_type(type_name)
 
     def resource_type_template(self, ctx, type_name):
+        exposure.check_type(ctx, type_name)
         return catalog.resource_type_template(type_name)
 
     def template_versions(self, ctx):
@@ -201,10 +220,11 @@ class Service:
         """What an update would do to each resource: {added, deleted,
         replaced, updated, unchanged}, with `show_nested` nested stacks'
         resources too; nothing is stored."""
+        exposure.check_bundle(ctx, bundle)
         with self._quoting(ctx, bundle, params, ident):
             found = preview.update(self.engine, ident, bundle, params,
                                    existing, clear_parameters,
-                                   project_id=request.project_of(ctx),
+                                   project_id=self._scope(ctx, ident),
                                    show_nested=show_nested)
             st = self._stack(ctx, ident)
             return masking.Mask(secrecy.bundle_values(bundle, params)).add(
@@ -214,6 +234,7 @@ class Service:
         """What creating the stack would lay out (--dry-run); nothing is
         stored."""
         stacks.check_name(name)
+        exposure.check_bundle(ctx, bundle)
         with self._quoting(ctx, bundle, params):
             defn = stacks.validate(bundle, params, stack_name=name,
                                    project_id=request.project_of(ctx))
@@ -239,6 +260,7 @@ class Service:
     # each returns {'id': stack id, 'traversal_id': the traversal started}
     def stack_create(self, ctx, name, bundle, params, disable_rollback=True,
                      timeout=None, tags=None, converge_policy=None):
+        exposure.check_bundle(ctx, bundle)
         with self._quoting(ctx, bundle, params), self._cloud(ctx) as cloud:
             return self._started(*stacks.create(
                 self.engine, name, bundle, params,
@@ -270,79 +292,86 @@ class Service:
             # a template in full: the stack's tags are what it gives, none
             # when it gives none (Heat's PUT); --existing keeps them
             tags = []
+        exposure.check_bundle(ctx, bundle)
         with self._quoting(ctx, bundle, params, ident):
             return self._started(*stacks.update(
                 self.engine, ident, bundle, params, existing=existing,
                 rollback=rollback, clear_parameters=clear_parameters,
                 timeout=timeout, tags=tags,
-                project_id=request.project_of(ctx), converge=converge,
+                project_id=self._scope(ctx, ident), converge=converge,
                 converge_policy=converge_policy))
 
     def stack_resume_rollout(self, ctx, ident):
         """Move on the rollouts of the stack waiting for the operator
         (after a canary batch)."""
         return self._started(*rollouts.resume(
-            self.engine, ident, project_id=request.project_of(ctx)))
+            self.engine, ident, project_id=self._scope(ctx, ident)))
 
     def stack_delete(self, ctx, ident):
         return self._started(*stacks.delete(
-            self.engine, ident, project_id=request.project_of(ctx)))
+            self.engine, ident, project_id=self._scope(ctx, ident)))
 
     def stack_check(self, ctx, ident):
         return self._started(*stacks.check(
-            self.engine, ident, project_id=request.project_of(ctx)))
+            self.engine, ident, project_id=self._scope(ctx, ident)))
 
     def stack_suspend(self, ctx, ident):
         return self._started(*stacks.suspend(
-            self.engine, ident, project_id=request.project_of(ctx)))
+            self.engine, ident, project_id=self._scope(ctx, ident)))
 
     def stack_resume(self, ctx, ident):
         return self._started(*stacks.resume(
-            self.engine, ident, project_id=request.project_of(ctx)))
+            self.engine, ident, project_id=self._scope(ctx, ident)))
 
     def stack_converge(self, ctx, ident):
         return self._started(*stacks.converge(
-            self.engine, ident, project_id=request.project_of(ctx)))
+            self.engine, ident, project_id=self._scope(ctx, ident)))
 
     def stack_cancel(self, ctx, ident, rollback=True):
         return self._started(*stacks.cancel(
             self.engine, ident, rollback=rollback,
-            project_id=request.project_of(ctx)))
+            project_id=self._scope(ctx, ident)))
 
     def stack_adopt(self, ctx, name, data, params=None, timeout=None,
-                    source='<adopt data>'):
+                    source='<adopt data>', files=None):
         """Take back the resources of an abandon document (`data`, as
-        `stack_abandon` returns it) without creating them."""
+        `stack_abandon` returns it) without creating them. `files`: those
+        the client sent along (the provider templates its template
+        names)."""
+        if isinstance(data, dict):
+            exposure.check(ctx, data.get('template'), dict(
+                data.get('files') or {}, **(files or {})),
+                data.get('environment'))
         with self._quoting(ctx, data, params), self._cloud(ctx) as cloud:
             return self._started(*abandon.adopt(
                 self.engine, name, data, params, timeout=timeout,
                 project_id=request.project_of(ctx), source=source,
-                cloud=cloud))
+                cloud=cloud, files=files))
 
     def stack_abandon(self, ctx, ident, save=None):
         """Forget the stack, its resources left as they are; returns its
         abandon document. `save(document)` runs before anything is
         removed: when it raises, the stack stays."""
         return abandon.abandon(self.engine, ident,
-                               project_id=request.project_of(ctx), save=save)
+                               project_id=self._scope(ctx, ident), save=save)
 
     @_read
     def stack_export(self, ctx, ident):
         """The stack's abandon document; the stack stays."""
         return abandon.export(self.engine, ident,
-                              project_id=request.project_of(ctx))
+                              project_id=self._scope(ctx, ident))
 
     # -- snapshots ------------------------------------------------------------
     def stack_snapshot(self, ctx, ident, name=None):
         return snapshots.create(self.engine, ident, name,
-                                project_id=request.project_of(ctx))
+                                project_id=self._scope(ctx, ident))
 
     @_read
     def stack_snapshot_list(self, ctx, ident):
         return self._masked(ctx, self._stack(ctx, ident).id,
                             snapshots.listing(
                                 self.engine, ident,
-                                project_id=request.project_of(ctx)))
+                                project_id=self._scope(ctx, ident)))
 
     @_read
     def stack_snapshot_show(self, ctx, ident, snapshot_id):
@@ -351,16 +380,16 @@ class Service:
         return self._masked(ctx, self._stack(ctx, ident).id,
                             snapshots.show(
                                 self.engine, ident, snapshot_id,
-                                project_id=request.project_of(ctx)))
+                                project_id=self._scope(ctx, ident)))
 
     def stack_snapshot_delete(self, ctx, ident, snapshot_id):
         snapshots.delete(self.engine, ident, snapshot_id,
-                         project_id=request.project_of(ctx))
+                         project_id=self._scope(ctx, ident))
 
     def stack_snapshot_restore(self, ctx, ident, snapshot_id):
         return self._started(*snapshots.restore(
             self.engine, ident, snapshot_id,
-            project_id=request.project_of(ctx)))
+            project_id=self._scope(ctx, ident)))
 
     # -- stacks -------------------------------------------------------------
     @_read
@@ -570,7 +599,7 @@ class Service:
         """Mark a resource CHECK_FAILED (or back, when only a mark made it
         so); the next update or converge does its action again."""
         return health.mark(self.engine, ident, name, unhealthy, reason,
-                           project_id=request.project_of(ctx))
+                           project_id=self._scope(ctx, ident))
 
     def resource_signal(self, ctx, ident, name, details=None,
                         signal_id=None):
@@ -589,9 +618,9 @@ class Service:
         if isinstance(details, dict) and 'unset_hook' in details:
             return hooks.clear(self.engine, ident, name,
                                details['unset_hook'],
-                               project_id=request.project_of(ctx))
+                               project_id=self._scope(ctx, ident))
         return scaling.signal(self.engine, ident, name, details,
-                              project_id=request.project_of(ctx),
+                              project_id=self._scope(ctx, ident),
                               signal_id=signal_id)
 
     @_read

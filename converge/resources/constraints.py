@@ -58,6 +58,10 @@ CONSTRAINTS = {
     'cinder.vtype': ('volume_type', _entity('VolumeType')),
     'cinder.snapshot': ('volume_snapshot', _entity('VolumeSnapshot')),
     'cinder.backup': ('volume_backup', _entity('Volume backup')),
+    'keystone.domain': ('domain', _entity('Keystone domain')),
+    'keystone.project': ('project', _entity('Keystone project')),
+    'keystone.user': ('user', _entity('Keystone user')),
+    'keystone.role': ('role', _entity('Keystone role')),
 }
 
 

@@ -262,8 +262,9 @@ class ResourceGroup(MemberAttributes, nested.Nested):
             plan = self.data[ROLLOUT] = _plan(batches, 0, create=True)
             first = self._part(child, batches[:1])
             self.physical_id, self.data[nested.TRAVERSAL] = \
-                self.clients.stacks.create(self.stack, self.name, self.uuid,
-                                           first)
+                self.clients.stacks.create(
+                    self.stack, self.name, self.uuid, first,
+                    adopt=self.data.pop(nested.ADOPTING, None))
             self.data[nested.APPLIED] = self._digest(first)
             plan['phase'] = 'running'
             self._note(plan, 'started')

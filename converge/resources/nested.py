@@ -33,6 +33,10 @@ CONVERGED = 'converged'
 #: the plug-in data key of the last check, suspend or resume asked of
 #: the child (action:traversal)
 ASKED = 'asked'
+#: the plug-in data key where `stack adopt` leaves what its file records
+#: of the child's own resources (engine/abandon.py): the child is made
+#: by adopting them, once
+ADOPTING = 'adopting'
 #: the plug-in data key of the child's outputs that had an error: name
 #: -> why (an attribute read from one is that error, Heat's)
 OUTPUT_ERRORS = 'output_errors'
@@ -101,7 +105,8 @@ class Nested(base.Resource):
         if not self.physical_id:
             child = self._desired()
             self.physical_id, trav = self.clients.stacks.create(
-                self.stack, self.name, self.uuid, child)
+                self.stack, self.name, self.uuid, child,
+                adopt=self.data.pop(ADOPTING, None))
             self.data[APPLIED] = self._digest(child)
             self.data[TRAVERSAL] = trav
         return self._until_done('CREATE')

@@ -1,6 +1,7 @@
-"""OS::Nova::KeyPair, OS::Nova::ServerGroup and OS::Nova::Flavor, as
-Heat's (heat/engine/resources/openstack/nova/keypair.py, server_group.py,
-flavor.py), made through ``clients.cloud``.
+"""OS::Nova::KeyPair, OS::Nova::ServerGroup, OS::Nova::Flavor and
+OS::Nova::HostAggregate, as Heat's (heat/engine/resources/openstack/nova/
+keypair.py, server_group.py, flavor.py, host_aggregate.py), made through
+``clients.cloud``.
 
 Nova keeps no tag on these: the cloud finds one again by its name (its
 natural identity, drivers/cloud.py). So a key pair whose name stays is
@@ -265,3 +266,51 @@ class Flavor(co.CloudObject):
     def attributes(self, obj):
         return {'is_public': obj.get('os-flavor-access:is_public'),
                 'extra_specs': obj.get('extra_specs') or {}}
+
+
+class HostAggregate(co.CloudObject):
+    """OS::Nova::HostAggregate: a group of compute hosts (an admin's),
+    with an availability zone and metadata. Everything of it changes in
+    place; it is found again by its name (Nova's are unique)."""
+
+    kind = 'host_aggregate'
+    title = 'Aggregate'
+    natural_identity = True
+    update_fields = ('name', 'availability_zone', 'hosts', 'metadata')
+    drift_fields = ('hosts', 'metadata')
+    unordered_fields = ('hosts',)
+    cleared = {'hosts': [], 'metadata': {}}
+
+    properties_schema = {
+        'name': p.Schema(p.STRING, 'Name for the aggregate.', required=True,
+                         update_allowed=True),
+        'availability_zone': p.Schema(
+            p.STRING, 'Name for the availability zone.',
+            update_allowed=True),
+        'hosts': p.Schema(p.LIST, 'List of hosts to join aggregate.',
+                          update_allowed=True, default=[],
+                          schema=p.Schema(p.STRING)),
+        'metadata': p.Schema(p.MAP, 'Arbitrary key/value metadata to '
+                             'store information for aggregate.',
+                             update_allowed=True, default={}),
+    }
+    attributes_schema = {}
+
+    def make_body(self):
+        props = self.properties
+        meta = {str(k): str(v) for k, v in
+                (props.get('metadata') or {}).items()}
+        zone = props.get('availability_zone')
+        if zone:
+            meta['availability_zone'] = zone
+        return {'name': props.get('name'), 'availability_zone': zone,
+                'hosts': sorted(props.get('hosts') or []),
+                'metadata': meta}
+
+    def identity_conflict(self, obj, body):
+        if obj.get('availability_zone') != body['availability_zone']:
+            return 'Aggregate %s already exists.' % body['name']
+        return None
+
+    def attributes(self, obj):
+        return {}

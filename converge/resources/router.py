@@ -1,6 +1,6 @@
-"""OS::Neutron::Router and OS::Neutron::RouterInterface, as Heat's
-(heat/engine/resources/openstack/neutron/router.py), made through
-``clients.cloud``.
+"""OS::Neutron::Router, OS::Neutron::RouterInterface and
+OS::Neutron::ExtraRouteSet, as Heat's (heat/engine/resources/openstack/
+neutron/router.py, extrarouteset.py), made through ``clients.cloud``.
 
 A router's gateway is its ``external_gateway_info`` (set, changed and
 removed in place); its interfaces are RouterInterface resources, each
@@ -8,7 +8,9 @@ found again by its router and subnet (or port), which is its identity.
 """
 
 from converge import exception
+from converge.resources import base
 from converge.resources import cloud_object as co
+from converge.resources import constraints
 from converge.resources import neutron
 from converge.resources import properties as p
 
@@ -297,3 +299,109 @@ class RouterGateway(neutron.NeutronObject):
 
     def attributes(self, obj):
         return {}
+
+
+def _routes(values):
+    """The routes as Neutron keeps them: {destination, nexthop}."""
+    return [{'destination': r['destination'], 'nexthop': r['nexthop']}
+            for r in values or [] if isinstance(r, dict)]
+
+
+class ExtraRouteSet(base.Resource):
+    """OS::Neutron::ExtraRouteSet: extra routes of a router, as Heat's
+    (heat/engine/resources/openstack/neutron/extrarouteset.py). The
+    routes are added to those the router has and taken out again when
+    the set changes or goes, with Neutron's atomic add_extraroutes and
+    remove_extraroutes: several sets (and routes set by hand) share one
+    router. Its physical id is the router's, as Heat's."""
+
+    properties_schema = {
+        'router': p.Schema(p.STRING, 'The router id.', required=True,
+                           constraint='neutron.router'),
+        'routes': p.Schema(
+            p.LIST, 'A set of route dictionaries for the router.',
+            default=[], update_allowed=True, schema=p.Schema(
+                p.MAP, schema={
+                    'destination': p.Schema(
+                        p.STRING, 'The destination network in CIDR '
+                        'notation.', required=True, constraint='net_cidr'),
+                    'nexthop': p.Schema(
+                        p.STRING, 'The next hop for the destination.',
+                        required=True, constraint='ip_addr')})),
+    }
+    attributes_schema = {}
+
+    @classmethod
+    def validate_more(cls, values, path):
+        constraints.check_local(cls, values, path)
+        return values
+
+    @classmethod
+    def implied_requires(cls, props, others):
+        # as Heat's: after every RouterInterface of the template on the
+        # same router (Neutron takes a next hop only on a subnet the
+        # router is connected to)
+        router = props.get('router')
+        if not router or neutron.has_unknown(router):
+            return ()
+        return [name for name, iprops in others.of(RouterInterface)
+                if iprops.get('router') == router or
+                iprops.get('router_id') == router]
+
+    @property
+    def cloud(self):
+        return self.clients.cloud
+
+    def owned(self, shared=False):
+        return self.cloud.owns('router', self.physical_id)
+
+    def observe(self):
+        if not self.physical_id:
+            return None
+        router = self.cloud.get('router', self.physical_id)
+        if router is None:
+            return None
+        return {'routes': _routes(router.get('routes'))}
+
+    def create(self):
+        router = self.properties['router']
+        try:
+            router = self.cloud.resolve('router', router)
+        except exception.CloudTransient:
+            raise
+        except exception.CloudError as exc:
+            raise exception.ResourceFailure('%s: property router: %s' % (
+                self.name, exc))
+        ours = _routes(self.properties.get('routes'))
+        self.data['routes'] = ours
+        self.cloud.add_routes(router, ours)
+        self.physical_id = router
+
+    def update(self, prior, observed):
+        old = _routes(self.data.get('routes'))
+        new = _routes(self.properties.get('routes'))
+        gone = [r for r in old if r not in new]
+        if gone:
+            self.cloud.remove_routes(self.physical_id, gone)
+        self.data['routes'] = new
+        self.cloud.add_routes(self.physical_id, new)
+
+    def delete(self):
+        ours = _routes(self.data.get('routes'))
+        if not self.physical_id or not ours:
+            return None
+        try:
+            self.cloud.remove_routes(self.physical_id, ours)
+        except exception.CloudNotFound:
+            pass   # the router went: so did its routes
+        return None
+
+    def drift(self, observed):
+        """A route of the set that the router no longer has."""
+        have = (observed or {}).get('routes') or []
+        if any(r not in have for r in _routes(self.data.get('routes'))):
+            return {'routes'}
+        return set()
+
+    def get_attributes(self, observed):
+        return {'show': observed}

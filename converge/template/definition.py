@@ -6,6 +6,7 @@ import json
 
 from converge import exception
 from converge import memory
+from converge.resources import absent
 from converge.resources import base as res_base
 from converge.resources import registry as default_registry
 from converge.resources.properties import UNKNOWN
@@ -673,6 +674,11 @@ class StackDefinition:
             else:
                 plugin = self.registry.get(mapped)
             if plugin is None:
+                # a type of a service converge does not drive: Heat's
+                # answer on a cloud without that service
+                absent_why = absent.unavailable(mapped)
+                if absent_why:
+                    raise _err(absent_why, path + [F('type')])
                 extra = '' if mapped == t else ' (mapped from %s)' % t
                 raise _err('Unknown resource type "%s"%s for resource %s'
                            % (mapped, extra, name), path + [F('type')])

@@ -25,6 +25,11 @@ def action(rule):
             policy.check(ctx, rule)
             # what the service masks for this caller (engine/secrecy.py)
             ctx.credentials = policy.allowed(ctx, policy.CREDENTIALS)
+            # an admin acts on any project's stack by its id, as in Heat
+            # (engine/service.py _scope)
+            ctx.is_admin = policy.allowed(ctx, 'context_is_admin')
+            # the resource types it may use (engine/exposure.py)
+            ctx.may_use_type = functools.partial(policy.may_use_type, ctx)
             resp = fn(self, req, ctx, **kwargs)
             if resp is None:
                 resp = webob.Response(status=204)

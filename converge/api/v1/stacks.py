@@ -40,6 +40,15 @@ def _bundle(data):
         base_url=data.get('template_base_url'))
 
 
+def _files(data):
+    """The files map the client sent, each a text (Heat's adopt reads a
+    provider template the adopt data's template names from it)."""
+    files = common.mapping(data, 'files')
+    if not all(isinstance(v, str) for v in files.values()):
+        raise exception.InvalidInput('files must map names to texts')
+    return files
+
+
 def _tags(value):
     if value in (None, ''):
         return None
@@ -138,7 +147,8 @@ class Controller(common.Controller):
             started = self.service.stack_adopt(
                 ctx, name, common.json_value(data['adopt_stack_data'],
                                              'adopt_stack_data'),
-                params, timeout=_timeout(data), source='adopt_stack_data')
+                params, timeout=_timeout(data), source='adopt_stack_data',
+                files=_files(data))
         else:
             started = self.service.stack_create(
                 ctx, name, _bundle(data), params,

@@ -14,6 +14,12 @@ time on the sim.
 
 The key is in the volume's metadata (``converge-key``); an attachment
 is found by its server and volume.
+
+Volume types (an admin's, as in Cinder) are the cloud's, found by their
+unique name; a type's encryption (``volume_encryption_type``) is one per
+type, its id the type's, as Heat's OS::Cinder::EncryptedVolumeType
+names it. A type in use by a live volume, or with an encryption, is not
+deleted (400), as Cinder refuses.
 """
 
 import sqlalchemy as sa
@@ -319,4 +325,139 @@ def detach(ctx, attachment, latency=0.0):
     ctx.remove(attachment, after=latency)
 
 
-KINDS = {k.name: k for k in (Volume(), VolumeAttachment())}
+class VolumeType(rows.Kind):
+    name = 'volume_type'
+    title = 'Volume type'
+    fields = ('name', 'description', 'extra_specs',
+              'os-volume-type-access:is_public', 'projects')
+    updatable = ('name', 'description', 'extra_specs',
+                 'os-volume-type-access:is_public', 'projects')
+
+    def identity(self, ctx, body):
+        return 'volume_type:%s' % body['name'] if body.get('name') else None
+
+    def same(self, obj, body):
+        if (body.get('extra_specs') or {}) != obj.body['extra_specs']:
+            raise conflict('Volume Type %s already exists.' % body['name'])
+        return True
+
+    @staticmethod
+    def _stored(body, had=None):
+        out = dict(had or {})
+        for field in ('name', 'description'):
+            if field in body:
+                out[field] = body[field]
+        if 'extra_specs' in body:
+            out['extra_specs'] = {str(k): str(v) for k, v in (
+                body.get('extra_specs') or {}).items()}
+        if 'os-volume-type-access:is_public' in body:
+            out['os-volume-type-access:is_public'] = bool(
+                body['os-volume-type-access:is_public'])
+        if 'projects' in body:
+            out['_projects'] = sorted({str(p) for p in body['projects']
+                                       or []})
+        return out
+
+    def create(self, ctx, body, key, latency):
+        self.check_fields(body, self.fields)
+        name = body.get('name') or ''
+        if not 1 <= len(name.strip()) <= 255:
+            raise bad('Invalid input received: Volume type name can not be '
+                      'empty.')
+        stored = self._stored(dict({
+            'description': None, 'extra_specs': {},
+            'os-volume-type-access:is_public': True, 'projects': []},
+            **body))
+        obj = self.new(ctx, stored, key, ident=self.identity(ctx, body),
+                       shared=stored['os-volume-type-access:is_public'])
+        return ctx.insert(obj)
+
+    def show(self, ctx, obj):
+        view = rows.public(obj.body)
+        view.update(id=obj.id, is_public=view[
+            'os-volume-type-access:is_public'],
+            projects=list(obj.body.get('_projects') or []))
+        return view
+
+    def update(self, ctx, obj, body, latency):
+        self.refuse_read_only(body)
+        name = body.get('name', obj.body['name'])
+        if name != obj.body['name']:
+            other = ctx.held('live_ident', 'volume_type:%s' % name)
+            if other is not None:
+                raise conflict('Volume Type %s already exists.' % name)
+            obj.live_ident = 'volume_type:%s' % name
+        obj.body = self._stored(body, obj.body)
+        obj.shared = obj.body['os-volume-type-access:is_public']
+        return ctx.save(obj)
+
+    def delete(self, ctx, obj, latency):
+        if ctx.all('volume_encryption_type', parent=obj.id):
+            raise bad('Target volume type is still in use: it has an '
+                      'encryption.')
+        for volume in ctx.all('volume'):
+            if volume.body.get('volume_type') in (obj.id, obj.body['name']):
+                raise bad('Target volume type is still in use.')
+        ctx.remove(obj)
+
+
+class VolumeEncryptionType(rows.Kind):
+    name = 'volume_encryption_type'
+    title = 'Volume encryption type'
+    fields = ('volume_type_id', 'provider', 'control_location', 'cipher',
+              'key_size')
+    updatable = ('provider', 'control_location', 'cipher', 'key_size')
+
+    def identity(self, ctx, body):
+        vtype = body.get('volume_type_id')
+        return 'volume_encryption_type:%s' % vtype if vtype else None
+
+    def same(self, obj, body):
+        raise conflict('Volume type encryption for type %s already exists.'
+                       % obj.id)
+
+    @staticmethod
+    def _check(body):
+        location = body.get('control_location')
+        if location is not None and location not in ('front-end',
+                                                     'back-end'):
+            raise bad("Invalid input received: Valid control location are: "
+                      "['front-end', 'back-end']")
+        size = body.get('key_size')
+        if size is not None and (not isinstance(size, int) or size < 0):
+            raise bad('Invalid input received: key_size must be a '
+                      'non-negative integer')
+
+    def create(self, ctx, body, key, latency):
+        self.check_fields(body, self.fields)
+        vtype = ctx.visible('volume_type', body.get('volume_type_id'))
+        if vtype is None:
+            raise missing('Volume type %s could not be found.'
+                          % body.get('volume_type_id'))
+        if not body.get('provider'):
+            raise bad('Invalid input received: provider must be defined')
+        self._check(body)
+        stored = {'volume_type_id': vtype.id,
+                  'encryption_id': rows.new_id(),
+                  'provider': body['provider'],
+                  'control_location': body.get('control_location') or
+                  'front-end',
+                  'cipher': body.get('cipher'),
+                  'key_size': body.get('key_size')}
+        obj = self.new(ctx, stored, key, id=vtype.id, parent=vtype.id,
+                       name=vtype.body['name'],
+                       ident=self.identity(ctx, body))
+        return ctx.insert(obj)
+
+    def show(self, ctx, obj):
+        return self.show_with_id(ctx, obj)
+
+    def update(self, ctx, obj, body, latency):
+        self.refuse_read_only(body)
+        self._check(body)
+        obj.body.update(body)
+        return ctx.save(obj)
+
+
+KINDS = {k.name: k for k in (Volume(), VolumeAttachment(), VolumeType(),
+                             VolumeEncryptionType())}

@@ -1,4 +1,5 @@
-"""Nova's key pairs, server groups and flavors on the sim.
+"""Nova's key pairs, server groups, flavors and host aggregates on the
+sim.
 
 None of them carries a key (Nova has nowhere to keep one): a key pair
 is found by its project and name (its id is its name), a flavor by its
@@ -9,6 +10,10 @@ is, or is refused as Nova refuses it when it asks for something else
 
 A key pair made without a public key gets a new one; its private key is
 in the create's answer only.
+
+A host aggregate (an admin's) is found by its name, unique in the cloud
+as Nova keeps it; its hosts are the sim's compute hosts (any name), its
+availability zone is its metadata's ``availability_zone``, as Nova's.
 """
 
 import base64
@@ -241,4 +246,63 @@ class Flavor(rows.Kind):
         return ctx.save(obj)
 
 
-KINDS = {k.name: k for k in (Keypair(), ServerGroup(), Flavor())}
+class HostAggregate(rows.Kind):
+    name = 'host_aggregate'
+    title = 'Aggregate'
+    fields = ('name', 'availability_zone', 'hosts', 'metadata')
+    updatable = fields
+
+    def identity(self, ctx, body):
+        return 'aggregate:%s' % body['name'] if body.get('name') else None
+
+    def same(self, obj, body):
+        raise conflict('Aggregate %s already exists.' % body['name'])
+
+    @staticmethod
+    def _apply(stored, body):
+        if 'name' in body:
+            name = body['name'] or ''
+            if not 1 <= len(name.strip()) <= 255:
+                raise bad('Invalid input for field/attribute name. Value: '
+                          '%s.' % name)
+            stored['name'] = name
+        meta = dict(stored.get('metadata') or {})
+        if body.get('metadata') is not None:
+            meta = {str(k): str(v) for k, v in body['metadata'].items()}
+        if 'availability_zone' in body:
+            if body['availability_zone']:
+                meta['availability_zone'] = str(body['availability_zone'])
+            else:
+                meta.pop('availability_zone', None)
+        stored['metadata'] = meta
+        stored['availability_zone'] = meta.get('availability_zone')
+        if body.get('hosts') is not None:
+            stored['hosts'] = sorted({str(h) for h in body['hosts']})
+        return stored
+
+    def create(self, ctx, body, key, latency):
+        self.check_fields(body, self.fields)
+        stored = self._apply({'hosts': [], 'metadata': {}},
+                             dict({'name': None}, **body))
+        obj = self.new(ctx, stored, key, ident=self.identity(ctx, body))
+        return ctx.insert(obj)
+
+    def show(self, ctx, obj):
+        view = rows.public(obj.body)
+        view.update(id=obj.id, uuid=obj.id)
+        return view
+
+    def update(self, ctx, obj, body, latency):
+        self.refuse_read_only(body)
+        name = body.get('name', obj.body['name'])
+        if name != obj.body['name']:
+            if ctx.held('live_ident', 'aggregate:%s' % name) is not None:
+                raise conflict('Aggregate %s already exists.' % name)
+            obj.live_ident = 'aggregate:%s' % name
+        obj.body = self._apply(dict(obj.body), body)
+        obj.name = obj.body['name']
+        return ctx.save(obj)
+
+
+KINDS = {k.name: k for k in (Keypair(), ServerGroup(), Flavor(),
+                             HostAggregate())}

@@ -18,8 +18,9 @@ their subnets), public images and public flavors, which a project sees
 and may use but not change (403). What the kinds do is in their
 modules: neutron.py (networks, subnets, ports), l3.py (routers, their
 interfaces, floating IPs), secgroups.py, cinder.py (volumes and their
-attachments), glance.py (images), nova.py (key pairs, server groups,
-flavors).
+attachments, volume types and their encryption), glance.py (images),
+nova.py (key pairs, server groups, flavors, host aggregates),
+keystone.py (domains, projects, users, roles, role assignments).
 
 ``resolve`` of an image, flavor or key pair takes any name: the sim has
 every one (templates written for other clouds boot their own images,
@@ -38,6 +39,7 @@ from converge.drivers.sim import aodh
 from converge.drivers.sim import api
 from converge.drivers.sim import cinder
 from converge.drivers.sim import glance
+from converge.drivers.sim import keystone
 from converge.drivers.sim import l3
 from converge.drivers.sim import neutron
 from converge.drivers.sim import nova
@@ -49,21 +51,25 @@ from converge.drivers.sim import vpn
 
 KINDS = dict(neutron.KINDS, **l3.KINDS, **secgroups.KINDS, **cinder.KINDS,
              **glance.KINDS, **nova.KINDS, **vpn.KINDS, **swift.KINDS,
-             **aodh.KINDS)
+             **aodh.KINDS, **keystone.KINDS)
 assert set(KINDS) == set(cloud.KINDS), 'a kind of drivers/cloud.py lacks ' \
     'its sim'
 #: kinds a create finds again by what its body says (natural identity)
 IDENTIFIED = ('keypair', 'flavor', 'server_group', 'router_interface',
               'volume_attachment', 'security_group_rule', 'router_gateway',
-              'container', 'alarm')
+              'container', 'alarm', 'volume_type', 'volume_encryption_type',
+              'host_aggregate', 'domain', 'project', 'user', 'role',
+              'role_assignment')
 #: kinds the sim has every one of (any name resolves): templates written
 #: for other clouds boot their own images, flavors and key pairs on it
-EVERY_NAME = ('image', 'flavor', 'keypair')
+EVERY_NAME = ('image', 'flavor', 'keypair', 'volume_type', 'role')
 #: a create whose key (or identity) another process took between the look
 #: and the insert looks again (it finds that one)
 _ATTEMPTS = 5
 #: list filters a column answers (kind -> API field -> column)
 _FILTER_COLUMNS = {
+    'role_assignment': {'user_id': 'parent'},
+    'volume_encryption_type': {'volume_type_id': 'parent'},
     'subnet': {'network_id': 'parent'},
     'port': {'network_id': 'parent', 'device_id': 'device'},
     'security_group_rule': {'security_group_id': 'parent'},
@@ -313,7 +319,16 @@ class SimCloud(cloud.Cloud):
             if found is not None:
                 return found.id, {'object_id': found.id}
             self._default_group(ctx, kind)
-            named = ctx.all(kind, name=ref)
+            if kind == 'domain' and ref == keystone.DEFAULT_DOMAIN:
+                return ref, {'object_id': ref}   # Keystone's own
+            name, domain = cloud.split_domain(ref) \
+                if kind in cloud.DOMAIN_SCOPED else (ref, None)
+            if domain is not None:
+                found = ctx.visible('domain', domain) or (
+                    ctx.all('domain', name=domain) or [None])[0]
+                domain = domain if domain == keystone.DEFAULT_DOMAIN \
+                    else (found.id if found else '-')
+            named = ctx.all(kind, name=name, parent=domain)
             if len(named) > 1:
                 raise rows.conflict(
                     'Multiple %s matches found for name \'%s\', use an ID '

@@ -336,6 +336,12 @@ class Kind:
                    if key else None,
                    live_ident=ident, body=body, **columns)
 
+    def show_with_id(self, ctx, obj):
+        """The view of a kind that shows its body and its id only."""
+        view = public(obj.body)
+        view['id'] = obj.id
+        return view
+
     def check_fields(self, body, allowed, what='create'):
         unknown = sorted(set(body) - set(allowed))
         if unknown:
