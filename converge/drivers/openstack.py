@@ -302,8 +302,8 @@ class OpenStackCloud(cloud_mod.Cloud):
                           cloud_name=name, lazy=True)
         self.aodh = Rest(lambda: conn.alarm, 'aodh', self.calls,
                          cloud_name=name, lazy=True)
-        self.keystone = Rest(conn.identity, 'identity', self.calls,
-                             cloud_name=name)
+        self.keystone = Rest(lambda: conn.identity, 'identity', self.calls,
+                             cloud_name=name, lazy=True)
         self.compute = OpenStackCompute(self)
         #: the compute the plug-ins get ([compute] limits around it, set
         #: by drivers/clients.py)
