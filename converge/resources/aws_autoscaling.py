@@ -173,9 +173,12 @@ class _Group(translated.Translated, autoscaling.AutoScalingGroup):
         policy = (self.update_policy or {}).get(self.rolling_key)
         if not policy:
             return super().rolling_policy()
+        # Heat's way: extra members keep the minimum in service, and as
+        # many of the oldest go at the end (autoscaling.py)
         mapped = {'min_in_service': policy.get('MinInstancesInService'),
                   'max_batch_size': policy.get('MaxBatchSize'),
-                  'pause_time': _seconds(policy.get('PauseTime') or 0)}
+                  'pause_time': _seconds(policy.get('PauseTime') or 0),
+                  'surge': True}
         return p.validate(group._ROLLING, {
             k: v for k, v in mapped.items() if v is not None})
 
