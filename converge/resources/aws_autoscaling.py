@@ -126,6 +126,9 @@ class _Group(translated.Translated, autoscaling.AutoScalingGroup):
 
     target = autoscaling.AutoScalingGroup
     definition_properties = ('LaunchConfigurationName',)
+    # Heat replaces the group when AvailabilityZones (or another
+    # property it cannot update) changes
+    keeps_fixed = True
     #: the UpdatePolicy key holding the rolling update
     rolling_key = None
 
