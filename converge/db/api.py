@@ -976,6 +976,32 @@ def resource_status_counts(session, stack_id, traversal_id):
         .group_by(RESOURCES.c.status)).all())
 
 
+def sync_waiting(conn, traversal_id):
+    """The traversal's nodes waiting (for a time or an event), not
+    done."""
+    return list(conn.scalars(sa.select(SYNC.c.node).where(
+        SYNC.c.traversal_id == traversal_id, SYNC.c.done.is_(False),
+        sa.or_(SYNC.c.wake_at.is_not(None),
+               SYNC.c.wait_event.is_not(None)))))
+
+
+def sync_keep_only(conn, traversal_id, nodes, stack_node):
+    """Delete the traversal's nodes but `nodes` and `stack_node` (and its
+    shards); `nodes` then lead to `stack_node` alone, which awaits
+    them."""
+    conn.execute(sa.delete(SHARDS).where(
+        SHARDS.c.traversal_id == traversal_id))
+    keep = list(nodes) + [stack_node]
+    conn.execute(sa.delete(SYNC).where(SYNC.c.traversal_id == traversal_id,
+                                       SYNC.c.node.not_in(keep)))
+    conn.execute(sa.update(SYNC).where(
+        SYNC.c.traversal_id == traversal_id, SYNC.c.node.in_(list(nodes)))
+        .values(dependents=[stack_node]))
+    conn.execute(sa.update(SYNC).where(
+        SYNC.c.traversal_id == traversal_id, SYNC.c.node == stack_node)
+        .values(remaining=len(nodes), dependents=[]))
+
+
 def sync_purge(session, traversal_id, shards):
     """A traversal's nodes, once it ended; and its shards, if it had."""
     if shards:

@@ -890,8 +890,10 @@ class Unit:
                            self._event(row.physical_id, action, 'FAILED',
                                        outcome.reason))
             self._release_slot(conn)
-            if self.trav.action == 'CHECK':
-                # a failed check is reported at the end, not fatal
+            if self.trav.action == 'CHECK' or \
+                    traversal_mod.cancelled(self.trav):
+                # a failed check is reported at the end, not fatal; a
+                # cancelled traversal draining its waits failed already
                 self._finish(conn)
             else:
                 traversal_mod.fail(conn, self.trav, 'Resource %s failed: %s'
