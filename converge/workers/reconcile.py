@@ -432,7 +432,10 @@ class Unit:
         decision = decide_mod.for_update(self.trav.action, row, self.plugin,
                                          seen.state)
         if decision == decide_mod.NOTHING:
-            return Outcome(DONE, observed=seen.state)
+            # Heat stops at a pre-update hook though nothing changes
+            paused = self._paused(decide_mod.UPDATE) \
+                if self.trav.action == 'UPDATE' else None
+            return paused or Outcome(DONE, observed=seen.state)
         paused = self._restricted(decision) or self._paused(decision)
         if paused is not None:
             return paused
