@@ -330,6 +330,32 @@ def test_check_reports_unhealthy_resources(engine, tmp_path):
     assert engine.clients.compute.get_server(server)['status'] == 'ACTIVE'
 
 
+def test_a_failed_check_stops_what_depends_on_it(engine, tmp_path):
+    """Heat's TemplateResourceCheckTest.test_check_fail: a stack whose
+    create failed is checked; what depends on the resource whose check
+    fails (and on that) is not checked and keeps its state; the stack
+    ends CHECK_FAILED."""
+    b = et.bundle(tmp_path, et.hot({
+        'check_succeed': {'type': 'OS::Heat::TestResource'},
+        # after check_succeed, so that the failed create made it first
+        'check_failed': {'type': 'OS::Heat::TestResource',
+                         'depends_on': 'check_succeed',
+                         'properties': {'fail': True}},
+        'check_deps_failed': {'type': 'OS::Heat::TestResource',
+                              'depends_on': 'check_failed'},
+        'check_deps_deps_failed': {'type': 'OS::Heat::TestResource',
+                                   'depends_on': 'check_deps_failed'}}))
+    stack = et.run(engine, stacks.create, 'cf', b, {})
+    assert et.status(stack) == 'CREATE_FAILED'
+    stack = et.run(engine, stacks.check, stack.id)
+    assert et.status(stack) == 'CHECK_FAILED'
+    rows = et.resources(engine, stack)
+    assert {n: '%s_%s' % (r.action, r.status) for n, r in rows.items()} == {
+        'check_succeed': 'CHECK_COMPLETE', 'check_failed': 'CHECK_FAILED',
+        'check_deps_failed': 'INIT_COMPLETE',
+        'check_deps_deps_failed': 'INIT_COMPLETE'}
+
+
 def test_cancel_with_rollback_returns_to_the_previous_template(engine,
                                                                tmp_path):
     v1 = et.hot({'a': {'type': 'OS::Heat::TestResource',

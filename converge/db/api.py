@@ -976,6 +976,20 @@ def resource_status_counts(session, stack_id, traversal_id):
         .group_by(RESOURCES.c.status)).all())
 
 
+def sync_check_failed(conn, traversal_id, nodes):
+    """In a check: whether any of `nodes` is done having failed its check
+    in this traversal, or having been skipped (done with no row)."""
+    return conn.execute(sa.select(SYNC.c.node).select_from(
+        SYNC.outerjoin(RESOURCES, RESOURCES.c.id == SYNC.c.resource_id))
+        .where(SYNC.c.traversal_id == traversal_id,
+               SYNC.c.node.in_(list(nodes)), SYNC.c.done.is_(True),
+               sa.or_(SYNC.c.resource_id.is_(None), sa.and_(
+                   RESOURCES.c.traversal_id == traversal_id,
+                   RESOURCES.c.action == 'CHECK',
+                   RESOURCES.c.status == 'FAILED'))).limit(1)
+    ).first() is not None
+
+
 def sync_waiting(conn, traversal_id):
     """The traversal's nodes waiting (for a time or an event), not
     done."""

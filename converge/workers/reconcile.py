@@ -402,6 +402,9 @@ class Unit:
                            traversal_id=row.traversal_id)
         if rdef.external_id:
             return self._adopt_external()
+        if self.trav.action == 'CHECK' and rdef.requires and \
+                self._input_failed():
+            return self._skip()
         try:
             self.props = self.defn.resolve_properties(self.name, self.deps)
             # measured before the cloud is touched: a resource whose
@@ -442,6 +445,24 @@ class Unit:
         if decision == decide_mod.REPLACE:
             return Outcome(REPLACE)
         return self._act(decision, seen.state)
+
+    def _input_failed(self):
+        """In a check: whether a resource this one requires failed its
+        check, or was skipped for one (its node ended with no row)."""
+        with self.engine.db.connect() as conn:
+            return api.sync_check_failed(
+                conn, self.trav.id,
+                [plan.update_key(n) for n in self.rdef.requires])
+
+    def _skip(self):
+        """Heat's check stops at a failed check: what depends on it is
+        not checked and keeps its state. The node ends with no row (so
+        its own dependents are skipped in turn); the row is not
+        written."""
+        with self.engine.db.begin() as conn:
+            api.sync_set_resource(conn, self.trav.id, self.sp.node, None)
+            self._finish(conn)
+        return Outcome(DROP)
 
     def _restricted(self, decision):
         """The environment's ``restricted_actions`` forbid this update or
