@@ -356,6 +356,30 @@ def test_a_failed_check_stops_what_depends_on_it(engine, tmp_path):
         'check_deps_deps_failed': 'INIT_COMPLETE'}
 
 
+def test_a_manual_rollback_after_a_failed_replacement_keeps_the_original(
+        engine, tmp_path):
+    """Heat's test_stack_update_replace_manual_rollback: an update that
+    replaces a resource fails creating the replacement (rollback off);
+    updating back to the first template keeps the original resource,
+    which was good, and the failed replacement goes."""
+    def tmpl(value, fail=False):
+        return et.hot({'test1': {'type': 'OS::Heat::TestResource',
+                                 'properties': {'update_replace_value': value,
+                                                'fail': fail}}})
+    first = et.bundle(tmp_path, tmpl('1'), 'one.yaml')
+    stack = et.run(engine, stacks.create, 'mr', first, {})
+    original = et.resources(engine, stack)['test1'].physical_id
+    stack = et.run(engine, stacks.update, stack.id,
+                   et.bundle(tmp_path, tmpl('2', True), 'two.yaml'), {},
+                   rollback=False)
+    assert et.status(stack) == 'UPDATE_FAILED'
+    stack = et.run(engine, stacks.update, stack.id, first, {})
+    assert et.status(stack) == 'UPDATE_COMPLETE', stack.status_reason
+    assert et.resources(engine, stack)['test1'].physical_id == original
+    with engine.db.read() as s:
+        assert len(api.resources_live(s, stack.id)) == 1
+
+
 def test_cancel_with_rollback_returns_to_the_previous_template(engine,
                                                                tmp_path):
     v1 = et.hot({'a': {'type': 'OS::Heat::TestResource',
