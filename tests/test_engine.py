@@ -380,6 +380,37 @@ def test_a_manual_rollback_after_a_failed_replacement_keeps_the_original(
         assert len(api.resources_live(s, stack.id)) == 1
 
 
+def test_a_deprecated_type_renamed_keeps_the_resource(engine, tmp_path):
+    """Heat's ReplaceDeprecatedResourceTest: OS::Heat::SoftwareDeployments
+    changed to OS::Heat::SoftwareDeploymentGroup (its substitute) is the
+    same resource, updated in place: its physical id stays, its type is
+    the new one. Another type is still another resource."""
+    def tmpl(dep_type, other='OS::Heat::None'):
+        return et.hot({
+            'config': {'type': 'OS::Heat::SoftwareConfig',
+                       'properties': {'config': 'xxxx'}},
+            'server': {'type': 'OS::Nova::Server', 'properties': {
+                'image': 'cirros', 'flavor': 'm1.tiny',
+                'user_data_format': 'SOFTWARE_CONFIG'}},
+            'dep': {'type': dep_type, 'properties': {
+                'config': {'get_resource': 'config'},
+                'servers': {'0': {'get_resource': 'server'}},
+                'signal_transport': 'NO_SIGNAL'}},
+            'other': {'type': other}})
+    stack = et.run(engine, stacks.create, 'dd', et.bundle(
+        tmp_path, tmpl('OS::Heat::SoftwareDeployments'), 'a.yaml'), {})
+    assert et.status(stack) == 'CREATE_COMPLETE', stack.status_reason
+    before = et.resources(engine, stack)
+    stack = et.run(engine, stacks.update, stack.id, et.bundle(
+        tmp_path, tmpl('OS::Heat::SoftwareDeploymentGroup',
+                       'OS::Heat::RandomString'), 'b.yaml'), {})
+    assert et.status(stack) == 'UPDATE_COMPLETE', stack.status_reason
+    after = et.resources(engine, stack)
+    assert (after['dep'].type, after['dep'].physical_id) == (
+        'OS::Heat::SoftwareDeploymentGroup', before['dep'].physical_id)
+    assert after['other'].physical_id != before['other'].physical_id
+
+
 def test_cancel_with_rollback_returns_to_the_previous_template(engine,
                                                                tmp_path):
     v1 = et.hot({'a': {'type': 'OS::Heat::TestResource',

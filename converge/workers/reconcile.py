@@ -41,6 +41,7 @@ from converge import conf as conf_mod
 from converge import exception
 from converge.db import api
 from converge import listeners
+from converge import template as template_mod
 from converge.engine import hooks
 from converge.engine import rows as rows_mod
 from converge.engine import secrecy
@@ -426,7 +427,7 @@ class Unit:
             return self._paused(decide_mod.CREATE) or \
                 self._act(decide_mod.CREATE, None)
         if row.type != self.rdef.type and self.trav.action not in (
-                'CHECK', 'SUSPEND', 'RESUME'):
+                'CHECK', 'SUSPEND', 'RESUME') and not self._alias(row.type):
             # another type is another resource (Heat): the new one is
             # made, the old one cleaned up by its own type
             return self._restricted(decide_mod.REPLACE) or \
@@ -445,6 +446,15 @@ class Unit:
         if decision == decide_mod.REPLACE:
             return Outcome(REPLACE)
         return self._act(decision, seen.state)
+
+    def _alias(self, old_type):
+        """Whether `old_type` is another name of this resource's plug-in
+        (a deprecated type, OS::Heat::SoftwareDeployments, and what
+        replaced it, OS::Heat::SoftwareDeploymentGroup): Heat updates a
+        resource whose type changes so (its substitute_class) in place,
+        and so does this. A provider template's type is never one."""
+        return not template_mod.is_provider(old_type) and \
+            self.engine.plugin_class(old_type) is self.rdef.plugin
 
     def _input_failed(self):
         """In a check: whether a resource this one requires failed its
