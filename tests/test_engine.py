@@ -330,6 +330,87 @@ def test_check_reports_unhealthy_resources(engine, tmp_path):
     assert engine.clients.compute.get_server(server)['status'] == 'ACTIVE'
 
 
+def test_a_failed_check_stops_what_depends_on_it(engine, tmp_path):
+    """Heat's TemplateResourceCheckTest.test_check_fail: a stack whose
+    create failed is checked; what depends on the resource whose check
+    fails (and on that) is not checked and keeps its state; the stack
+    ends CHECK_FAILED."""
+    b = et.bundle(tmp_path, et.hot({
+        'check_succeed': {'type': 'OS::Heat::TestResource'},
+        # after check_succeed, so that the failed create made it first
+        'check_failed': {'type': 'OS::Heat::TestResource',
+                         'depends_on': 'check_succeed',
+                         'properties': {'fail': True}},
+        'check_deps_failed': {'type': 'OS::Heat::TestResource',
+                              'depends_on': 'check_failed'},
+        'check_deps_deps_failed': {'type': 'OS::Heat::TestResource',
+                                   'depends_on': 'check_deps_failed'}}))
+    stack = et.run(engine, stacks.create, 'cf', b, {})
+    assert et.status(stack) == 'CREATE_FAILED'
+    stack = et.run(engine, stacks.check, stack.id)
+    assert et.status(stack) == 'CHECK_FAILED'
+    rows = et.resources(engine, stack)
+    assert {n: '%s_%s' % (r.action, r.status) for n, r in rows.items()} == {
+        'check_succeed': 'CHECK_COMPLETE', 'check_failed': 'CHECK_FAILED',
+        'check_deps_failed': 'INIT_COMPLETE',
+        'check_deps_deps_failed': 'INIT_COMPLETE'}
+
+
+def test_a_manual_rollback_after_a_failed_replacement_keeps_the_original(
+        engine, tmp_path):
+    """Heat's test_stack_update_replace_manual_rollback: an update that
+    replaces a resource fails creating the replacement (rollback off);
+    updating back to the first template keeps the original resource,
+    which was good, and the failed replacement goes."""
+    def tmpl(value, fail=False):
+        return et.hot({'test1': {'type': 'OS::Heat::TestResource',
+                                 'properties': {'update_replace_value': value,
+                                                'fail': fail}}})
+    first = et.bundle(tmp_path, tmpl('1'), 'one.yaml')
+    stack = et.run(engine, stacks.create, 'mr', first, {})
+    original = et.resources(engine, stack)['test1'].physical_id
+    stack = et.run(engine, stacks.update, stack.id,
+                   et.bundle(tmp_path, tmpl('2', True), 'two.yaml'), {},
+                   rollback=False)
+    assert et.status(stack) == 'UPDATE_FAILED'
+    stack = et.run(engine, stacks.update, stack.id, first, {})
+    assert et.status(stack) == 'UPDATE_COMPLETE', stack.status_reason
+    assert et.resources(engine, stack)['test1'].physical_id == original
+    with engine.db.read() as s:
+        assert len(api.resources_live(s, stack.id)) == 1
+
+
+def test_a_deprecated_type_renamed_keeps_the_resource(engine, tmp_path):
+    """Heat's ReplaceDeprecatedResourceTest: OS::Heat::SoftwareDeployments
+    changed to OS::Heat::SoftwareDeploymentGroup (its substitute) is the
+    same resource, updated in place: its physical id stays, its type is
+    the new one. Another type is still another resource."""
+    def tmpl(dep_type, other='OS::Heat::None'):
+        return et.hot({
+            'config': {'type': 'OS::Heat::SoftwareConfig',
+                       'properties': {'config': 'xxxx'}},
+            'server': {'type': 'OS::Nova::Server', 'properties': {
+                'image': 'cirros', 'flavor': 'm1.tiny',
+                'user_data_format': 'SOFTWARE_CONFIG'}},
+            'dep': {'type': dep_type, 'properties': {
+                'config': {'get_resource': 'config'},
+                'servers': {'0': {'get_resource': 'server'}},
+                'signal_transport': 'NO_SIGNAL'}},
+            'other': {'type': other}})
+    stack = et.run(engine, stacks.create, 'dd', et.bundle(
+        tmp_path, tmpl('OS::Heat::SoftwareDeployments'), 'a.yaml'), {})
+    assert et.status(stack) == 'CREATE_COMPLETE', stack.status_reason
+    before = et.resources(engine, stack)
+    stack = et.run(engine, stacks.update, stack.id, et.bundle(
+        tmp_path, tmpl('OS::Heat::SoftwareDeploymentGroup',
+                       'OS::Heat::RandomString'), 'b.yaml'), {})
+    assert et.status(stack) == 'UPDATE_COMPLETE', stack.status_reason
+    after = et.resources(engine, stack)
+    assert (after['dep'].type, after['dep'].physical_id) == (
+        'OS::Heat::SoftwareDeploymentGroup', before['dep'].physical_id)
+    assert after['other'].physical_id != before['other'].physical_id
+
+
 def test_cancel_with_rollback_returns_to_the_previous_template(engine,
                                                                tmp_path):
     v1 = et.hot({'a': {'type': 'OS::Heat::TestResource',

@@ -855,6 +855,29 @@ def test_signal_and_mark_unhealthy(api, tmp_path):
         'CHECK_COMPLETE', 'fine after all')
 
 
+
+def test_a_signal_during_suspend_is_refused_as_heats(api, tmp_path):
+    """Heat's test_signal_during_suspend: a signal to a suspended policy
+    is a 400 saying so, an event of the policy (SUSPEND_COMPLETE) says
+    it could not be signalled, and the group stays as it was."""
+    from heatclient import exc
+    hc = api.client('susp', api.token('susp')['token'])
+    hc.stacks.create(stack_name='s', parameters={},
+                     **_sent(tmp_path, SCALED))
+    assert _settled(hc, 's').stack_status == 'CREATE_COMPLETE'
+    hc.actions.suspend('s')
+    assert _settled(hc, 's').stack_status == 'SUSPEND_COMPLETE'
+    with pytest.raises(exc.HTTPBadRequest) as e:
+        hc.resources.signal('s', 'up')
+    assert 'Signal resource during SUSPEND is not supported' in str(e.value)
+    said = [ev for ev in hc.events.list('s', resource_name='up')
+            if ev.resource_status_reason ==
+            'Cannot signal resource during SUSPEND']
+    assert [ev.resource_status for ev in said] == ['SUSPEND_COMPLETE']
+    st = _settled(hc, 's')
+    assert st.stack_status == 'SUSPEND_COMPLETE'
+    assert st.outputs[0]['output_value'] == 1
+
 PREVIEWED = '''heat_template_version: 2015-04-30
 parameters:
   incomming:

@@ -210,6 +210,35 @@ def test_embedded_pre_update_and_pre_delete(cli, write, started):
     assert cli.json('stack', 'list') == []
 
 
+@pytest.mark.long  # as the one above
+def test_a_pre_update_hook_stops_an_update_that_changes_nothing(
+        cli, write, started):
+    """Heat's test_hook_pre_update_nochange: the same template again,
+    with a pre-update hook on an unchanged resource: the update stops at
+    it (the stack UPDATE_IN_PROGRESS, the resource CREATE_COMPLETE) until
+    it is cleared, and the resource is kept."""
+    top, _ = _files(write)
+    env = write('env.yaml', 'resource_registry:\n  resources:\n'
+                '    first: {hooks: pre-update}\n')
+    cli.run('stack', 'create', 'n', '-t', top, '-e', env)
+    before = cli.json('stack', 'resource', 'show', 'n', 'first')
+    proc = started('stack', 'update', 'n', '-t', top, '-e', env)
+    rows = _until(lambda: _poll(cli, 'n'), timeout=60)
+    assert [(r['Resource Name'], r['Resource Status'],
+             r['Resource Status Reason']) for r in rows] == [
+        ('first', 'CREATE_COMPLETE',
+         'UPDATE paused until Hook pre-update is cleared')]
+    assert cli.json('stack', 'show', 'n')['stack_status'] == \
+        'UPDATE_IN_PROGRESS'
+    cli.run('stack', 'hook', 'clear', '--pre-update', 'n', 'first')
+    assert proc.wait(timeout=60) == 0
+    assert cli.json('stack', 'show', 'n')['stack_status'] == \
+        'UPDATE_COMPLETE'
+    after = cli.json('stack', 'resource', 'show', 'n', 'first')
+    assert (after['resource_status'], after['physical_resource_id']) == (
+        'CREATE_COMPLETE', before['physical_resource_id'])
+
+
 def test_embedded_post_create(cli, write, started):
     """post-create: the resource is created and recorded, and what
     depends on it waits until the hook is cleared."""

@@ -5,6 +5,7 @@ names them, the child's outputs as attributes, resource_facade, updates
 that reach a child through a file, delete, the depth limit, and the
 listings (--show-nested, --nested-depth)."""
 
+import json
 import os
 import signal
 import time
@@ -431,6 +432,48 @@ def test_an_instance_groups_members_are_given_tags(engine, tmp_path):
     group = et.resources(engine, stack)['JobServerGroup']
     members = et.resources(engine, et.stack_of(engine, group.physical_id))
     assert len(members) == 2
+
+
+@pytest.mark.parametrize('group,sized', [
+    ('OS::Heat::InstanceGroup', '"Size": "1"'),
+    ('AWS::AutoScaling::AutoScalingGroup',
+     '"MinSize": "1", "MaxSize": "3"')])
+def test_a_changed_availability_zone_replaces_an_aws_group(
+        engine, tmp_path, group, sized):
+    """Heat's test_update_group_replace: AvailabilityZones cannot be
+    updated, so a change of it replaces the group (a new nested stack);
+    the change of the launch configuration alone would not."""
+    from converge import template
+    from converge.engine import stacks
+    from tests import enginetools as et
+    (tmp_path / 'provider.yaml').write_text(INSTANCE)
+    doc = json.loads(INSTANCES)
+    grp = doc['Resources']['JobServerGroup']
+    grp['Type'] = group
+    grp['Properties'] = dict(json.loads('{%s}' % sized), **{
+        'LaunchConfigurationName': {'Ref': 'JobServerConfig'},
+        'AvailabilityZones': [{'Ref': 'AZ'}]})
+    doc['Parameters'] = {'AZ': {'Type': 'String', 'Default': 'nova'},
+                         'data': {'Type': 'String', 'Default': 'one'}}
+    doc['Resources']['JobServerConfig']['Properties']['UserData'] = {
+        'Ref': 'data'}
+    (tmp_path / 'top.json').write_text(json.dumps(doc))
+    (tmp_path / 'env.yaml').write_text(
+        'resource_registry:\n  AWS::EC2::Instance: provider.yaml\n')
+    b = template.load_bundle(str(tmp_path / 'top.json'),
+                             [str(tmp_path / 'env.yaml')])
+    stack = et.run(engine, stacks.create, 'z', b, {})
+    assert et.status(stack) == 'CREATE_COMPLETE', stack.status_reason
+    first = et.resources(engine, stack)['JobServerGroup'].physical_id
+    stack = et.run(engine, stacks.update, stack.id, b, {'data': 'two'})
+    assert et.status(stack) == 'UPDATE_COMPLETE', stack.status_reason
+    assert et.resources(engine, stack)['JobServerGroup'].physical_id == \
+        first
+    stack = et.run(engine, stacks.update, stack.id, b,
+                   {'data': 'three', 'AZ': 'wibble'})
+    assert et.status(stack) == 'UPDATE_COMPLETE', stack.status_reason
+    assert et.resources(engine, stack)['JobServerGroup'].physical_id != \
+        first
 
 
 def test_a_resource_group_names_its_members_and_removes_by_policy(

@@ -107,3 +107,24 @@ def test_a_surge_follows_heats_batches_with_named_extra_members():
     # no minimum: in place, no extra member
     assert rolling.surge_batches(names, 4, 2, 0, spare) == [
         (['3', '2'], 4), (['1', '0'], 4)]
+
+
+@pytest.mark.parametrize('size', [1, 4, 5, 10])
+@pytest.mark.parametrize('batch', [1, 2, 4, 20])
+@pytest.mark.parametrize('least', [0, 1, 4, 8, 20])
+def test_an_instance_surge_grows_as_heats_batches_do(size, batch, least):
+    names = [str(i) for i in range(size)]
+    extra, gone, batches = rolling.instance_surge(names, batch, least)
+    # as many new members as Heat's peak capacity is above the size; as
+    # many of the first (oldest) go
+    peak = max(c for c, _ in rolling.heat_batches(size, size, batch, least,
+                                                  group='instance'))
+    assert extra == peak - size
+    assert gone == names[:extra]
+    # every other member once, no batch over the batch size (the first
+    # holds the new members too), the minimum always in service
+    assert [n for b in batches for n in b] == names[extra:]
+    sizes = [len(batches[0]) + extra] + [len(b) for b in batches[1:]]
+    assert max(sizes) <= batch
+    assert all(size + extra - len(b) >= min(least, size)
+               for b in batches)

@@ -12,6 +12,7 @@ import pytest
 from converge.db import api
 from converge.engine import stacks
 from tests import enginetools as et
+from tests.test_nested import INSTANCE  # Heat's member template
 
 pytestmark = pytest.mark.slow
 
@@ -327,3 +328,87 @@ def test_a_surge_keeps_the_minimum_with_extra_members(engine, tmp_path):
     assert extra == [('10', 'CREATE'), ('10', 'DELETE'), ('11', 'CREATE'),
                      ('11', 'DELETE')]
     assert {r.attributes['output'] for r in rows.values()} == {'updated'}
+
+
+# Heat's AutoscalingGroupUpdatePolicyTest and InstanceGroupUpdatePolicyTest
+# (heat_integrationtests): AWS::EC2::Instance mapped to a template, the
+# launch configuration's UserData (its members replaced) or InstanceType
+# (updated) changed under a rolling update
+AWS_GROUP = '''{
+  "AWSTemplateFormatVersion" : "2010-09-09",
+  "Parameters" : {"size": {"Type": "String"},
+                  "data": {"Type": "String", "Default": "one"},
+                  "flavor": {"Type": "String", "Default": "m1.tiny"},
+                  "min": {"Type": "String"}, "batch": {"Type": "String"}},
+  "Resources": {
+    "JobServerGroup": {
+      "Type" : "%s",
+      "Properties" : {%s,
+        "AvailabilityZones" : ["nova"],
+        "LaunchConfigurationName" : {"Ref" : "JobServerConfig"}},
+      "UpdatePolicy": {"%s": {
+        "MinInstancesInService": {"Ref": "min"},
+        "MaxBatchSize": {"Ref": "batch"}, "PauseTime": "PT0S"}}},
+    "JobServerConfig" : {
+      "Type" : "AWS::AutoScaling::LaunchConfiguration",
+      "Properties": {"ImageId": "cirros", "InstanceType": {"Ref": "flavor"},
+                     "SecurityGroups": ["sg-1"], "UserData": {"Ref": "data"}}}
+  }
+}'''
+ASG = ('AWS::AutoScaling::AutoScalingGroup', '"MinSize": "1", "MaxSize": '
+       '"20", "DesiredCapacity": {"Ref": "size"}', 'AutoScalingRollingUpdate')
+IG = ('OS::Heat::InstanceGroup', '"Size": {"Ref": "size"}', 'RollingUpdate')
+
+# (group, size, min in service, batch size, what changes) -> members
+# (kept, created, deleted), as Heat's tests expect them
+AWS_EXPECTATIONS = [
+    ('asg_replace', ASG, 10, 1, 3, 'data', (10, 0, 0)),
+    ('asg_replace_adjusted', ASG, 10, 8, 4, 'data', (8, 2, 2)),
+    ('asg_replace_huge_min', ASG, 10, 20, 1, 'data', (9, 1, 1)),
+    ('asg_replace_huge_batch', ASG, 10, 0, 20, 'data', (10, 0, 0)),
+    ('asg_update_adjusted', ASG, 10, 8, 4, 'flavor', (8, 2, 2)),
+    ('ig_replace_adjusted', IG, 5, 4, 4, 'data', (2, 3, 3)),
+    ('ig_replace_huge_min', IG, 5, 20, 2, 'data', (3, 2, 2)),
+    ('ig_update_adjusted', IG, 5, 4, 4, 'flavor', (2, 3, 3)),
+]
+
+
+@pytest.mark.parametrize('case,kind,size,least,batch,change,expected',
+                         AWS_EXPECTATIONS,
+                         ids=[c[0] for c in AWS_EXPECTATIONS])
+def test_heat_instance_group_update_policy_expectations(
+        engine, tmp_path, case, kind, size, least, batch, change, expected):
+    """Heat grows an InstanceGroup or AWS AutoScalingGroup by new members
+    where the minimum in service and a batch do not fit, and removes as
+    many of the oldest at the end: the same members are kept, created and
+    deleted here, each left UPDATE_COMPLETE, each on the new launch
+    configuration."""
+    from converge import template
+    (tmp_path / 'provider.yaml').write_text(INSTANCE)
+    (tmp_path / 'top.json').write_text(AWS_GROUP % kind)
+    (tmp_path / 'env.yaml').write_text(
+        'resource_registry:\n  AWS::EC2::Instance: provider.yaml\n')
+    b = template.load_bundle(str(tmp_path / 'top.json'),
+                             [str(tmp_path / 'env.yaml')])
+    params = _params(dict(size=size, min=least, batch=batch))
+    stack = et.run(engine, stacks.create, 'a', b, params)
+    assert et.status(stack) == 'CREATE_COMPLETE', stack.status_reason
+    rows, _ = _members(engine, stack, 'JobServerGroup')
+    created = {r.created_at: n for n, r in rows.items()}
+    oldest = [created[k] for k in sorted(created)]
+    before = set(rows)
+    new = {'data': dict(data='two'), 'flavor': dict(flavor='m1.small')}
+    stack = et.run(engine, stacks.update, stack.id, b,
+                   dict(params, **new[change]))
+    assert et.status(stack) == 'UPDATE_COMPLETE', stack.status_reason
+    rows, child = _members(engine, stack, 'JobServerGroup')
+    after = set(rows)
+    assert (len(after & before), len(after - before),
+            len(before - after)) == expected
+    # the oldest went
+    assert before - after == set(oldest[:expected[2]])
+    assert {r.action + '_' + r.status for r in rows.values()} == \
+        {'UPDATE_COMPLETE'}
+    field = {'data': 'UserData', 'flavor': 'InstanceType'}[change]
+    value = list(new[change].values())[0]
+    assert {r.properties[field] for r in rows.values()} == {value}

@@ -237,7 +237,10 @@ def _until(predicate, timeout=30):
         time.sleep(0.05)
 
 
-def test_cancel_stops_a_wait(engine, tmp_path):
+def test_cancel_leaves_a_wait_to_the_next_action(engine, tmp_path):
+    """Cancelled without rollback, a resource waiting out its action goes
+    on waiting (Heat lets actions under way finish); a wait with no end
+    is ended by what the stack does next (here a delete)."""
     b = et.bundle(tmp_path, et.hot({
         'forever': {'type': 'OS::Heat::TestResource',
                     'properties': {'wait_secs': -1}}}))
@@ -245,10 +248,56 @@ def test_cancel_stops_a_wait(engine, tmp_path):
     _until(lambda: _sync_point(engine, trav, 'u:forever').wake_at)
     stacks.cancel(engine, stack_id, rollback=False)
     stack = _stack(engine, stack_id)
-    assert et.status(stack) == 'CREATE_FAILED'
+    assert (et.status(stack), stack.status_reason) == (
+        'CREATE_FAILED', 'Stack CREATE cancelled')
     row = _row(engine, stack_id, 'forever')
-    assert (row.action, row.status, row.status_reason) == (
-        'CREATE', 'FAILED', 'Stack CREATE cancelled')
+    assert (row.action, row.status) == ('CREATE', 'IN_PROGRESS')
+    stack = et.run(engine, stacks.delete, stack_id)
+    assert et.status(stack) == 'DELETE_COMPLETE'
+
+
+def _cancelled(value, create_wait):
+    """Heat's StackCancelTest template: test1 waits out its action,
+    test2 comes after it."""
+    return et.hot({
+        'test1': {'type': 'OS::Heat::TestResource',
+                  'properties': {'value': value, 'action_wait_secs': {
+                      'create': create_wait, 'update': 2}}},
+        'test2': {'type': 'OS::Heat::TestResource', 'depends_on': 'test1',
+                  'properties': {'value': value}}})
+
+
+@pytest.mark.parametrize('action', ['CREATE', 'UPDATE'])
+def test_cancel_without_rollback_lets_a_waiting_action_finish(
+        engine, tmp_path, action):
+    """Heat's StackCancelTest without rollback: the stack is FAILED at
+    once; the resource whose action was under way (waiting it out)
+    completes it; the one after it is never started."""
+    if action == 'CREATE':
+        stack_id, trav = stacks.create(engine, 'w', et.bundle(
+            tmp_path, _cancelled('one', 2)), {})
+    else:
+        stack = et.run(engine, stacks.create, 'w', et.bundle(
+            tmp_path, _cancelled('one', 0)), {})
+        stack_id, trav = stacks.update(engine, stack.id, et.bundle(
+            tmp_path, _cancelled('two', 0), 'v2.yaml'), {})
+    _until(lambda: getattr(_sync_point(engine, trav, 'u:test1'),
+                           'wake_at', None))
+    stacks.cancel(engine, stack_id, rollback=False)
+    stack = _stack(engine, stack_id)
+    assert (et.status(stack), stack.status_reason) == (
+        '%s_FAILED' % action, 'Stack %s cancelled' % action)
+    _until(lambda: _row(engine, stack_id, 'test1').status != 'IN_PROGRESS')
+    row = _row(engine, stack_id, 'test1')
+    assert (row.action, row.status) == (action, 'COMPLETE')
+    engine.idle.wait(10)
+    after = _row(engine, stack_id, 'test2')
+    assert (after.action, after.status) == (
+        ('INIT', 'COMPLETE') if action == 'CREATE' else
+        ('CREATE', 'COMPLETE'))
+    stack = _stack(engine, stack_id)
+    assert (et.status(stack), stack.status_reason) == (
+        '%s_FAILED' % action, 'Stack %s cancelled' % action)
 
 
 def _servers(n):

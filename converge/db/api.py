@@ -976,6 +976,46 @@ def resource_status_counts(session, stack_id, traversal_id):
         .group_by(RESOURCES.c.status)).all())
 
 
+def sync_check_failed(conn, traversal_id, nodes):
+    """In a check: whether any of `nodes` is done having failed its check
+    in this traversal, or having been skipped (done with no row)."""
+    return conn.execute(sa.select(SYNC.c.node).select_from(
+        SYNC.outerjoin(RESOURCES, RESOURCES.c.id == SYNC.c.resource_id))
+        .where(SYNC.c.traversal_id == traversal_id,
+               SYNC.c.node.in_(list(nodes)), SYNC.c.done.is_(True),
+               sa.or_(SYNC.c.resource_id.is_(None), sa.and_(
+                   RESOURCES.c.traversal_id == traversal_id,
+                   RESOURCES.c.action == 'CHECK',
+                   RESOURCES.c.status == 'FAILED'))).limit(1)
+    ).first() is not None
+
+
+def sync_waiting(conn, traversal_id):
+    """The traversal's nodes waiting (for a time or an event), not
+    done."""
+    return list(conn.scalars(sa.select(SYNC.c.node).where(
+        SYNC.c.traversal_id == traversal_id, SYNC.c.done.is_(False),
+        sa.or_(SYNC.c.wake_at.is_not(None),
+               SYNC.c.wait_event.is_not(None)))))
+
+
+def sync_keep_only(conn, traversal_id, nodes, stack_node):
+    """Delete the traversal's nodes but `nodes` and `stack_node` (and its
+    shards); `nodes` then lead to `stack_node` alone, which awaits
+    them."""
+    conn.execute(sa.delete(SHARDS).where(
+        SHARDS.c.traversal_id == traversal_id))
+    keep = list(nodes) + [stack_node]
+    conn.execute(sa.delete(SYNC).where(SYNC.c.traversal_id == traversal_id,
+                                       SYNC.c.node.not_in(keep)))
+    conn.execute(sa.update(SYNC).where(
+        SYNC.c.traversal_id == traversal_id, SYNC.c.node.in_(list(nodes)))
+        .values(dependents=[stack_node]))
+    conn.execute(sa.update(SYNC).where(
+        SYNC.c.traversal_id == traversal_id, SYNC.c.node == stack_node)
+        .values(remaining=len(nodes), dependents=[]))
+
+
 def sync_purge(session, traversal_id, shards):
     """A traversal's nodes, once it ended; and its shards, if it had."""
     if shards:

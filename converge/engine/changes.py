@@ -28,6 +28,7 @@ are its owner's attributes, read with get_attr like any other.
 import collections
 import dataclasses
 
+from converge import breakpoints
 from converge.graph import changes as graph_changes
 
 #: a row whose last action is one of these, and COMPLETE, holds what its
@@ -86,6 +87,9 @@ def decide(defn, rows, current, visit=None):
     versions = collections.Counter(r.name for r in rows)
     seeds = {name: why for name, why in (visit or {}).items()
              if name in defn.resources}
+    env = defn.bundle.environment
+    hooked = bool(((env or {}).get('resource_registry') or {}).get(
+        'resources'))
     for name, rdef in defn.resources.items():
         row = current.get(name)
         if name in seeds:
@@ -104,6 +108,9 @@ def decide(defn, rows, current, visit=None):
             seeds[name] = 'drifted: %s' % row.drift
         elif rdef.plugin.always_visit:
             seeds[name] = 'always: its type is visited by every update'
+        elif hooked and breakpoints.matches(env, name, 'pre-update'):
+            # Heat stops at it though nothing changes
+            seeds[name] = 'hooked: a pre-update hook is set on it'
         elif row.applied_digest != defn.digest(name):
             seeds[name] = 'changed: its definition' if row.applied_digest \
                 else 'changed: not converged since updates compare ' \

@@ -156,14 +156,16 @@ class NestedStacks:
             project_id=parent.project_id, stack_id=new_id,
             parent=(parent.id, resource_name, depth))
 
-    def update(self, stack_id, parent, resource_name, child, only=None):
+    def update(self, stack_id, parent, resource_name, child, only=None,
+               converge=False):
         """Converge the child to what the resource now says (only the
-        resources named in `only`, if given); the id of the traversal
-        doing it."""
+        resources named in `only`, if given; with `converge`, against
+        reality); the id of the traversal doing it."""
         bundle, params = self._bundle(parent, resource_name, child)
         return stacks.update(self.engine, stack_id, bundle, params,
                              rollback=False,
-                             timeout=_timeout(parent, child), only=only)[1]
+                             timeout=_timeout(parent, child), only=only,
+                             converge=converge)[1]
 
     def delete(self, stack_id):
         return stacks.delete(self.engine, stack_id)[1]

@@ -9,15 +9,18 @@ answer it here, in this order:
 
 1. a row made for that template version (a rollback re-uses the original;
    a resumed traversal re-uses the replacement it made itself);
-2. a row not replaced by another;
-3. a row not FAILED, then one that exists (not INIT);
-4. the newest.
+2. a row not FAILED (Heat's: an update after a replacement that failed
+   starts from the original, which is good, and keeps it when the
+   update asks for what it is);
+3. a row not replaced by another;
+4. one that exists (not INIT);
+5. the newest.
 """
 
 
 def score(row, template_id):
-    return (row.template_id == template_id, row.replaced_by is None,
-            row.status != 'FAILED', row.action != 'INIT', row.id)
+    return (row.template_id == template_id, row.status != 'FAILED',
+            row.replaced_by is None, row.action != 'INIT', row.id)
 
 
 def current(rows, template_id, names=None):

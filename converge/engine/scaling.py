@@ -42,6 +42,14 @@ class Refused(exception.ConvergeError):
     http_status = 403
 
 
+class NotSupported(exception.InvalidInput):
+    """A signal to a policy suspended or being deleted (Heat's 400)."""
+
+
+#: a policy in these actions takes no signal (Heat's no_signal_actions)
+NO_SIGNAL = ('SUSPEND', 'DELETE')
+
+
 def signal(engine, stack_ident, resource_name, details=None,
            project_id=None, token=None, signal_id=None):
     """Handle one signal to the policy `resource_name` of a stack.
@@ -81,7 +89,6 @@ def signal(engine, stack_ident, resource_name, details=None,
 
 def _signal(engine, stack_ident, resource_name, details, project_id,
             signal_id):
-    trav = None
     with engine.db.write() as s:
         stack = api.stack_get(s, stack_ident, project_id=project_id)
         rows = rows_mod.current(api.resources_live(s, stack.id),
@@ -94,39 +101,31 @@ def _signal(engine, stack_ident, resource_name, details, project_id,
                 'Resource %s of stack %s is %s: only %s takes signals here'
                 % (resource_name, stack.name, policy.type,
                    autoscaling.POLICY_TYPE))
-        if not policy.physical_id or policy.action in (
-                'INIT', 'DELETE', 'SUSPEND'):
+        if policy.action in NO_SIGNAL:
+            # Heat's: an event on the policy says so (committed), and the
+            # caller is refused
+            api.event_add(s.connection(), stack.id, None, resource_name,
+                          api.shown_type(policy), policy.physical_id,
+                          policy.action, policy.status,
+                          'Cannot signal resource during %s'
+                          % policy.action)
+            done = NotSupported('Signal resource during %s is not '
+                                'supported.' % policy.action)
+        elif not policy.physical_id or policy.action == 'INIT':
             raise exception.Conflict(
                 'Signal resource %s of stack %s during %s_%s is not '
                 'supported' % (resource_name, stack.name, policy.action,
                                policy.status))
-        conn = s.connection()
-        found = store.ScalingStore.find(conn, stack.id, resource_name,
-                                        signal_id)
-        if found is not None:
-            return dict(found, repeated=True, traversal_id=None)
-        status, reason, grp, capacity, cooldown = _decide(
-            engine, stack, rows, policy)
-        if status == store.SCALING:
-            trav = traversal.start(engine, s, stack, stack.template_id,
-                                   'UPDATE',
-                                   engine.definition(stack.template_id,
-                                                     stack),
-                                   rollback=False,
-                                   visit={grp.name: 'signalled: %s' % reason},
-                                   cause={'scaling': _scaling_cause(
-                                       policy, grp, capacity, reason)})
-        record = store.ScalingStore.add(
-            conn, stack.id, resource_name, signal_id, status, reason,
-            group_key=grp.uuid if grp is not None else None,
-            capacity=capacity, cooldown=cooldown)
-        api.event_add(conn, stack.id, trav.id if trav else None,
-                      resource_name, api.shown_type(policy), policy.physical_id,
-                      'SIGNAL', 'FAILED' if status == store.FAILED
-                      else 'COMPLETE', _event_reason(status, reason,
-                                                     details))
-    if status == store.FAILED:
-        raise exception.InvalidInput(reason)
+        else:
+            done = _record(engine, s, stack, rows, policy, details,
+                           signal_id)
+    if isinstance(done, Exception):
+        raise done
+    record, trav, repeated = done
+    if repeated:
+        return dict(record, repeated=True, traversal_id=None)
+    if record['status'] == store.FAILED:
+        raise exception.InvalidInput(record['reason'])
     if trav is not None:
         traversal.kick(engine, trav)
     return dict(record, repeated=False,
@@ -141,6 +140,36 @@ def _scaling_cause(policy, grp, capacity, reason):
             'adjustment_type': props.get('adjustment_type'),
             'capacity': capacity, 'groupname': grp.name,
             'message': reason}
+
+
+def _record(engine, s, stack, rows, policy, details, signal_id):
+    """In the signal's transaction: what became of it, recorded (and the
+    traversal scaling the group started): (record, traversal or None,
+    False); a repeat: (the first one's record, None, True)."""
+    conn = s.connection()
+    found = store.ScalingStore.find(conn, stack.id, policy.name, signal_id)
+    if found is not None:
+        return found, None, True
+    trav = None
+    status, reason, grp, capacity, cooldown = _decide(
+        engine, stack, rows, policy)
+    if status == store.SCALING:
+        trav = traversal.start(engine, s, stack, stack.template_id,
+                               'UPDATE',
+                               engine.definition(stack.template_id, stack),
+                               rollback=False,
+                               visit={grp.name: 'signalled: %s' % reason},
+                               cause={'scaling': _scaling_cause(
+                                   policy, grp, capacity, reason)})
+    record = store.ScalingStore.add(
+        conn, stack.id, policy.name, signal_id, status, reason,
+        group_key=grp.uuid if grp is not None else None,
+        capacity=capacity, cooldown=cooldown)
+    api.event_add(conn, stack.id, trav.id if trav else None, policy.name,
+                  api.shown_type(policy), policy.physical_id, 'SIGNAL',
+                  'FAILED' if status == store.FAILED else 'COMPLETE',
+                  _event_reason(status, reason, details))
+    return record, trav, False
 
 
 def _event_reason(status, reason, details):

@@ -220,12 +220,19 @@ def supersede(session, stack, new_traversal_id):
 
 
 def cancel(session, stack):
-    """Stop a running create/update without rollback: a new traversal id
-    in state ``cancelled`` takes the stack; running actions finish and
-    record, nothing propagates."""
-    new_trav = api.new_id()
+    """Stop a running create/update without rollback: the stack is
+    FAILED at once and nothing propagates; running actions finish and
+    record. Heat's (stop_traversal): resources whose action is under way
+    complete normally, so a resource waiting out its action (a wait that
+    holds no thread) goes on to its end: the traversal drains (`_drain`).
+    With none, a new traversal id in state ``cancelled`` takes the
+    stack."""
     action = stack.action
     reason = 'Stack %s cancelled' % action
+    if stack.current_traversal and _drain(session, stack, reason):
+        ended(session, stack.id, stack.parent_id)
+        return stack.current_traversal
+    new_trav = api.new_id()
     if stack.current_traversal:  # nobody will come back to its waits
         api.resources_stop_waiting(session, stack.id,
                                    stack.current_traversal, reason)
@@ -240,6 +247,35 @@ def cancel(session, stack):
                             status_reason=reason, updated_at=utcnow()))
     ended(session, stack.id, stack.parent_id)
     return new_trav
+
+
+def _drain(session, stack, reason):
+    """Cut the running traversal down to its waiting nodes (resources
+    whose action is under way), each now leading only to the stack's
+    node: they run on to their end and record it, nothing else runs,
+    and the last of them ends the traversal, FAILED for `reason`
+    (`complete`; a failure among them fails nothing more). The stack is
+    FAILED now. False when nothing waits (nothing to drain)."""
+    trav_id = stack.current_traversal
+    waiting = api.sync_waiting(session, trav_id)
+    if not waiting:
+        return False
+    api.sync_keep_only(session, trav_id, waiting, plan_mod.STACK_NODE)
+    trav = api.traversal_get(session, trav_id)
+    session.execute(sa.update(models.Traversal)
+                    .where(models.Traversal.id == trav_id)
+                    .values(options=dict(trav.options or {},
+                                         cancelled=reason)))
+    session.execute(sa.update(models.Stack)
+                    .where(models.Stack.id == stack.id)
+                    .values(status='FAILED', status_reason=reason,
+                            updated_at=utcnow()))
+    return True
+
+
+def cancelled(trav):
+    """The reason a drained traversal was cancelled, or None."""
+    return (trav.options or {}).get('cancelled')
 
 
 # -- end ----------------------------------------------------------------------
@@ -271,7 +307,9 @@ def complete(session, traversal, stack_id):
     """The stack node was reached: every node is done."""
     action = traversal.action
     status, reason = 'COMPLETE', COMPLETE_REASON % action
-    if action == 'CHECK':
+    if cancelled(traversal):   # drained after a cancel: as it was left
+        status, reason = 'FAILED', cancelled(traversal)
+    elif action == 'CHECK':
         failed = api.check_failures(session, stack_id)
         if failed:
             status = 'FAILED'

@@ -32,6 +32,7 @@ from converge.resources import base
 from converge.resources import group
 from converge.resources import none
 from converge.resources import properties as p
+from converge.resources import rolling
 
 ADJUSTMENT_TYPES = (CHANGE_IN_CAPACITY, EXACT_CAPACITY,
                     PERCENT_CHANGE_IN_CAPACITY) = (
@@ -234,8 +235,30 @@ class AutoScalingGroup(group.ResourceGroup):
         return _child(rdef, ['member'])
 
     # -- hooks of ResourceGroup ---------------------------------------------
+    SURGE_STAYS = True
+
     def rolling_policy(self):
         return self.properties.get('rolling_updates')
+
+    def _surge_plan(self, changing, policy, budget):
+        """Heat's InstanceGroup surge (rolling.instance_surge): where the
+        minimum in service and a batch do not fit, new members on the
+        new definition go with the first batch and stay; once the last
+        batch is done as many of the oldest members go (the group's
+        member list says so from now on: the last update of the rollout
+        removes them)."""
+        names = list(self.data.get(NAMES) or ())
+        extra, gone, batches = rolling.instance_surge(
+            self.update_order(names), policy.get('max_batch_size', 1),
+            policy.get('min_in_service', 0))
+        minted = self.data.get(MINTED, 0)
+        grown = [member_name(self.uuid, minted + i) for i in range(extra)]
+        self.data[MINTED] = minted + extra
+        self.data[NAMES] = [n for n in names if n not in gone] + grown
+        batches[0] = grown + batches[0]
+        plan = group._plan([b for b in batches if b], budget)
+        plan['grown'] = grown
+        return plan
 
     def update_order(self, names, order=None, key=None):
         """Heat's InstanceGroup order: FAILED members first, then the

@@ -126,6 +126,9 @@ class _Group(translated.Translated, autoscaling.AutoScalingGroup):
 
     target = autoscaling.AutoScalingGroup
     definition_properties = ('LaunchConfigurationName',)
+    # Heat replaces the group when AvailabilityZones (or another
+    # property it cannot update) changes
+    keeps_fixed = True
     #: the UpdatePolicy key holding the rolling update
     rolling_key = None
 
@@ -173,9 +176,12 @@ class _Group(translated.Translated, autoscaling.AutoScalingGroup):
         policy = (self.update_policy or {}).get(self.rolling_key)
         if not policy:
             return super().rolling_policy()
+        # Heat's way: extra members keep the minimum in service, and as
+        # many of the oldest go at the end (autoscaling.py)
         mapped = {'min_in_service': policy.get('MinInstancesInService'),
                   'max_batch_size': policy.get('MaxBatchSize'),
-                  'pause_time': _seconds(policy.get('PauseTime') or 0)}
+                  'pause_time': _seconds(policy.get('PauseTime') or 0),
+                  'surge': True}
         return p.validate(group._ROLLING, {
             k: v for k, v in mapped.items() if v is not None})
 

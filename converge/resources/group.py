@@ -298,20 +298,26 @@ class ResourceGroup(MemberAttributes, nested.Nested):
                 around != self._surroundings(child)
             changing = [n for n in new if n in old and
                         (moved or new[n] != old[n])]
-            if policy and changing:
+            surge = bool(policy and policy.get('surge')) and \
+                len(changing) == len(new) == len(old)
+            if policy and changing and not (surge and self.SURGE_STAYS):
                 # batches of members whose stacks would do nothing are
-                # only pauses: they go with the last update
+                # only pauses: they go with the last update (a surge
+                # that stays changes the members all the same)
                 quiet = self.clients.stacks.quiet_members(
                     self.stack, self.name, child, self.physical_id, changing)
                 changing = [n for n in changing if n not in quiet]
+                surge = surge and len(changing) == len(new)
             if not policy or not changing:
                 return self._apply_all(child, observed)
             budget = rolling.budget(policy.get('max_failures'),
                                     len(changing))
-            if policy.get('surge') and len(changing) == len(new) == \
-                    len(old):
+            if surge:
                 plan = self.data[ROLLOUT] = self._surge_plan(
                     changing, policy, budget)
+                # the plan may have changed the members the group ends
+                # with (a surge that stays)
+                child = self._desired()
             else:
                 plan = self.data[ROLLOUT] = _plan(
                     self._batches(changing, old, new, policy), budget)
@@ -355,6 +361,11 @@ class ResourceGroup(MemberAttributes, nested.Nested):
             count, policy.get('max_batch_size', 1),
             policy.get('min_in_service', 0), spare)
         return _plan([moved for moved, _ in steps], budget)
+
+    #: a surge's extra members stay and as many of the oldest go
+    #: (Heat's InstanceGroup), rather than the extras going at the end
+    #: (Heat's ResourceGroup)
+    SURGE_STAYS = False
 
     def rolling_policy(self):
         """The rolling update policy (None: every member at once);
@@ -466,8 +477,13 @@ class ResourceGroup(MemberAttributes, nested.Nested):
             wanted = self._digest(child)
             if self.data.get(nested.APPLIED) != wanted:
                 # members added or removed; else (the group's metadata)
-                # a whole walk
-                self._push(child, only=(old ^ set(new)) or None)
+                # a whole walk. A surge's members that stay are walked
+                # again too (Heat updates a member's nested stack in
+                # every later batch: they end UPDATE_COMPLETE as the
+                # others)
+                grown = set(plan.get('grown') or ())
+                self._push(child, only=(old ^ set(new)) | grown or None,
+                           converge=bool(grown))
                 self.data[nested.APPLIED] = wanted
             plan['phase'] = 'final'
         end = self._child_end('UPDATE')
@@ -568,8 +584,8 @@ class ResourceGroup(MemberAttributes, nested.Nested):
                 for n, d in old.items() if n in new or d is not None}
             # a surge: extra members, on the new definition
             part['template']['resources'].update(
-                (n, self._extra(n)) for n in moved
-                if n not in new and n not in old)
+                (n, new[n] if n in new else self._extra(n)) for n in moved
+                if n not in old)
         return part
 
     def _extra(self, name):

@@ -139,12 +139,14 @@ class Nested(base.Resource):
         return bool(self.stack.converging) and \
             self.data.get(CONVERGED) != self.stack.converging
 
-    def _push(self, child, only=None):
+    def _push(self, child, only=None, converge=False):
         """Start the child's update to `child` (walking only the
         resources named in `only`, if given; else a whole walk of it: a
-        `stack converge` under way needs nothing more)."""
+        `stack converge` under way needs nothing more); with `converge`,
+        against reality (a nested stack it walks is walked again)."""
         self.data[TRAVERSAL] = self.clients.stacks.update(
-            self.physical_id, self.stack, self.name, child, only=only)
+            self.physical_id, self.stack, self.name, child, only=only,
+            converge=converge)
         if self.stack.converging and only is None:
             self.data[CONVERGED] = self.stack.converging
 

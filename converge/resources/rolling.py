@@ -135,3 +135,29 @@ def surge_batches(names, target, batch_size, min_in_service, spare):
         if moved:
             out.append((moved, capacity))
     return out
+
+
+def instance_surge(names, batch_size, min_in_service):
+    """Heat's InstanceGroup and AWS AutoScalingGroup rolling update, as
+    batches: `names` (every member, in the order they go: failed first,
+    then the oldest). Where ``min_in_service`` and a batch do not fit in
+    the group, Heat grows it by new members on the new definition and,
+    once the last batch is done, removes as many of the oldest (`Heat's
+    next_batch` reaches its peak capacity at once and holds it to the
+    end). The members to be removed are not updated first, as Heat's
+    arithmetic does: the same members are kept, created and removed,
+    and every member left is on the new definition.
+
+    Returns (how many new members, the members removed at the end, the
+    batches of the others updated in place; the first batch is the one
+    the new members go with, so it holds as many fewer)."""
+    size = len(names)
+    if not size:
+        return 0, [], []
+    batch = min(batch_size, size)
+    extra = max(0, batch + min(min_in_service, size) - size)
+    gone, kept = list(names[:extra]), list(names[extra:])
+    first = batch - extra
+    batches = [kept[:first]] + [kept[i:i + batch]
+                                for i in range(first, len(kept), batch)]
+    return extra, gone, batches

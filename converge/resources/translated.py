@@ -24,6 +24,17 @@ class Translated:
         errors."""
         raise NotImplementedError
 
+    #: keep the CloudFormation properties that are not update_allowed
+    #: beside the target's (under their own names): a change of one
+    #: replaces the resource, as in Heat, though the target never sees
+    #: it (an AutoScalingGroup's AvailabilityZones)
+    keeps_fixed = False
+
+    @classmethod
+    def _fixed(cls):
+        return [k for k, s in sorted(cls.properties_schema.items())
+                if not s.update_allowed] if cls.keeps_fixed else []
+
     @classmethod
     def validate_properties(cls, values, path=()):
         path = list(path)
@@ -31,13 +42,24 @@ class Translated:
                          allow_unknown=cls.allow_unknown_properties)
         if not isinstance(out, dict):
             return out
-        return cls.target.validate_properties(cls.translate(out, path),
-                                              path)
+        target = cls.target.validate_properties(cls.translate(out, path),
+                                                path)
+        if isinstance(target, dict):
+            # every one, None too: a row without the key is older than
+            # this, not a value added since
+            target.update((k, out.get(k)) for k in cls._fixed())
+        return target
 
     def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
         # the steps compare (needs_replace, drift) the target's properties
         self.properties_schema = self.target.properties_schema
+
+    def needs_replace(self, prior):
+        for key in self._fixed():
+            if key in prior and prior[key] != self.properties.get(key):
+                return True
+        return super().needs_replace(prior)
 
 
 def known(value):

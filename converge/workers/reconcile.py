@@ -41,6 +41,7 @@ from converge import conf as conf_mod
 from converge import exception
 from converge.db import api
 from converge import listeners
+from converge import template as template_mod
 from converge.engine import hooks
 from converge.engine import rows as rows_mod
 from converge.engine import secrecy
@@ -403,6 +404,9 @@ class Unit:
                            traversal_id=row.traversal_id)
         if rdef.external_id:
             return self._adopt_external()
+        if self.trav.action == 'CHECK' and rdef.requires and \
+                self._input_failed():
+            return self._skip()
         try:
             self.props = self.defn.resolve_properties(self.name, self.deps)
             # measured before the cloud is touched: a resource whose
@@ -424,7 +428,7 @@ class Unit:
             return self._paused(decide_mod.CREATE) or \
                 self._act(decide_mod.CREATE, None)
         if row.type != self.rdef.type and self.trav.action not in (
-                'CHECK', 'SUSPEND', 'RESUME'):
+                'CHECK', 'SUSPEND', 'RESUME') and not self._alias(row.type):
             # another type is another resource (Heat): the new one is
             # made, the old one cleaned up by its own type
             return self._restricted(decide_mod.REPLACE) or \
@@ -433,13 +437,43 @@ class Unit:
         decision = decide_mod.for_update(self.trav.action, row, self.plugin,
                                          seen.state)
         if decision == decide_mod.NOTHING:
-            return Outcome(DONE, observed=seen.state)
+            # Heat stops at a pre-update hook though nothing changes
+            paused = self._paused(decide_mod.UPDATE) \
+                if self.trav.action == 'UPDATE' else None
+            return paused or Outcome(DONE, observed=seen.state)
         paused = self._restricted(decision) or self._paused(decision)
         if paused is not None:
             return paused
         if decision == decide_mod.REPLACE:
             return Outcome(REPLACE)
         return self._act(decision, seen.state)
+
+    def _alias(self, old_type):
+        """Whether `old_type` is another name of this resource's plug-in
+        (a deprecated type, OS::Heat::SoftwareDeployments, and what
+        replaced it, OS::Heat::SoftwareDeploymentGroup): Heat updates a
+        resource whose type changes so (its substitute_class) in place,
+        and so does this. A provider template's type is never one."""
+        return not template_mod.is_provider(old_type) and \
+            self.engine.plugin_class(old_type) is self.rdef.plugin
+
+    def _input_failed(self):
+        """In a check: whether a resource this one requires failed its
+        check, or was skipped for one (its node ended with no row)."""
+        with self.engine.db.connect() as conn:
+            return api.sync_check_failed(
+                conn, self.trav.id,
+                [plan.update_key(n) for n in self.rdef.requires])
+
+    def _skip(self):
+        """Heat's check stops at a failed check: what depends on it is
+        not checked and keeps its state. The node ends with no row (so
+        its own dependents are skipped in turn); the row is not
+        written."""
+        with self.engine.db.begin() as conn:
+            api.sync_set_resource(conn, self.trav.id, self.sp.node, None)
+            self._finish(conn)
+        return Outcome(DROP)
 
     def _restricted(self, decision):
         """The environment's ``restricted_actions`` forbid this update or
@@ -946,8 +980,10 @@ class Unit:
                            self._event(row.physical_id, action, 'FAILED',
                                        outcome.reason))
             self._release_slot(conn)
-            if self.trav.action == 'CHECK':
-                # a failed check is reported at the end, not fatal
+            if self.trav.action == 'CHECK' or \
+                    traversal_mod.cancelled(self.trav):
+                # a failed check is reported at the end, not fatal; a
+                # cancelled traversal draining its waits failed already
                 self._finish(conn)
             else:
                 traversal_mod.fail(conn, self.trav, 'Resource %s failed: %s'
