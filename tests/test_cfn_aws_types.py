@@ -387,3 +387,46 @@ def test_a_load_balancer_health_check_interval_outlasts_its_timeout(
     proc = cli.run('template', 'validate', '-t', path, check=False)
     assert proc.returncode == 2
     assert 'Interval must be larger than Timeout' in proc.stderr
+
+
+S3 = """
+AWSTemplateFormatVersion: '2010-09-09'
+Resources:
+  Site:
+    Type: AWS::S3::Bucket
+    DeletionPolicy: Delete
+    Properties:
+      AccessControl: PublicRead
+      WebsiteConfiguration: {IndexDocument: index.html,
+                             ErrorDocument: error.html}
+      Tags: [{Key: team, Value: web}]
+  Private:
+    Type: AWS::S3::Bucket
+    Properties: {AccessControl: Private}
+Outputs:
+  site: {Value: {Ref: Site}}
+  url: {Value: {'Fn::GetAtt': [Site, WebsiteURL]}}
+  domain: {Value: {'Fn::GetAtt': [Private, DomainName]}}
+  private: {Value: {Ref: Private}}
+"""
+
+
+def test_an_s3_bucket_is_a_swift_container(cli, write):
+    path = write('s3.yaml', S3)
+    cli.run('template', 'validate', '-t', path)
+    cli.run('stack', 'create', 's3', '-t', path, '--wait')
+    assert _status(cli, 's3') == 'CREATE_COMPLETE'
+    out = _outputs(cli, 's3')
+    assert out['site'].startswith('s3-Site-')
+    site = cli.json('sim', 'object', 'show', 'container', out['site'])
+    assert site['read_acl'] == '.r:*'
+    assert site['metadata'] == {'S3-Tag-team': 'web',
+                                'Web-Index': 'index.html',
+                                'Web-Error': 'error.html'}
+    assert out['url'] == site['url'] and out['url'].endswith(
+        '/' + out['site'])
+    private = cli.json('sim', 'object', 'show', 'container', out['private'])
+    assert private['read_acl'] == private['write_acl'] != '.r:*'
+    assert out['domain'] == 'object-store.sim.invalid'
+    cli.run('stack', 'delete', 's3', '--wait', '-y')
+    assert cli.json('sim', 'object', 'list', 'container') == []

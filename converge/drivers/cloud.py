@@ -78,6 +78,9 @@ flavor               name, ram, vcpus, disk, swap, ephemeral,
                      rxtx_factor, os-flavor-access:is_public,
                      extra_specs {}, tenants []; update: extra_specs,
                      tenants
+container            name, metadata {}, read_acl, write_acl (Swift's
+                     X-Container-Read / -Write); its id is its name; no
+                     update; ``url`` in its view is where Swift serves it
 
 ``resolve(kind, name_or_id)`` turns what a template names (an image's or
 network's name, a flavor's) into the id the cloud uses, or raises
@@ -90,7 +93,8 @@ with code 409.
 #: calls: ``clients.compute``)
 KINDS = ('network', 'subnet', 'port', 'router', 'router_interface',
          'security_group', 'security_group_rule', 'floating_ip', 'volume',
-         'volume_attachment', 'image', 'keypair', 'server_group', 'flavor')
+         'volume_attachment', 'image', 'keypair', 'server_group', 'flavor',
+         'container')
 
 #: the kinds whose objects carry a status that settles (others are done
 #: when the create call returns): status -> settled?

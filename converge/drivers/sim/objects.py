@@ -43,14 +43,15 @@ from converge.drivers.sim import nova
 from converge.drivers.sim import rows
 from converge.drivers.sim import secgroups
 from converge.drivers.sim import store
+from converge.drivers.sim import swift
 
 KINDS = dict(neutron.KINDS, **l3.KINDS, **secgroups.KINDS, **cinder.KINDS,
-             **glance.KINDS, **nova.KINDS)
+             **glance.KINDS, **nova.KINDS, **swift.KINDS)
 assert set(KINDS) == set(cloud.KINDS), 'a kind of drivers/cloud.py lacks ' \
     'its sim'
 #: kinds a create finds again by what its body says (natural identity)
 IDENTIFIED = ('keypair', 'flavor', 'server_group', 'router_interface',
-              'volume_attachment', 'security_group_rule')
+              'volume_attachment', 'security_group_rule', 'container')
 #: kinds the sim has every one of (any name resolves): templates written
 #: for other clouds boot their own images, flavors and key pairs on it
 EVERY_NAME = ('image', 'flavor', 'keypair')
