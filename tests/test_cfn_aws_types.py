@@ -92,9 +92,9 @@ Resources:
     assert 'Resources.Keys.Properties.UserName' in proc.stderr
 
 
-EIP = """
-AWSTemplateFormatVersion: '2010-09-09'
-Resources:
+#: the router between the simulator's private and public networks an
+#: address of the public one needs
+ROUTER = """
   Router:
     Type: OS::Neutron::Router
     Properties:
@@ -104,7 +104,12 @@ Resources:
     Properties:
       router: {Ref: Router}
       subnet: private-subnet
-  Web:
+"""
+
+EIP = """
+AWSTemplateFormatVersion: '2010-09-09'
+Resources:
+""" + ROUTER + """  Web:
     Type: AWS::EC2::Instance
     DependsOn: Inside
     Properties:
@@ -192,25 +197,45 @@ Resources:
     assert "Either 'EIP' or 'AllocationId' must be provided." in proc.stderr
 
 
-def test_an_eip_for_an_instance_without_a_port_fails_saying_so(cli, write):
-    path = write('plain.yaml', """
+def test_an_instance_on_the_default_network_gets_its_port_for_an_eip(
+        cli, write):
+    """A server that names no network has no port on the simulator
+    until its interfaces are asked for (as Nova lists them): then it has
+    the one Nova would have made, holding its address, gone with it."""
+    path = write('plain.yaml', EIP_PLAIN)
+    cli.run('stack', 'create', 'plain', '-t', path, '--wait')
+    assert _status(cli, 'plain') == 'CREATE_COMPLETE'
+    out = _outputs(cli, 'plain')
+    fip = cli.json('sim', 'object', 'show', 'floating_ip',
+                   out['allocation'])
+    assert fip['port_id'] == _port_of(cli, out['web'])
+    assert fip['fixed_ip_address'] == out['private_ip']
+    server = cli.json('sim', 'server', 'show', out['web'])
+    assert out['private_ip'] in json.dumps(server['addresses'])
+    cli.run('stack', 'delete', 'plain', '--wait', '-y')
+    assert cli.json('sim', 'object', 'list', 'port') == []
+    assert cli.json('sim', 'object', 'list', 'floating_ip') == []
+
+
+EIP_PLAIN = """
 AWSTemplateFormatVersion: '2010-09-09'
 Resources:
-  Web:
+""" + ROUTER + """  Web:
     Type: AWS::EC2::Instance
     Properties: {ImageId: cirros, InstanceType: m1.small}
   Address:
     Type: AWS::EC2::EIP
+    DependsOn: Inside
+  Assoc:
+    Type: AWS::EC2::EIPAssociation
     Properties:
       InstanceId: {Ref: Web}
-""")
-    proc = cli.run('stack', 'create', 'plain', '-t', path, '--wait',
-                   check=False)
-    assert proc.returncode != 0
-    shown = cli.json('stack', 'show', 'plain')
-    assert shown['stack_status'] == 'CREATE_FAILED'
-    assert 'No network interface found for server' in \
-        shown['stack_status_reason']
+      EIP: {Ref: Address}
+Outputs:
+  allocation: {Value: {'Fn::GetAtt': [Address, AllocationId]}}
+  web: {Value: {Ref: Web}}
+  private_ip: {Value: {'Fn::GetAtt': [Web, PrivateIp]}}
+"""
 
 
 ALARM = """
@@ -247,6 +272,64 @@ def test_a_cloudwatch_alarm_is_stored_with_its_checked_properties(cli,
     assert shown['properties']['Threshold'] == '2'
     cli.run('stack', 'delete', 'cw', '--wait', '-y')
     assert cli.json('stack', 'list') == []
+
+
+SCALED = """
+AWSTemplateFormatVersion: '2010-09-09'
+Resources:
+  Config:
+    Type: AWS::AutoScaling::LaunchConfiguration
+    Properties: {ImageId: cirros, InstanceType: m1.tiny}
+  Group:
+    Type: AWS::AutoScaling::AutoScalingGroup
+    Properties:
+      AvailabilityZones: {'Fn::GetAZs': ''}
+      LaunchConfigurationName: {Ref: Config}
+      MinSize: '1'
+      MaxSize: '3'
+  Up:
+    Type: AWS::AutoScaling::ScalingPolicy
+    Properties:
+      AutoScalingGroupName: {Ref: Group}
+      AdjustmentType: ChangeInCapacity
+      ScalingAdjustment: '1'
+  Busy:
+    Type: AWS::CloudWatch::Alarm
+    Properties:
+      MetricName: CPUUtilization
+      Namespace: system/linux
+      Statistic: Average
+      Period: '60'
+      EvaluationPeriods: '1'
+      Threshold: '50'
+      ComparisonOperator: GreaterThanThreshold
+      AlarmActions: [{Ref: Up}]
+Outputs:
+  instances: {Value: {'Fn::GetAtt': [Group, InstanceList]}}
+"""
+
+
+def test_an_alarm_set_to_alarm_by_a_signal_signals_its_actions(cli, write):
+    cli.run('stack', 'create', 'cw', '-t', write('cw.yaml', SCALED),
+            '--wait')
+    assert len(_outputs(cli, 'cw')['instances'].split(',')) == 1
+    bad = cli.run('stack', 'resource', 'signal', 'cw', 'Busy', '--data',
+                  '{"state": "ON_FIRE"}', check=False)
+    assert bad.returncode != 0 and 'sets its state' in bad.stderr
+    # OK has no actions: nothing scales
+    done = cli.run('stack', 'resource', 'signal', 'cw', 'Busy', '--data',
+                   '{"state": "OK"}')
+    assert 'ok: Alarm state set to OK' in done.stdout
+    assert len(_outputs(cli, 'cw')['instances'].split(',')) == 1
+    done = cli.run('stack', 'resource', 'signal', 'cw', 'Busy', '--data',
+                   '{"state": "ALARM"}')
+    assert 'Alarm state set to ALARM; signalled Up' in done.stdout
+    assert len(_outputs(cli, 'cw')['instances'].split(',')) == 2
+    events = [e for e in cli.json('stack', 'event', 'list', 'cw')
+              if e['resource_name'] == 'Busy' and
+              e['resource_status'] == 'SIGNAL_COMPLETE']
+    assert [e['resource_status_reason'] for e in events] == [
+        'Alarm state set to OK', 'Alarm state set to ALARM; signalled Up']
 
 
 RDS = """

@@ -1063,6 +1063,10 @@ class OpenStackCompute:
                                                             'SOFT_DELETED')]
         return _server(live[0]) if live else None
 
+    def interfaces(self, server_id):
+        """The server's ports (Nova's interface list)."""
+        return self._cloud.list('port', device_id=server_id)
+
     def get_server(self, server_id):
         raw = self.watch.look(server_id)
         if raw is None:

@@ -21,7 +21,7 @@ def _first_port(resource, server, prop):
     """The id of the first port of the server `server` (property
     `prop`), as Heat's nova plug-in takes the first of its interfaces."""
     try:
-        ports = resource.cloud.list('port', device_id=server)
+        ports = resource.clients.compute.interfaces(server)
     except exception.CloudTransient:
         raise
     except exception.CloudError as exc:
@@ -29,10 +29,8 @@ def _first_port(resource, server, prop):
             resource.name, prop, exc))
     if not ports:
         raise exception.ResourceFailure(
-            '%s: property %s: No network interface found for server %s '
-            '(a server booted on no network of the cloud has none: give '
-            'it a SubnetId or NetworkInterfaces)' % (resource.name, prop,
-                                                     server))
+            '%s: property %s: No network interface found for server %s'
+            % (resource.name, prop, server))
     return ports[0]['id']
 
 
