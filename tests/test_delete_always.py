@@ -22,6 +22,7 @@ from converge.engine import service
 from converge.engine import request
 from converge.resources import base
 from converge.resources import cloud_object
+from converge.resources import floating_ip
 from converge.resources import registry
 from converge.resources import server as server_mod
 from converge.resources import software_deployment as sd
@@ -127,6 +128,23 @@ CASES = {
              'VolumeId': {'get_resource': 'volume'},
              'Device': '/dev/vdb'}}},
         'volume_attachment.create'),
+    'AWS::EC2::EIP': ({'it': {'type': 'AWS::EC2::EIP'}}, 'floating_ip.create'),
+    'AWS::EC2::EIPAssociation': (dict(
+        NET, router={'type': 'OS::Neutron::Router', 'properties': {
+            'external_gateway_info': {'network': 'public'}}},
+        interface={'type': 'OS::Neutron::RouterInterface', 'properties': {
+            'router': {'get_resource': 'router'},
+            'subnet': {'get_resource': 'subnet'}}},
+        port={'type': 'OS::Neutron::Port', 'properties': {
+            'network': {'get_resource': 'net'},
+            'fixed_ips': [{'subnet': {'get_resource': 'subnet'}}]}},
+        fip={'type': 'AWS::EC2::EIP', 'depends_on': 'interface'},
+        it={'type': 'AWS::EC2::EIPAssociation', 'properties': {
+            'AllocationId': {'get_attr': ['fip', 'AllocationId']},
+            'NetworkInterfaceId': {'get_resource': 'port'}}}),
+        'floating_ip.update'),
+    'AWS::S3::Bucket': ({'it': {'type': 'AWS::S3::Bucket'}},
+                        'container.create'),
 }
 
 #: the deployment types: their cases are below (an agent's doing)
@@ -141,7 +159,7 @@ DEPLOYMENTS = ('OS::Heat::SoftwareDeployment',
 def _makes_things(cls):
     return issubclass(cls, (cloud_object.CloudObject, server_mod.Server,
                             sd.SoftwareDeployment)) or \
-        cls.__name__ == 'FloatingIPAssociation'
+        issubclass(cls, floating_ip.FloatingIPAssociation)
 
 
 def test_every_type_that_makes_things_has_its_case():

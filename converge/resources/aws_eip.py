@@ -149,6 +149,10 @@ class ElasticIpAssociation(floating_ip.FloatingIPAssociation):
         props = self.properties
         if props.get('AllocationId'):
             return props['AllocationId']
+        if not props.get('EIP'):
+            # (a row recorded before its properties: nothing to find)
+            raise exception.ResourceFailure('%s: no EIP or AllocationId'
+                                            % self.name)
         found = self.cloud.list('floating_ip',
                                 floating_ip_address=props['EIP'])
         if not found:
@@ -168,8 +172,11 @@ class ElasticIpAssociation(floating_ip.FloatingIPAssociation):
             except exception.CloudError as exc:
                 raise exception.ResourceFailure(
                     '%s: property NetworkInterfaceId: %s' % (self.name, exc))
-        else:
+        elif props.get('InstanceId'):
             port = _first_port(self, props['InstanceId'], 'InstanceId')
+        else:
+            raise exception.ResourceFailure(
+                '%s: no InstanceId or NetworkInterfaceId' % self.name)
         return {'floatingip_id': self._floating_ip(), 'port_id': port,
                 'fixed_ip_address': None}
 
