@@ -33,6 +33,16 @@ from tests.test_software_deployment import api  # noqa: F401
 NET = {'net': {'type': 'OS::Neutron::Net'},
        'subnet': {'type': 'OS::Neutron::Subnet', 'properties': {
            'network': {'get_resource': 'net'}, 'cidr': '10.60.0.0/24'}}}
+#: a port on a network routed to the public one (a floating IP's)
+ROUTED_PORT = dict(
+    NET, router={'type': 'OS::Neutron::Router', 'properties': {
+        'external_gateway_info': {'network': 'public'}}},
+    interface={'type': 'OS::Neutron::RouterInterface', 'properties': {
+        'router': {'get_resource': 'router'},
+        'subnet': {'get_resource': 'subnet'}}},
+    port={'type': 'OS::Neutron::Port', 'properties': {
+        'network': {'get_resource': 'net'},
+        'fixed_ips': [{'subnet': {'get_resource': 'subnet'}}]}})
 SERVER = {'type': 'OS::Nova::Server',
           'properties': {'image': 'cirros', 'flavor': 'm1.tiny'}}
 
@@ -70,14 +80,7 @@ CASES = {
                 'properties': {'floating_network': 'public'}}},
         'floating_ip.create'),
     'OS::Neutron::FloatingIPAssociation': (dict(
-        NET, router={'type': 'OS::Neutron::Router', 'properties': {
-            'external_gateway_info': {'network': 'public'}}},
-        interface={'type': 'OS::Neutron::RouterInterface', 'properties': {
-            'router': {'get_resource': 'router'},
-            'subnet': {'get_resource': 'subnet'}}},
-        port={'type': 'OS::Neutron::Port', 'properties': {
-            'network': {'get_resource': 'net'},
-            'fixed_ips': [{'subnet': {'get_resource': 'subnet'}}]}},
+        ROUTED_PORT,
         fip={'type': 'OS::Neutron::FloatingIP', 'depends_on': 'interface',
              'properties': {'floating_network': 'public'}},
         it={'type': 'OS::Neutron::FloatingIPAssociation', 'properties': {
@@ -130,14 +133,7 @@ CASES = {
         'volume_attachment.create'),
     'AWS::EC2::EIP': ({'it': {'type': 'AWS::EC2::EIP'}}, 'floating_ip.create'),
     'AWS::EC2::EIPAssociation': (dict(
-        NET, router={'type': 'OS::Neutron::Router', 'properties': {
-            'external_gateway_info': {'network': 'public'}}},
-        interface={'type': 'OS::Neutron::RouterInterface', 'properties': {
-            'router': {'get_resource': 'router'},
-            'subnet': {'get_resource': 'subnet'}}},
-        port={'type': 'OS::Neutron::Port', 'properties': {
-            'network': {'get_resource': 'net'},
-            'fixed_ips': [{'subnet': {'get_resource': 'subnet'}}]}},
+        ROUTED_PORT,
         fip={'type': 'AWS::EC2::EIP', 'depends_on': 'interface'},
         it={'type': 'AWS::EC2::EIPAssociation', 'properties': {
             'AllocationId': {'get_attr': ['fip', 'AllocationId']},
