@@ -265,7 +265,7 @@ def test_the_corpus_validates_or_names_what_stops_it():
             assert detail.startswith('uses AWS::') or \
                 detail.startswith('uses OS::')
     valid = [r for r, v in verdicts.items() if v[0] == 'valid']
-    assert len(valid) >= 22
+    assert len(valid) >= 30
 
 
 @needs_corpus

@@ -22,6 +22,7 @@ from converge.engine import service
 from converge.engine import request
 from converge.resources import base
 from converge.resources import cloud_object
+from converge.resources import floating_ip
 from converge.resources import registry
 from converge.resources import server as server_mod
 from converge.resources import software_deployment as sd
@@ -32,6 +33,16 @@ from tests.test_software_deployment import api  # noqa: F401
 NET = {'net': {'type': 'OS::Neutron::Net'},
        'subnet': {'type': 'OS::Neutron::Subnet', 'properties': {
            'network': {'get_resource': 'net'}, 'cidr': '10.60.0.0/24'}}}
+#: a port on a network routed to the public one (a floating IP's)
+ROUTED_PORT = dict(
+    NET, router={'type': 'OS::Neutron::Router', 'properties': {
+        'external_gateway_info': {'network': 'public'}}},
+    interface={'type': 'OS::Neutron::RouterInterface', 'properties': {
+        'router': {'get_resource': 'router'},
+        'subnet': {'get_resource': 'subnet'}}},
+    port={'type': 'OS::Neutron::Port', 'properties': {
+        'network': {'get_resource': 'net'},
+        'fixed_ips': [{'subnet': {'get_resource': 'subnet'}}]}})
 SERVER = {'type': 'OS::Nova::Server',
           'properties': {'image': 'cirros', 'flavor': 'm1.tiny'}}
 
@@ -76,14 +87,7 @@ CASES = {
                 'properties': {'floating_network': 'public'}}},
         'floating_ip.create'),
     'OS::Neutron::FloatingIPAssociation': (dict(
-        NET, router={'type': 'OS::Neutron::Router', 'properties': {
-            'external_gateway_info': {'network': 'public'}}},
-        interface={'type': 'OS::Neutron::RouterInterface', 'properties': {
-            'router': {'get_resource': 'router'},
-            'subnet': {'get_resource': 'subnet'}}},
-        port={'type': 'OS::Neutron::Port', 'properties': {
-            'network': {'get_resource': 'net'},
-            'fixed_ips': [{'subnet': {'get_resource': 'subnet'}}]}},
+        ROUTED_PORT,
         fip={'type': 'OS::Neutron::FloatingIP', 'depends_on': 'interface',
              'properties': {'floating_network': 'public'}},
         it={'type': 'OS::Neutron::FloatingIPAssociation', 'properties': {
@@ -184,6 +188,16 @@ CASES = {
     'OS::Ceilometer::Alarm': ({'it': dict(ALARM['it'],
                                           type='OS::Ceilometer::Alarm')},
                               'alarm.create'),
+    'AWS::EC2::EIP': ({'it': {'type': 'AWS::EC2::EIP'}}, 'floating_ip.create'),
+    'AWS::EC2::EIPAssociation': (dict(
+        ROUTED_PORT,
+        fip={'type': 'AWS::EC2::EIP', 'depends_on': 'interface'},
+        it={'type': 'AWS::EC2::EIPAssociation', 'properties': {
+            'AllocationId': {'get_attr': ['fip', 'AllocationId']},
+            'NetworkInterfaceId': {'get_resource': 'port'}}}),
+        'floating_ip.update'),
+    'AWS::S3::Bucket': ({'it': {'type': 'AWS::S3::Bucket'}},
+                        'container.create'),
 }
 
 #: the deployment types: their cases are below (an agent's doing)
@@ -198,7 +212,7 @@ DEPLOYMENTS = ('OS::Heat::SoftwareDeployment',
 def _makes_things(cls):
     return issubclass(cls, (cloud_object.CloudObject, server_mod.Server,
                             sd.SoftwareDeployment)) or \
-        cls.__name__ == 'FloatingIPAssociation'
+        issubclass(cls, floating_ip.FloatingIPAssociation)
 
 
 def test_every_type_that_makes_things_has_its_case():

@@ -50,6 +50,13 @@ VALUES = {'KeyName': KEY, 'DBName': 'wordpress', 'DBUsername': 'admin',
 #: types whose ImageId names an image the create must find
 #: the simulator's own images
 SEEDED = ('cirros', 'fedora', 'ubuntu')
+#: what gives a port an address of the external network: the router
+#: between the simulator's private and public networks comes first
+FLOATING = ('OS::Neutron::FloatingIP', 'AWS::EC2::EIP')
+#: what waits for a server's boot script to signal (a wait condition, or
+#: the nested stack of a type that has one: its server's URL is played)
+BOOT_SIGNALLED = ('WaitCondition', 'AWS::RDS::DBInstance',
+                  'AWS::ElasticLoadBalancing::LoadBalancer')
 IMAGE_TYPES = ('AWS::EC2::Instance', 'AWS::AutoScaling::LaunchConfiguration')
 
 
@@ -68,6 +75,10 @@ BROKEN = {
     'F17/WordPress_Single_Instance_With_Neutron.template':
         'Outputs.InstanceIPAddress.Value.Ref: The specified reference '
         '"IPAddress" is incorrect',
+    # its image is looked up by region, and the region is RegionOne
+    'F17/Rails_Single_Instance.template':
+        'Resources.WebServer.Properties.ImageId.Fn::FindInMap: '
+        'Fn::FindInMap: the key "RegionOne" is not in the mapping',
 }
 
 
@@ -189,7 +200,7 @@ def create(corpus, rel, home):
     params = parameters(corpus, rel)
     text = json.dumps(_doc(corpus, rel))
     made = prelude(home, images(corpus, rel, params),
-                   router='OS::Neutron::FloatingIP' in text)
+                   router=any(t in text for t in FLOATING))
     if made.returncode:
         return 'PRELUDE FAILED', made.stderr.strip()
     args = ['stack', 'create', 'corpus', '-t', os.path.join(corpus, rel),
@@ -212,7 +223,8 @@ def create(corpus, rel, home):
         with open(path, 'w') as f:
             json.dump(doc, f)
         args[4] = path
-    if 'WaitCondition' in json.dumps(doc) + ''.join(extra.values()):
+    if any(t in json.dumps(doc) + ''.join(extra.values())
+           for t in BOOT_SIGNALLED):
         proc = _booting(home, args)
     else:
         proc = _cli(home, *args, timeout=600)

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from converge.db import api
 from converge.db import models
+from converge.drivers import access_keys
 from converge.drivers import facts
 from converge.drivers import scaling
 from converge.drivers import software
@@ -89,6 +90,8 @@ class Clients:
         self.agents = software.AgentStore(db)
         #: OS::Heat::WaitConditionHandle registrations and signals
         self.waitconditions = waitconditions.WaitConditionStore(db)
+        #: AWS::IAM::AccessKey secrets (derived, not stored)
+        self.access_keys = access_keys.AccessKeyStore(db)
         #: OS::Heat::ScalingPolicy signals and the capacities they ask for
         self.scaling = scaling.ScalingStore(db)
         #: OS::Converge::FactStore: what the servers' agents published

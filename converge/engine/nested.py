@@ -68,6 +68,14 @@ class NestedStacks:
                                      resource_name, child), \
             dict(child.get('params') or {})
 
+    def parameters(self, parent):
+        """The values of `parent`'s parameters (Heat's LoadBalancer and
+        DBInstance pass a few of them, by name, to their child)."""
+        defn = self.engine.definition(parent.template_id, parent)
+        return {k: v for k, v in defn.parameters.items()
+                if k not in defn.hidden_parameters and
+                isinstance(v, (str, int, float, list))}
+
     def digest(self, parent, resource_name, child):
         """The digest of what the child `child` describes is made of
         (resources/nested.py compares it with the one applied)."""

@@ -28,6 +28,7 @@ from converge import masking
 from converge.db import api
 from converge.drivers import trusts
 from converge.engine import abandon
+from converge.engine import alarms
 from converge.engine import catalog
 from converge.engine import exposure
 from converge.engine import group_stack
@@ -604,8 +605,9 @@ class Service:
     def resource_signal(self, ctx, ident, name, details=None,
                         signal_id=None):
         """Signal a resource (an OS::Heat::ScalingPolicy: scale its
-        group). Returns what became of the signal: {status (SCALING,
-        IGNORED), reason, capacity, stack_id, traversal_id (the traversal
+        group; an AWS::CloudWatch::Alarm: set its state and signal its
+        actions, engine/alarms.py). Returns what became of the signal:
+        {status (SCALING, IGNORED), reason, capacity, stack_id, traversal_id (the traversal
         scaling the group, or None)}. A signal {"unset_hook": HOOK}
         clears that hook of the resource (engine/hooks.py) instead:
         status CLEARED, traversal_id the root stack's, going on. A
@@ -619,6 +621,10 @@ class Service:
             return hooks.clear(self.engine, ident, name,
                                details['unset_hook'],
                                project_id=self._scope(ctx, ident))
+        if alarms.is_alarm(self.engine, ident, name,
+                           project_id=self._scope(ctx, ident)):
+            return alarms.signal(self.engine, ident, name, details,
+                                 project_id=self._scope(ctx, ident))
         return scaling.signal(self.engine, ident, name, details,
                               project_id=self._scope(ctx, ident),
                               signal_id=signal_id)

@@ -99,6 +99,10 @@ def validate(bundle, params, stack_name='stack', stack_id='',
         if cloud is not None and validate_values:
             check_in_cloud(defn, cloud)
     except exception.InvalidTemplate as exc:
+        if exc.path[:1] == ['resources']:
+            # the dependency graph names HOT's section: the template's
+            # own (CloudFormation's Resources), so that its line is found
+            exc.path[0] = defn.format.section('resources')
         raise exc.locate(bundle.template_path, bundle.line_of(exc.path))
     for name, child, child_params in nested_children(defn):
         try:

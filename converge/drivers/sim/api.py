@@ -47,7 +47,7 @@ from converge.drivers.sim import wiring
 LOG = logging.getLogger(__name__)
 
 OPS = ('create', 'get', 'find', 'list', 'delete', 'rebuild', 'resize',
-       'confirm_resize', 'update', 'stop', 'start', 'reboot')
+       'confirm_resize', 'update', 'stop', 'start', 'reboot', 'interfaces')
 READ_OPS = ('get', 'find', 'list')
 #: the calls on the cloud's other kinds (objects.py): KIND.OP, faults
 #: and the log naming them so (``network.create``, ``volume.delete``)
@@ -813,6 +813,19 @@ class SimCompute:
         if with_agent:
             self._agents_needed()
         return server
+
+    def interfaces(self, server_id):
+        """The server's ports (Nova's interface list), in the order they
+        were made; a server on the default network is given its port
+        now (wiring.interfaces)."""
+        def fn(conn, latency, now):
+            row = self._live_row_or_fail(conn, 'interfaces', server_id,
+                                         latency, now)
+            found = wiring.interfaces(conn, now, row)
+            self._log(conn, 'interfaces', True, server_id=row.id,
+                      latency=latency or None)
+            return found
+        return self._call('interfaces', fn, server_id=str(server_id))
 
     def owns_server(self, server_id):
         """Whether the server is the caller's project's own (another

@@ -282,6 +282,51 @@ def unwire(conn, now, row):
         ctx.save(group)
 
 
+def interfaces(conn, now, row):
+    """Nova's interface list of the server `row`: its ports, as Neutron
+    shows them. A server on the default network by name has no port of
+    its own (its address came from the sim's counter: `plain`); the
+    first look gives it the port Nova would have made at its boot, on
+    the seeded network of that name, holding the address it has, and
+    the server becomes wired (its delete lets the port go, as a port its
+    create made). A floating IP can then be given to it."""
+    ctx = rows.Ctx(conn, now, None, admin=True)
+    ports = ctx.all('port', device=row.id)
+    if not ports and not row.wired:
+        made = _default_port(ctx, row)
+        ports = [made] if made is not None else []
+    return [neutron.PORT.show(ctx, p) for p in ports]
+
+
+def _default_port(ctx, row):
+    entries = json.loads(row.addresses or '{}').get(DEFAULT_NET) or []
+    v4 = [e['addr'] for e in entries if ':' not in e['addr']]
+    nets = [n for n in ctx.all('network', name=DEFAULT_NET)
+            if n.project_id == rows.ADMIN_PROJECT]
+    if not v4 or not nets:
+        return None
+    addr = v4[0]
+    A = store.addresses.c
+    held = sa.and_(A.seq == row.seq, A.net == DEFAULT_NET, A.addr == addr)
+    # the address is the server's already (the counter's, which the
+    # port's address management refuses to give): let go of it while the
+    # port takes it, then the server holds it again, in this transaction
+    ctx.conn.execute(store.addresses.delete().where(held))
+    port = neutron.PORT.make(ctx, nets[0], {
+        'device_id': row.id, 'device_owner': 'compute:nova',
+        'binding:host_id': row.host or '', '_nova_made': True,
+        'fixed_ips': [{'ip_address': addr}]},
+        project_id=row.project_id or nets[0].project_id)
+    ctx.conn.execute(store.addresses.insert().values(
+        seq=row.seq, net=DEFAULT_NET, addr=addr))
+    port.status = 'ACTIVE'
+    port.body['binding:vif_type'] = 'ovs'
+    ctx.save(port, touch=False)
+    ctx.conn.execute(store.servers.update().where(
+        S.seq == row.seq).values(wired=True))
+    return port
+
+
 def _remove_made(ctx, port):
     """A port the server's create made goes with it (its floating IPs
     let go of it; the server's addresses go with the server)."""
