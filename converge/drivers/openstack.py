@@ -882,43 +882,6 @@ class OpenStackCloud(cloud_mod.Cloud):
     def _list_server_group(self, **filters):
         return self.nova.get('/os-server-groups')['server_groups']
 
-    # Swift's containers: the id is the name (its natural identity), the
-    # key a metadata header; what a container shows is its name and URL
-    def _container_view(self, name):
-        return {'id': name, 'name': name, 'url': '%s/%s' % (
-            self.conn.object_store.get_endpoint().rstrip('/'),
-            urllib.parse.quote(name))}
-
-    def _create_container(self, body, key):
-        name = body['name']
-        headers = {'X-Container-Meta-%s' % k: v for k, v in
-                   (body.get('metadata') or {}).items()}
-        headers['X-Container-Meta-Converge-Key'] = key
-        for field, header in (('read_acl', 'X-Container-Read'),
-                              ('write_acl', 'X-Container-Write')):
-            if body.get(field):
-                headers[header] = body[field]
-        self.swift.put('/%s' % urllib.parse.quote(name), headers=headers)
-        return self._container_view(name)
-
-    def _get_container(self, id):
-        try:
-            self.swift.get('/%s?format=json&limit=1' % urllib.parse.quote(id))
-        except exception.CloudNotFound:
-            return None
-        return self._container_view(id)
-
-    def _find_container(self, key, body):
-        return self._get_container(body['name']) if body.get('name') \
-            else None
-
-    def _delete_container(self, id):
-        self.swift.delete('/%s' % urllib.parse.quote(id))
-
-    def _list_container(self, **filters):
-        return [self._container_view(c['name']) for c in
-                self.swift.get('/?format=json') or []]
-
     def _create_flavor(self, body, key):
         body = dict(body)
         specs = body.pop('extra_specs', None) or {}
