@@ -637,9 +637,26 @@ class Unit:
             if new is None:
                 raise Lost()
             api.sync_set_resource(conn, self.trav.id, self.sp.node, new.id)
+            api.events_add(conn, *self._replacement_events(outcome))
         self.row = new
+        self.started = None
         self.plugin = self._plugin(new)
         return self._act(decide_mod.CREATE, None)
+
+    def _replacement_events(self, outcome):
+        """As Heat tells a replacement: the old resource's update began
+        and ended in it ("The Resource NAME requires replacement."),
+        before the new one's create. An update that found it had claimed
+        the resource, and a claim in its own transaction has written the
+        start already."""
+        old = self.row.physical_id
+        events = [self._event(old, 'UPDATE', 'COMPLETE',
+                              'The Resource %s requires replacement.'
+                              % self.name)]
+        if outcome.action is None or self.started is not None:
+            events.insert(0, self._event(old, 'UPDATE', 'IN_PROGRESS',
+                                         timestamp=self.started))
+        return events
 
     # -- cleanup nodes ------------------------------------------------------
     def clean_up(self):
