@@ -22,7 +22,9 @@ is a race in either engine once a resource failed (`_after_failure`).
 CONVERGE_DIFF_EXAMPLES sets how many examples (10 by default: Heat's
 engine makes ~13 resources a second on two cores);
 CONVERGE_DIFF_SEED a seed, to replay a run; CONVERGE_DIFF_CLOUDS a
-clouds.yaml (another checkout's devcloud, used as it runs: no `up`);
+clouds.yaml (another checkout's devcloud, used as it runs: no `up`),
+CONVERGE_DIFF_CONVERGE_URL another converge-api on its Keystone
+(`http://127.0.0.1:PORT/v1/%(project_id)s`: this checkout's, say);
 CONVERGE_DIFF_REPORT a JSON file where every example's differences are
 written, the run going on past them (exploring).  Every difference is
 reported (all of them, not the first) with the templates that showed it.
@@ -93,8 +95,9 @@ def clients():
     project = conn.current_project_id
     heat_url = clouds['devcloud-alice-heat'][
         'orchestration_endpoint_override'] % {'project_id': project}
-    ours = sess.get_endpoint(service_type='orchestration',
-                             interface='public')
+    ours = os.environ.get('CONVERGE_DIFF_CONVERGE_URL', '') % {
+        'project_id': project} or sess.get_endpoint(
+        service_type='orchestration', interface='public')
     heat = heat_client.Client('1', session=sess, endpoint_override=heat_url)
     conv = heat_client.Client('1', session=sess, endpoint_override=ours)
     try:

@@ -252,6 +252,23 @@ def test_replacement_is_told_as_heat_tells_it(engine, tmp_path, change):
         ('DELETE', 'COMPLETE', old_id, 'state changed'))
 
 
+def test_a_type_change_is_not_told_as_a_replacement(engine, tmp_path):
+    """Another type is another resource: Heat makes the new one and
+    deletes the old one, which is not updated, so no event says it
+    "requires replacement" (the differential test found converge saying
+    so once replacements were told)."""
+    def tmpl(v):
+        return et.hot({'a': {'type': ('OS::Heat::TestResource' if v == '1'
+                                      else 'OS::Heat::Value'),
+                             'properties': {'value': v}}})
+    old_id, stack = _create_then_update(engine, tmp_path, 'typ', tmpl, 'a')
+    assert et.status(stack) == 'UPDATE_COMPLETE'
+    evs = [(e.action, e.status, e.physical_id)
+           for e in et.events(engine, stack.id) if e.resource_name == 'a']
+    assert not [e for e in evs if e[0] == 'UPDATE'], evs
+    assert ('DELETE', 'COMPLETE', old_id) in evs
+
+
 def test_none_is_not_updated_when_its_properties_change(engine, tmp_path):
     """OS::Heat::None stands in for anything and does nothing: Heat
     never updates it (no events, CREATE_COMPLETE kept) whatever its

@@ -425,9 +425,11 @@ class Unit:
         if row.type != self.rdef.type and self.trav.action not in (
                 'CHECK', 'SUSPEND', 'RESUME'):
             # another type is another resource (Heat): the new one is
-            # made, the old one cleaned up by its own type
+            # made, the old one cleaned up by its own type; the old one is
+            # not updated, so no events say it "requires replacement"
             return self._restricted(decide_mod.REPLACE) or \
-                self._paused(decide_mod.REPLACE) or Outcome(REPLACE)
+                self._paused(decide_mod.REPLACE) or \
+                Outcome(REPLACE, events=False)
         seen = observe_mod.observe(self.plugin, self._waiting)
         decision = decide_mod.for_update(self.trav.action, row, self.plugin,
                                          seen.state)
@@ -637,7 +639,8 @@ class Unit:
             if new is None:
                 raise Lost()
             api.sync_set_resource(conn, self.trav.id, self.sp.node, new.id)
-            api.events_add(conn, *self._replacement_events(outcome))
+            if outcome.events:
+                api.events_add(conn, *self._replacement_events(outcome))
         self.row = new
         self.started = None
         self.plugin = self._plugin(new)
