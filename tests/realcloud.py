@@ -6,6 +6,7 @@ and left running (`tools/devcloud down` stops it).
 Where MariaDB or RabbitMQ is missing the tests skip, naming it; with
 CI=true they fail, because CI must run them for real."""
 
+import json
 import os
 import shlex
 import shutil
@@ -40,7 +41,8 @@ def up(*flags):
         if _ci():
             pytest.fail('CI=true: ' + msg)
         pytest.skip(msg)
-    proc = subprocess.run([sys.executable, DEVCLOUD, 'up'] + list(flags),
+    flags = list(flags) + [f for f in kept_extras() if f not in flags]
+    proc = subprocess.run([sys.executable, DEVCLOUD, 'up'] + flags,
                           capture_output=True, text=True,
                           timeout=UP_TIMEOUT, stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
@@ -55,6 +57,19 @@ def up(*flags):
         name, _, value = line[len('export '):].partition('=')
         _ENV[name] = shlex.split(value)[0] if value else ''
     return dict(_ENV)
+
+
+def kept_extras(home=os.path.join(conftest.REPO, '.devcloud')):
+    """The `--with-...` flags of the extras the devcloud in `home` was
+    last brought up with: `up` stops an extra it is not given, and a test
+    asking for converge must not stop the Heat a person (or .ci/run)
+    started beside it."""
+    try:
+        with open(os.path.join(home, 'state', 'settings.json')) as f:
+            extras = json.load(f).get('extras') or []
+    except (OSError, ValueError):
+        return []
+    return ['--with-' + name for name in sorted(extras)]
 
 
 class CloudCLI(conftest.CLI):

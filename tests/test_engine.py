@@ -185,6 +185,16 @@ def test_failed_update_rolls_back_to_previous_values(engine, tmp_path):
     assert rows['a'].attributes['output'] == 'one'
 
 
+def _create_then_update(engine, tmp_path, name, tmpl, resource):
+    """Create stack `name` from tmpl('1'), update it to tmpl('2'):
+    (`resource`'s physical id after the create, the stack after)."""
+    stack = et.run(engine, stacks.create, name,
+                   et.bundle(tmp_path, tmpl('1'), 'v1.yaml'), {})
+    first = et.resources(engine, stack)[resource].physical_id
+    return first, et.run(engine, stacks.update, stack.id,
+                         et.bundle(tmp_path, tmpl('2'), 'v2.yaml'), {})
+
+
 def test_replacement_creates_first_and_switches_dependents(engine, tmp_path):
     def tmpl(v):
         return et.hot({
@@ -192,11 +202,7 @@ def test_replacement_creates_first_and_switches_dependents(engine, tmp_path):
                   'properties': {'value': 'a', 'update_replace_value': v}},
             'b': {'type': 'OS::Heat::Value',
                   'properties': {'value': {'get_resource': 'a'}}}})
-    stack = et.run(engine, stacks.create, 'rep',
-                   et.bundle(tmp_path, tmpl('1'), 'v1.yaml'), {})
-    old_id = et.resources(engine, stack)['a'].physical_id
-    stack = et.run(engine, stacks.update, stack.id,
-                   et.bundle(tmp_path, tmpl('2'), 'v2.yaml'), {})
+    old_id, stack = _create_then_update(engine, tmp_path, 'rep', tmpl, 'a')
     assert et.status(stack) == 'UPDATE_COMPLETE'
     rows = et.resources(engine, stack)
     new_id = rows['a'].physical_id
@@ -210,6 +216,78 @@ def test_replacement_creates_first_and_switches_dependents(engine, tmp_path):
     switched = evs.index(('b', 'UPDATE', 'COMPLETE', rows['b'].physical_id))
     deleted = evs.index(('a', 'DELETE', 'COMPLETE', old_id))
     assert created < switched < deleted
+
+
+@pytest.mark.parametrize('change', [
+    # replaced by decision: a property that cannot change in place
+    {'update_replace_value': '2'},
+    # replaced when the update is under way (the plug-in finds it must)
+    {'update_replace': True, 'value': 'b'},
+])
+def test_replacement_is_told_as_heat_tells_it(engine, tmp_path, change):
+    """Heat's events for a resource it replaces: its update starts and
+    completes with "The Resource NAME requires replacement." (the
+    differential test against Heat found converge without them), then
+    the new one is created and the old one deleted."""
+    first = {'value': 'a', 'update_replace_value': '1'}
+    stack = et.run(engine, stacks.create, 'rpl', et.bundle(tmp_path, et.hot(
+        {'a': {'type': 'OS::Heat::TestResource', 'properties': first}}),
+        'v1.yaml'), {})
+    old_id = et.resources(engine, stack)['a'].physical_id
+    stack = et.run(engine, stacks.update, stack.id, et.bundle(
+        tmp_path, et.hot({'a': {'type': 'OS::Heat::TestResource',
+                                'properties': dict(first, **change)}}),
+        'v2.yaml'), {})
+    assert et.status(stack) == 'UPDATE_COMPLETE'
+    new_id = et.resources(engine, stack)['a'].physical_id
+    assert new_id != old_id
+    evs = [(e.action, e.status, e.physical_id, e.reason)
+           for e in et.events(engine, stack.id) if e.resource_name == 'a']
+    told = [('UPDATE', 'IN_PROGRESS', old_id, 'state changed'),
+            ('UPDATE', 'COMPLETE', old_id,
+             'The Resource a requires replacement.')]
+    assert [e for e in evs if e[0] == 'UPDATE'] == told, evs
+    assert evs.index(told[1]) < evs.index(
+        ('CREATE', 'COMPLETE', new_id, 'state changed')) < evs.index(
+        ('DELETE', 'COMPLETE', old_id, 'state changed'))
+
+
+def test_a_type_change_is_not_told_as_a_replacement(engine, tmp_path):
+    """Another type is another resource: Heat makes the new one and
+    deletes the old one, which is not updated, so no event says it
+    "requires replacement" (the differential test found converge saying
+    so once replacements were told)."""
+    def tmpl(v):
+        return et.hot({'a': {'type': ('OS::Heat::TestResource' if v == '1'
+                                      else 'OS::Heat::Value'),
+                             'properties': {'value': v}}})
+    old_id, stack = _create_then_update(engine, tmp_path, 'typ', tmpl, 'a')
+    assert et.status(stack) == 'UPDATE_COMPLETE'
+    evs = [(e.action, e.status, e.physical_id)
+           for e in et.events(engine, stack.id) if e.resource_name == 'a']
+    assert not [e for e in evs if e[0] == 'UPDATE'], evs
+    assert ('DELETE', 'COMPLETE', old_id) in evs
+
+
+def test_none_is_not_updated_when_its_properties_change(engine, tmp_path):
+    """OS::Heat::None stands in for anything and does nothing: Heat
+    never updates it (no events, CREATE_COMPLETE kept) whatever its
+    properties become; the differential test against Heat found converge
+    updating it in place."""
+    def tmpl(v):
+        return et.hot({'n': {'type': 'OS::Heat::None',
+                             'properties': {'anything': v}},
+                       'v': {'type': 'OS::Heat::Value',
+                             'properties': {'value': v}}})
+    before, stack = _create_then_update(engine, tmp_path, 'non', tmpl, 'n')
+    assert et.status(stack) == 'UPDATE_COMPLETE'
+    rows = et.resources(engine, stack)
+    assert (rows['n'].action, rows['n'].status) == ('CREATE', 'COMPLETE')
+    assert rows['n'].physical_id == before
+    assert (rows['v'].action, rows['v'].status) == ('UPDATE', 'COMPLETE')
+    assert [(e.action, e.status) for e in et.events(engine, stack.id)
+            if e.resource_name == 'n'] == [('CREATE', 'IN_PROGRESS'),
+                                           ('CREATE', 'COMPLETE')]
 
 
 def test_update_superseding_a_running_create(engine, tmp_path):

@@ -222,6 +222,8 @@ def _kind(engine, stack, defn, data, name, rdef, row):
                      if props.get(k) != prior.get(k))
     plugin = engine.plugin(rdef.plugin, row, props, stack,
                            rdef.update_policy)
+    if not plugin.needs_update(prior) and row.status == 'COMPLETE':
+        return 'unchanged', ''      # OS::Heat::None: no change is one
     if plugin.needs_replace(prior):
         return 'replaced', 'template: %s changed, not in place' % ', '.join(
             changed)

@@ -322,6 +322,11 @@ class Resource:
         then updated. Default: never."""
         return False
 
+    def needs_update(self, prior):
+        """Whether properties changed from `prior` call for an update
+        (or a replacement) at all. Default: they do."""
+        return True
+
     def needs_replace(self, prior):
         """True when the change from `prior` cannot be made in place.
 

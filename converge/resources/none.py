@@ -1,8 +1,9 @@
 """OS::Heat::None: a stand-in that accepts anything and does nothing.
 
 Handy to stub a resource out through the environment's resource_registry:
-it takes any properties, every attribute reads as None, and an update is
-always made in place (never a replacement).
+it takes any properties, every attribute reads as None, and a change of
+its properties is no update at all (as Heat's: no events, its status
+kept; never a replacement).
 
 This module also holds two small naming helpers shared by the plug-ins in
 this package (Heat's ``physical_resource_name`` and ``short_id``).
@@ -76,6 +77,9 @@ class NoneResource(base.Resource):
 
     def delete(self):
         pass
+
+    def needs_update(self, prior):
+        return False
 
     def needs_replace(self, prior):
         return False

@@ -19,7 +19,7 @@ def for_update(stack_action, row, plugin, observed):
     if never_created or observed is None:
         return CREATE
     prior = row.properties or {}
-    if prior != plugin.properties:
+    if prior != plugin.properties and plugin.needs_update(prior):
         return REPLACE if plugin.needs_replace(prior) else UPDATE
     # an action that failed, or did not finish (its unit died, or its wait
     # was stopped), may have changed the real thing halfway: do it again

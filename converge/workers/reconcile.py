@@ -430,9 +430,11 @@ class Unit:
         if row.type != self.rdef.type and self.trav.action not in (
                 'CHECK', 'SUSPEND', 'RESUME') and not self._alias(row.type):
             # another type is another resource (Heat): the new one is
-            # made, the old one cleaned up by its own type
+            # made, the old one cleaned up by its own type; the old one is
+            # not updated, so no events say it "requires replacement"
             return self._restricted(decide_mod.REPLACE) or \
-                self._paused(decide_mod.REPLACE) or Outcome(REPLACE)
+                self._paused(decide_mod.REPLACE) or \
+                Outcome(REPLACE, events=False)
         seen = observe_mod.observe(self.plugin, self._waiting)
         decision = decide_mod.for_update(self.trav.action, row, self.plugin,
                                          seen.state)
@@ -675,7 +677,10 @@ class Unit:
             if new is None:
                 raise Lost()
             api.sync_set_resource(conn, self.trav.id, self.sp.node, new.id)
+            if outcome.events:
+                api.events_add(conn, *self._replacement_events(outcome))
         self.row = new
+        self.started = None
         self.plugin = self._plugin(new)
         return self._act(decide_mod.CREATE, None)
 
@@ -697,6 +702,21 @@ class Unit:
         if changed:
             self._write(data=plugin.data)
         return None
+
+    def _replacement_events(self, outcome):
+        """As Heat tells a replacement: the old resource's update began
+        and ended in it ("The Resource NAME requires replacement."),
+        before the new one's create. An update that found it had claimed
+        the resource, and a claim in its own transaction has written the
+        start already."""
+        old = self.row.physical_id
+        events = [self._event(old, 'UPDATE', 'COMPLETE',
+                              'The Resource %s requires replacement.'
+                              % self.name)]
+        if outcome.action is None or self.started is not None:
+            events.insert(0, self._event(old, 'UPDATE', 'IN_PROGRESS',
+                                         timestamp=self.started))
+        return events
 
     # -- cleanup nodes ------------------------------------------------------
     def clean_up(self):
