@@ -10,6 +10,8 @@ import json
 import os
 import sys
 
+import pytest
+
 from tests.conftest import REPO
 
 sys.path.insert(0, os.path.join(REPO, 'tools'))
@@ -152,6 +154,7 @@ def _port_of(cli, server):
     return ports[0]['ID']
 
 
+@pytest.mark.long  # 15-25 s: a whole stack made and deleted
 def test_elastic_ips_are_floating_ips_given_to_instances(cli, write):
     path = write('eip.yaml', EIP)
     cli.run('template', 'validate', '-t', path)
@@ -197,6 +200,7 @@ Resources:
     assert "Either 'EIP' or 'AllocationId' must be provided." in proc.stderr
 
 
+@pytest.mark.long  # 15-25 s: a whole stack made and deleted
 def test_an_instance_on_the_default_network_gets_its_port_for_an_eip(
         cli, write):
     """A server that names no network has no port on the simulator
@@ -309,6 +313,7 @@ Outputs:
 """
 
 
+@pytest.mark.long  # 15-25 s: a whole stack made and deleted
 def test_an_alarm_set_to_alarm_by_a_signal_signals_its_actions(cli, write):
     cli.run('stack', 'create', 'cw', '-t', write('cw.yaml', SCALED),
             '--wait')
@@ -370,6 +375,7 @@ def _create_booting(cli, name, path, *params):
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.long  # 15-25 s: a whole stack made and deleted
 def test_a_db_instance_is_a_nested_stack_whose_server_runs_mysql(cli,
                                                                  write):
     path = write('rds.yaml', RDS)
@@ -427,6 +433,7 @@ Outputs:
 """
 
 
+@pytest.mark.long  # 15-25 s: a whole stack made and deleted
 def test_a_load_balancer_is_a_nested_stack_whose_server_runs_haproxy(
         cli, write):
     path = write('lb.yaml', LB)

@@ -91,6 +91,7 @@ def _router(cli, router_id):
     return cli.json('sim', 'object', 'show', 'router', router_id)
 
 
+@pytest.mark.long  # 15-25 s: a whole stack made and deleted
 def test_vpn_service_policies_and_connection(cli, tmp_path):
     path = _write(tmp_path, 'vpn.json', VPN)
     cli.run('stack', 'create', 'vpn', '-t', path, '--wait')
@@ -235,6 +236,7 @@ ALARM = {
 }
 
 
+@pytest.mark.long  # 15-25 s: a whole stack made and deleted
 def test_ceilometer_and_aodh_alarms(cli, tmp_path):
     path = _write(tmp_path, 'alarm.json', ALARM)
     cli.run('stack', 'create', 'al', '-t', path, '--wait')

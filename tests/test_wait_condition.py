@@ -349,7 +349,8 @@ def test_a_condition_needs_a_handle_of_its_stack(engine, tmp_path):
 @pytest.mark.parametrize('props,path,words', [
     ({'handle': 'h', 'timeout': 0}, 'timeout', 'out of range'),
     ({'handle': 'h', 'timeout': 43201}, 'timeout', 'out of range'),
-    ({'handle': 'h', 'timeout': 'soon'}, 'timeout', '"soon" is not'),
+    ({'handle': 'h', 'timeout': 'soon'}, 'timeout',
+     "Value 'soon' is not a number"),
     ({'handle': 'h', 'timeout': 5, 'count': 0}, 'count', 'out of range'),
     ({'timeout': 5}, 'handle', 'not assigned'),
     ({'handle': 'h'}, 'timeout', 'not assigned'),

@@ -687,20 +687,30 @@ class Unit:
     def _make_room(self):
         """The old resource's prepare_for_replace, before its replacement
         is made; what it changed of its data is written with its row."""
-        plugin = self.plugin
-        if plugin is None or self.row.physical_id is None:
+        if self.plugin is None or self.row.physical_id is None:
             return None
+        return self._row_step(self.plugin, self.row, 'prepare_for_replace',
+                              'UPDATE')
+
+    def _row_step(self, plugin, row, step, action):
+        """Run a plug-in's `step` for `row` (not necessarily this unit's
+        own: the name's lock covers every row of the name) and write the
+        data it changed with that row; an Outcome when it failed."""
         try:
             with self._waiting():
-                changed = plugin.prepare_for_replace()
+                changed = getattr(plugin, step)()
         except exception.CloudTransient as exc:
-            return self._retry('UPDATE', exc)
+            return self._retry(action, exc)
         except Exception as exc:
-            LOG.debug('%s prepare_for_replace failed', self.name,
-                      exc_info=True)
-            return Outcome(FAILED, 'UPDATE', _reason(exc))
+            LOG.debug('%s %s failed', self.name, step, exc_info=True)
+            return Outcome(FAILED, action, _reason(exc))
         if changed:
-            self._write(data=plugin.data)
+            with self.engine.db.begin() as conn:
+                key = api.resource_cas(conn, row.id, row.atomic_key,
+                                       data=plugin.data)
+                if key is None:
+                    raise Lost()
+                row.atomic_key = key
         return None
 
     def _replacement_events(self, outcome):
@@ -783,21 +793,7 @@ class Unit:
             return None
         plugin = self.engine.plugin(cls, old, old.properties or {},
                                     self.stack)
-        try:
-            with self._waiting():
-                changed = plugin.restore_after_replace()
-        except exception.CloudTransient as exc:
-            return self._retry('DELETE', exc)
-        except Exception as exc:
-            LOG.debug('%s restore_after_replace failed', self.name,
-                      exc_info=True)
-            return Outcome(FAILED, 'DELETE', _reason(exc))
-        if changed:
-            with self.engine.db.begin() as conn:
-                if api.resource_cas(conn, old.id, old.atomic_key,
-                                    data=plugin.data) is None:
-                    raise Lost()
-        return None
+        return self._row_step(plugin, old, 'restore_after_replace', 'DELETE')
 
     def _cleanup_policy(self, row, plugin_cls):
         """(deletion policy, plug-in class) of a row being cleaned up. The
