@@ -169,8 +169,10 @@ def check(corpus, rel):
         stacks.validate(bundle, {}, validate_values=False)
     except exception.ConvergeError as exc:
         detail = str(exc).replace(corpus + '/', '')
-        if 'Unknown resource type' in detail:
-            # a nested template (a provider, OS::Heat::Stack's) needs it
+        if 'Unknown resource type' in detail or \
+                'ResourceTypeUnavailable' in detail:
+            # a nested template (a provider, OS::Heat::Stack's) needs a
+            # type converge lacks, or one of a service it does not drive
             return 'unsupported', 'nested: ' + detail
         if 'duplicate key' in detail:
             return 'refused', detail
