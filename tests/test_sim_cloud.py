@@ -119,7 +119,7 @@ def test_the_seeded_objects_are_every_projects(cloud, other):
         assert nets['private']['subnets'] == [
             subnets['private-subnet']['id']]
         assert {i['name'] for i in c.list('image')} == {
-            'cirros', 'fedora', 'ubuntu'}
+            'cirros', 'fedora', 'ubuntu', 'heat-agents'}
         assert [f['name'] for f in c.list('flavor')] == [
             'm1.tiny', 'm1.small', 'm1.medium', 'm1.large', 'm1.xlarge']
     assert cloud.get('flavor', '1')['ram'] == 512

@@ -57,10 +57,15 @@ def has_agent(user_data):
         userdata.decode(user_data) is not None
 
 
-def first_boot(user_data):
+def first_boot(user_data, image=None):
     """Whether a server created now with this user_data has it run as
-    cloud-init would ([sim] run_user_data, and parts it would act on)."""
+    cloud-init would ([sim] run_user_data, and parts it would act on);
+    always for image heat-agents, whose cloud-init and agents run what
+    its user data says (converge/agent/imageboot.py)."""
     from converge import conf
+    from converge.agent import image as images
+    if images.is_image(image):
+        return True
     return bool(conf.CONF.sim.run_user_data and userdata.parts(user_data))
 
 
@@ -190,9 +195,11 @@ def _confinement():
     command of a home may start the host before it serves), else where
     it is configured to listen."""
     from converge import conf
+    images = ['--images-dir', os.path.abspath(conf.CONF.sim.images_dir)] \
+        if conf.CONF.sim.images_dir else []
     if not conf.CONF.sim.confine_servers:
-        return ['--unconfined']
-    args = ['--server-uid', str(conf.CONF.sim.server_uid)]
+        return ['--unconfined'] + images
+    args = ['--server-uid', str(conf.CONF.sim.server_uid)] + images
     endpoint = conf.api_endpoint()
     if endpoint:
         args += ['--api-endpoint', endpoint]

@@ -1,8 +1,9 @@
 """What every sim cloud starts with, owned by its admin project: the
 shared network ``private`` (10.0.0.0/16, where servers that name no
 network are), the external network ``public`` (172.24.4.0/24, for
-routers' gateways and floating IPs), the public images cirros, fedora
-and ubuntu and Nova's five default flavors. Their ids are the same in
+routers' gateways and floating IPs), the public images cirros, fedora,
+ubuntu and heat-agents (Heat's guest tooling: converge/agent/image.py)
+and Nova's five default flavors. Their ids are the same in
 every sim (derived from their names).
 
 Planted once per database (store.get_engine), in one transaction with
@@ -32,7 +33,7 @@ NETWORKS = (
      {'name': 'public-subnet', 'cidr': '172.24.4.0/24',
       'gateway_ip': '172.24.4.1', 'enable_dhcp': False}),
 )
-IMAGES = ('cirros', 'fedora', 'ubuntu')
+IMAGES = ('cirros', 'fedora', 'ubuntu', 'heat-agents')
 #: Nova's default flavors: id, name, ram (MB), vcpus, disk (GB)
 FLAVORS = (('1', 'm1.tiny', 512, 1, 1), ('2', 'm1.small', 2048, 1, 20),
            ('3', 'm1.medium', 4096, 2, 40), ('4', 'm1.large', 8192, 4, 80),
