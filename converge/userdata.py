@@ -117,14 +117,8 @@ def parts(user_data):
             return []
         if doc.is_multipart():
             found = []
-            for part in doc.walk():
-                if part.is_multipart():
-                    continue
-                payload = part.get_payload(decode=True)
-                if payload is None:
-                    continue
-                kind = _kind(part.get_content_type(),
-                             payload.decode('utf-8', 'replace'))
+            for content_type, text, _name in _leaves(doc):
+                kind = _kind(content_type, text)
                 if kind is not None:
                     found.append(kind)
             return found
@@ -163,20 +157,21 @@ def mime_parts(user_data):
         except Exception:
             doc = None
         if doc is not None and doc.is_multipart():
-            found = []
-            for part in doc.walk():
-                if part.is_multipart():
-                    continue
-                payload = part.get_payload(decode=True)
-                if payload is None:
-                    continue
-                text = payload.decode('utf-8', 'replace')
-                kind = part.get_content_type()
-                if kind == 'text/plain':
-                    kind = _typed(text, kind)
-                found.append((kind, text, part.get_filename()))
-            return found
+            return [(_typed(text, kind) if kind == 'text/plain' else kind,
+                     text, name) for kind, text, name in _leaves(doc)]
     return [(_typed(user_data, 'text/plain'), user_data, None)]
+
+
+def _leaves(doc):
+    """(content type, text, filename) of each part of multipart `doc`
+    that holds a payload, in order."""
+    for part in doc.walk():
+        if part.is_multipart():
+            continue
+        payload = part.get_payload(decode=True)
+        if payload is not None:
+            yield (part.get_content_type(),
+                   payload.decode('utf-8', 'replace'), part.get_filename())
 
 
 def _typed(text, default):

@@ -26,9 +26,7 @@ from converge import conf
 from converge.agent import image
 from converge.agent import rootfs
 from converge.drivers import sim
-from converge.drivers.sim import agents
-from converge.drivers.sim import store
-from tests import agent_stub
+from tests.test_agent_sim import home  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.skipif(
     not rootfs.available(), reason='no roots here (not root on Linux?)')]
@@ -69,6 +67,11 @@ def handle_part(data, ctype, filename, payload):
     for folder in ('/var/lib/heat-cfntools', '/var/lib/cloud/data'):
         with open(os.path.join(folder, filename), 'w') as f:
             f.write(payload)
+'''
+
+
+USER_SCRIPT = '''#!/bin/sh
+echo ran >> /var/lib/user-script.log
 '''
 
 
@@ -198,7 +201,8 @@ def deployment(dep_id, name, config, url, inputs=(), outputs=(),
 FIRST = '''#!/bin/sh
 echo "first $deploy_action" >> /var/lib/ran.log
 printf hello > "$heat_outputs_path.result"
-if cat "$database" > /dev/null 2>&1; then r=read; else r=denied; fi
+r=denied
+for f in "$database" "$sim"; do cat "$f" > /dev/null 2>&1 && r=read; done
 printf $r > "$heat_outputs_path.database"
 if cat "$other" > /dev/null 2>&1; then r=read; else r=denied; fi
 printf $r > "$heat_outputs_path.other"
@@ -225,21 +229,6 @@ def tree():
 
 
 @pytest.fixture
-def home(tmp_path):
-    path = tmp_path / 'home'
-    path.mkdir()
-    yield path
-    disks = str(path / 'sim-disks')
-    pid = agents._pid(disks)
-    try:
-        agents.shutdown('sqlite:///%s' % (path / 'sim.db'), disks)
-    finally:
-        store.forget()
-        if pid is not None and agent_stub.alive(pid):
-            os.kill(pid, signal.SIGKILL)
-
-
-@pytest.fixture
 def served():
     server = MetadataServer()
     conf.CONF.set_override('public_endpoint', server.url, group='api')
@@ -256,8 +245,8 @@ def test_a_heat_agents_server_runs_heats_tooling_once_per_deployment(
     monkeypatch.setenv('CONVERGE_SIM_RESTART_SEC', '0.2')
     cloud = sim.SimCompute('sqlite:///%s' % (home / 'sim.db'),
                            disks_dir=str(home / 'sim-disks'))
-    # what the script must not read: the engine's database, another
-    # server's disk
+    # what the script must not read: the sim's and the engine's
+    # database, another server's disk
     database = home / 'converge.db'
     database.write_text('secret')
     other = home / 'sim-disks' / 'another-server' / 'private'
@@ -268,12 +257,16 @@ def test_a_heat_agents_server_runs_heats_tooling_once_per_deployment(
                     'deployments': [deployment(
                         'dep-1', 'first', FIRST, url,
                         inputs=[('database', str(database)),
+                                ('sim', str(home / 'sim.db')),
                                 ('other', str(other))],
                         outputs=['result', 'database', 'other']),
                         deployment('dep-apply', 'applied', {'x': 1}, url,
                                    group='apply-config')]})
-    user_data = boot_config({'os-collect-config': occ_section(url),
-                             'deployments': []})
+    # the template's own user_data (a SOFTWARE_CONFIG server's) is a
+    # part of Heat's boot config too: cloud-init runs its script once
+    user_data = boot_config(
+        {'os-collect-config': occ_section(url), 'deployments': []},
+        [(USER_SCRIPT, 'user-script', 'x-shellscript')])
     server = cloud.create_server('vm', 'heat-agents', 'm1.tiny',
                                  user_data=user_data)
     disk = home / 'sim-disks' / server['id']
@@ -282,6 +275,7 @@ def test_a_heat_agents_server_runs_heats_tooling_once_per_deployment(
     assert signalled['deploy_status_code'] == 0, signalled
     assert signalled['result'] == 'hello'
     assert signalled['database'] == 'denied'
+    assert database.exists() and (home / 'sim.db').exists()
     assert signalled['other'] == 'denied'
     # heat-agents' apply-config hook: os-apply-config, run and signalled
     applied = served.wait_signal('/signal/dep-apply', 60)
@@ -300,6 +294,7 @@ def test_a_heat_agents_server_runs_heats_tooling_once_per_deployment(
     assert json.loads((layer / 'heat-cfntools' / 'cfn-init-data')
                       .read_text())['os-collect-config']['request']
     assert (layer / 'boothook.log').read_text() == 'booted\n'
+    assert (layer / 'user-script.log').read_text() == 'ran\n'
     occ_conf = (disk / 'rootfs' / 'etc' / 'os-collect-config.conf')
     assert 'metadata_url = %s/metadata' % url in occ_conf.read_text()
     record = json.loads((disk / 'firstboot.json').read_text())
@@ -322,6 +317,7 @@ def test_a_heat_agents_server_runs_heats_tooling_once_per_deployment(
     assert served.count('/signal/dep-1') == 1
     # the first boot's parts ran once
     assert (layer / 'boothook.log').read_text() == 'booted\n'
+    assert (layer / 'user-script.log').read_text() == 'ran\n'
     assert 'Skipping config dep-1, already deployed' in (
         disk / 'var' / 'log' / 'os-collect-config.log').read_text()
 

@@ -158,6 +158,11 @@ def run(disk, user_data_parts, server, processes, path=None):
                 runcmd.append(config['runcmd'])
             _finish(disk, state, entry, 0)
         else:
+            if kind == BOOTHOOK and text.startswith('#cloud-boothook'):
+                # cloud-init runs what follows its first line
+                text = text.partition('\n')[2]
+                if not text.startswith('#!'):
+                    text = '#!/bin/sh\n' + text
             _script(disk, state, entry, text, processes, path)
     for commands in runcmd:
         entry = {'type': 'runcmd', 'state': 'pending'}

@@ -261,7 +261,7 @@ def _chown_tree(tree, uid):
             os.chown(name, uid, uid, follow_symlinks=False)
 
 
-def layers(tree, disk, stage_lowers=True):
+def layers(tree, disk):
     """The overlay layers of a server of this image at `disk`:
     (target, [lower dirs], upper or None, work or None) — the image's
     `READ_ONLY` directories over the host's, its `WRITABLE` ones with
