@@ -386,3 +386,27 @@ def test_an_images_layers_show_its_tree_and_keep_what_the_server_writes(
         'second\n'
     assert (disk / 'rootfs' / 'var' / 'lib' / 'thing' / 'state' /
             'log').read_text() == 'kept\nkept\n'
+
+
+def test_the_image_runs_nothing_where_servers_cannot_be_confined(tmp_path):
+    """Heat's tooling writes /etc and /var: it runs only in a root of the
+    server's own. With confinement off its boot is refused, saying why
+    (firstboot.json's image_error), before anything is built or run."""
+    from converge.agent import firstboot
+    from converge.agent import imageboot
+    saved = dict(rootfs._STATE)
+    rootfs.enable(confine=False)
+    try:
+        heat_agents = imageboot.HeatAgents(images_dir=str(tmp_path / 'x'))
+        disk = tmp_path / 'disk'
+        disk.mkdir()
+        boot = firstboot.Boot(str(disk), [], {'id': 'vm'},
+                              image=heat_agents)
+        boot._thread.join(30)
+        record = json.loads((disk / 'firstboot.json').read_text())
+    finally:
+        rootfs._STATE.clear()
+        rootfs._STATE.update(saved)
+    assert 'runs only in a root of its own' in record['image_error']
+    assert boot.agent is None
+    assert not (tmp_path / 'x').exists()   # nothing built
