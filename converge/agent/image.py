@@ -71,15 +71,6 @@ FIRST_CONF = '[DEFAULT]\ncommand = os-refresh-config\n'
 PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 
 
-def is_image(image):
-    """Whether a server's image (its name, or the sim's id of it) is
-    this one."""
-    if not image:
-        return False
-    from converge.drivers.sim import rows
-    return str(image) in (NAME, rows.derived_id('image', NAME))
-
-
 def default_dir():
     base = os.environ.get('XDG_CACHE_HOME') or os.path.join(
         os.path.expanduser('~'), '.cache')

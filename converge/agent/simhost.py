@@ -32,7 +32,6 @@ import sqlalchemy as sa
 from converge import userdata
 from converge.agent import client
 from converge.agent import firstboot
-from converge.agent import image
 from converge.agent import imageboot
 from converge.agent import rootfs
 from converge.agent import runner
@@ -211,7 +210,7 @@ class SimHost:
                     boot = conn.execute(_BOOT_DATA, {'id': row.id}).first()
                     server = {'id': boot.id, 'name': boot.name,
                               'image': boot.image, 'key_name': boot.key_name}
-                    if image.is_image(boot.image):
+                    if sim_agents.is_heat_agents(boot.image):
                         # the image's cloud-init and agents, not ours
                         self._creds[row.id] = None
                         server['heat_agents'] = True

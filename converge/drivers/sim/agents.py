@@ -63,10 +63,18 @@ def first_boot(user_data, image=None):
     always for image heat-agents, whose cloud-init and agents run what
     its user data says (converge/agent/imageboot.py)."""
     from converge import conf
-    from converge.agent import image as images
-    if images.is_image(image):
+    if is_heat_agents(image):
         return True
     return bool(conf.CONF.sim.run_user_data and userdata.parts(user_data))
+
+
+def is_heat_agents(image):
+    """Whether a server's image (its name, or the sim's id of it) is
+    heat-agents, whose software is Heat's (converge/agent/image.py)."""
+    from converge.agent import image as images
+    from converge.drivers.sim import rows
+    return bool(image) and str(image) in (
+        images.NAME, rows.derived_id('image', images.NAME))
 
 
 def boots(server):
