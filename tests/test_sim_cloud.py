@@ -128,6 +128,29 @@ def test_the_seeded_objects_are_every_projects(cloud, other):
         objects.rows.derived_id('network', 'public')
 
 
+def test_a_sim_seeded_before_image_heat_agents_gets_it_once(tmp_path):
+    """A sim database seeded before the image heat-agents existed (its
+    seed marker, its three images) gets the image the next time it is
+    opened, and only once."""
+    import sqlalchemy as sa
+    from converge.drivers.sim import seed
+    url = 'sqlite:///%s' % (tmp_path / 'old.db')
+    engine = store.get_engine(url)
+    heat_agents = objects.rows.derived_id('image', 'heat-agents')
+    with engine.begin() as conn:   # as the older seed left it
+        conn.execute(store.objects.delete().where(sa.or_(
+            objects.rows.C.id == heat_agents,
+            objects.rows.C.live_ident == seed.MARKER_IMAGES)))
+    old = objects.SimCloud(url, 'project-a')
+    assert 'heat-agents' not in {i['name'] for i in old.list('image')}
+    store.forget(url)
+    for _ in range(2):
+        seed.ensure(store.get_engine(url))
+    names = [i['name'] for i in objects.SimCloud(
+        url, 'project-a').list('image')]
+    assert sorted(names) == ['cirros', 'fedora', 'heat-agents', 'ubuntu']
+
+
 def test_the_seed_is_planted_once(url, cloud):
     before = len(cloud.list('network'))
     store.forget(url)
