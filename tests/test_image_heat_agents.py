@@ -60,7 +60,6 @@ def list_types():
 def handle_part(data, ctype, filename, payload):
     if ctype == '__begin__':
         os.makedirs('/var/lib/heat-cfntools', 0o700, exist_ok=True)
-        os.makedirs('/var/lib/cloud/data', exist_ok=True)
         return
     if ctype == '__end__':
         return
@@ -299,7 +298,8 @@ def test_a_heat_agents_server_runs_heats_tooling_once_per_deployment(
     assert 'metadata_url = %s/metadata' % url in occ_conf.read_text()
     record = json.loads((disk / 'firstboot.json').read_text())
     assert record['boots'] == 1
-    assert {p['state'] for p in record['parts']} == {'done'}, record
+    assert {(p['state'], p['exit_code']) for p in record['parts']} == {
+        ('done', 0)}, record
 
     # a reboot: os-collect-config starts again, with the configuration
     # it was given; a deployment added then runs, the first does not

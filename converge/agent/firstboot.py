@@ -217,10 +217,14 @@ def _script(disk, state, entry, text, processes, search_path=None,
 _STAGES = {CLOUD_CONFIG: 0, BOOTHOOK: 1, PART_HANDLER: 2, SHELLSCRIPT: 3}
 
 # cloud-init's part handler contract, run in the server's root by its
-# image's Python: the handler's list_types(), then handle_part() with
-# "__begin__", each later part of a type it lists, "__end__"
+# image's Python (or the host's): the handler's list_types(), then
+# handle_part() with "__begin__", each later part of a type it lists,
+# "__end__"
 _HANDLER_DRIVER = '''
-import importlib.util, json, sys
+import importlib.util, json, os, sys
+# cloud-init's own directories, which handlers write to
+for folder in ('/var/lib/cloud/data', '/var/lib/cloud/instance'):
+    os.makedirs(folder, exist_ok=True)
 spec = importlib.util.spec_from_file_location('part_handler', sys.argv[1])
 handler = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(handler)
