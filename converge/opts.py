@@ -279,6 +279,13 @@ SIM_OPTS = [
                      'the hooks fail saying so. False: the software runs '
                      'unconfined, as the agent host\'s user on this '
                      'machine; only for templates you trust.'),
+    cfg.StrOpt('images_dir',
+               help='Where the images sim servers boot from are built, '
+                    'once per machine and version, and kept: heat-agents '
+                    '(Heat\'s os-collect-config, os-refresh-config, '
+                    'os-apply-config and heat-config hooks, from PyPI; '
+                    'docs/software.md). Default: '
+                    '$XDG_CACHE_HOME/converge/images.'),
     cfg.IntOpt('server_uid', default=2000000000, min=1,
                max=2 ** 32 - 2 - 65536,
                help='First of the 65536 uids (and gids) of this machine '

@@ -117,14 +117,8 @@ def parts(user_data):
             return []
         if doc.is_multipart():
             found = []
-            for part in doc.walk():
-                if part.is_multipart():
-                    continue
-                payload = part.get_payload(decode=True)
-                if payload is None:
-                    continue
-                kind = _kind(part.get_content_type(),
-                             payload.decode('utf-8', 'replace'))
+            for content_type, text, _name in _leaves(doc):
+                kind = _kind(content_type, text)
                 if kind is not None:
                     found.append(kind)
             return found
@@ -141,3 +135,47 @@ def _kind(content_type, text):
         if text.startswith('#!'):
             return SHELLSCRIPT, text
     return None
+
+
+# -- every part, for an image whose cloud-init acts on more (part
+# handlers, boothooks): converge/agent/imageboot.py --------------------------
+BOOTHOOK = 'text/cloud-boothook'
+PART_HANDLER = 'text/part-handler'
+_STARTS = (('#cloud-config', CLOUD_CONFIG), ('#cloud-boothook', BOOTHOOK),
+           ('#part-handler', PART_HANDLER), ('#!', SHELLSCRIPT))
+
+
+def mime_parts(user_data):
+    """[(content type, text, filename or None)] of every part of
+    `user_data` in order (a text/plain part, or a document that is not
+    MIME, typed by its first line as cloud-init types it); [] when empty."""
+    if not user_data:
+        return []
+    if not user_data.lstrip().startswith('#'):
+        try:
+            doc = email.message_from_string(user_data)
+        except Exception:
+            doc = None
+        if doc is not None and doc.is_multipart():
+            return [(_typed(text, kind) if kind == 'text/plain' else kind,
+                     text, name) for kind, text, name in _leaves(doc)]
+    return [(_typed(user_data, 'text/plain'), user_data, None)]
+
+
+def _leaves(doc):
+    """(content type, text, filename) of each part of multipart `doc`
+    that holds a payload, in order."""
+    for part in doc.walk():
+        if part.is_multipart():
+            continue
+        payload = part.get_payload(decode=True)
+        if payload is not None:
+            yield (part.get_content_type(),
+                   payload.decode('utf-8', 'replace'), part.get_filename())
+
+
+def _typed(text, default):
+    for start, kind in _STARTS:
+        if text.startswith(start):
+            return kind
+    return default

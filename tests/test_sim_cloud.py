@@ -119,13 +119,36 @@ def test_the_seeded_objects_are_every_projects(cloud, other):
         assert nets['private']['subnets'] == [
             subnets['private-subnet']['id']]
         assert {i['name'] for i in c.list('image')} == {
-            'cirros', 'fedora', 'ubuntu'}
+            'cirros', 'fedora', 'ubuntu', 'heat-agents'}
         assert [f['name'] for f in c.list('flavor')] == [
             'm1.tiny', 'm1.small', 'm1.medium', 'm1.large', 'm1.xlarge']
     assert cloud.get('flavor', '1')['ram'] == 512
     # ids derived from names: the same in every sim
     assert cloud.resolve('network', 'public') == \
         objects.rows.derived_id('network', 'public')
+
+
+def test_a_sim_seeded_before_image_heat_agents_gets_it_once(tmp_path):
+    """A sim database seeded before the image heat-agents existed (its
+    seed marker, its three images) gets the image the next time it is
+    opened, and only once."""
+    import sqlalchemy as sa
+    from converge.drivers.sim import seed
+    url = 'sqlite:///%s' % (tmp_path / 'old.db')
+    engine = store.get_engine(url)
+    heat_agents = objects.rows.derived_id('image', 'heat-agents')
+    with engine.begin() as conn:   # as the older seed left it
+        conn.execute(store.objects.delete().where(sa.or_(
+            objects.rows.C.id == heat_agents,
+            objects.rows.C.live_ident == seed.MARKER_IMAGES)))
+    old = objects.SimCloud(url, 'project-a')
+    assert 'heat-agents' not in {i['name'] for i in old.list('image')}
+    store.forget(url)
+    for _ in range(2):
+        seed.ensure(store.get_engine(url))
+    names = [i['name'] for i in objects.SimCloud(
+        url, 'project-a').list('image')]
+    assert sorted(names) == ['cirros', 'fedora', 'heat-agents', 'ubuntu']
 
 
 def test_the_seed_is_planted_once(url, cloud):

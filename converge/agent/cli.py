@@ -64,6 +64,10 @@ def _parser():
                      help='A file holding one more such URL, read as '
                           'servers\' roots are made (an embedded home\'s '
                           'api.url)')
+    sim.add_argument('--images-dir', metavar='DIR',
+                     help='Where images the servers boot from (heat-agents) '
+                          'are built and kept (default '
+                          '$XDG_CACHE_HOME/converge/images)')
     sim.add_argument('--unconfined', action='store_true',
                      help='Run the servers\' software unconfined, as this '
                           'process\'s user on this machine (trusted '
@@ -114,7 +118,8 @@ def _sim_host(args, url):
                   backoff_max=args.max_backoff,
                   confine=not args.unconfined, uid=args.server_uid,
                   endpoints=args.api_endpoint,
-                  endpoint_file=args.api_url_file)
+                  endpoint_file=args.api_url_file,
+                  images_dir=args.images_dir)
     return 0
 
 

@@ -48,6 +48,8 @@ LOG = logging.getLogger(__name__)
 JOURNAL = 'firstboot.json'
 CLOUD_CONFIG = userdata.CLOUD_CONFIG
 SHELLSCRIPT = userdata.SHELLSCRIPT
+BOOTHOOK = userdata.BOOTHOOK
+PART_HANDLER = userdata.PART_HANDLER
 #: the parts of a user_data cloud-init acts on (converge/userdata.py)
 parts = userdata.parts
 OUTPUT_LOG = os.path.join('var', 'log', 'cloud-init-output.log')
@@ -95,15 +97,23 @@ def _save(disk, state):
                                  json.dumps(state, sort_keys=True).encode())
 
 
-def run(disk, user_data_parts, server, processes):
+def run(disk, user_data_parts, server, processes, path=None):
     """The first boot of the server at `disk` (`server`: id, name,
-    image, key_name), once: a boot after it only counts itself."""
+    image, key_name), once: a boot after it only counts itself.
+
+    `user_data_parts`: (content type, text[, filename]) as
+    `userdata.parts` (or, for an image whose cloud-init acts on part
+    handlers and boothooks, `userdata.mime_parts`) gives them. `path`:
+    the PATH its scripts run with, that of the server's image (else the
+    host's, with the os-apply-config shim first)."""
+    user_data_parts = [tuple(p) + (None,) * (3 - len(p))
+                       for p in user_data_parts]
     state = status(disk) or {'parts': [], 'state': 'started', 'boots': 0}
     state['boots'] += 1
     first = not state['parts']
     if first:
         state['parts'] = [{'type': kind, 'state': 'pending'}
-                          for kind, _text in user_data_parts]
+                          for kind, _text, _name in user_data_parts]
     for entry in state['parts']:
         if entry['state'] == 'started':   # power lost while it ran
             entry.update(state='interrupted', note='the server stopped '
@@ -120,11 +130,20 @@ def run(disk, user_data_parts, server, processes):
     # also means that what the host writes on the disk as root (users,
     # homes, write_files) is written before any of the server's software
     # ran, which could have left links there for it to follow.
+    # Boothooks and part handlers, server software too, run after them
+    # for the same reason (cloud-init runs them earlier, in its init
+    # stage); then the scripts.
     parts = list(enumerate(user_data_parts))
-    parts.sort(key=lambda p: p[1][0] != CLOUD_CONFIG)
-    for index, (kind, text) in parts:
+    parts.sort(key=lambda p: _STAGES.get(p[1][0], len(_STAGES)))
+    for index, (kind, text, _name) in parts:
         entry = state['parts'][index]
-        if kind == CLOUD_CONFIG:
+        if kind == PART_HANDLER:
+            _part_handler(disk, state, entry, text,
+                          user_data_parts[index + 1:], processes, path)
+        elif kind not in _STAGES:
+            _finish(disk, state, entry, 0, 'not a part cloud-init runs: '
+                    'left to a part handler')
+        elif kind == CLOUD_CONFIG:
             try:
                 config = yaml.safe_load(text) or {}
             except yaml.YAMLError as e:
@@ -139,11 +158,17 @@ def run(disk, user_data_parts, server, processes):
                 runcmd.append(config['runcmd'])
             _finish(disk, state, entry, 0)
         else:
-            _script(disk, state, entry, text, processes)
+            if kind == BOOTHOOK and text.startswith('#cloud-boothook'):
+                # cloud-init runs what follows its first line
+                text = text.partition('\n')[2]
+                if not text.startswith('#!'):
+                    text = '#!/bin/sh\n' + text
+            _script(disk, state, entry, text, processes, path)
     for commands in runcmd:
         entry = {'type': 'runcmd', 'state': 'pending'}
         state['parts'].append(entry)
-        _script(disk, state, entry, _runcmd_script(commands), processes)
+        _script(disk, state, entry, _runcmd_script(commands), processes,
+                path)
     state['state'] = 'done'
     _save(disk, state)
     return state
@@ -156,7 +181,8 @@ def _finish(disk, state, entry, code, note=None):
     _save(disk, state)
 
 
-def _script(disk, state, entry, text, processes):
+def _script(disk, state, entry, text, processes, search_path=None,
+            args=()):
     if not rootfs.plan(disk):
         entry.update(state='skipped', note=rootfs.refused() or (
             'this host does not give the server a root of its own: '
@@ -172,15 +198,66 @@ def _script(disk, state, entry, text, processes):
     _save(disk, state)   # before it runs: never twice
     env = rootfs.base_env()
     env['HOME'] = '/root'
-    env['PATH'] = os.path.join(disk, 'var', 'lib', 'cloud', 'bin') + \
-        os.pathsep + env.get('PATH', os.defpath)
+    if search_path is not None:
+        env['PATH'] = search_path
+    else:
+        env['PATH'] = os.path.join(disk, 'var', 'lib', 'cloud', 'bin') + \
+            os.pathsep + env.get('PATH', os.defpath)
     try:
-        code, out, err = processes.run([path], env, '/', disk=disk)
+        code, out, err = processes.run([path] + list(args), env, '/',
+                                       disk=disk)
     except OSError as e:
         code, out, err = 1, b'', ('cannot run: %s' % e).encode()
     hooks.append_in(os.path.join(disk, os.path.dirname(OUTPUT_LOG)),
                     os.path.basename(OUTPUT_LOG), out + err)
     _finish(disk, state, entry, code)
+
+
+#: the parts cloud-init acts on by itself, in the order they run here
+_STAGES = {CLOUD_CONFIG: 0, BOOTHOOK: 1, PART_HANDLER: 2, SHELLSCRIPT: 3}
+
+# cloud-init's part handler contract, run in the server's root by its
+# image's Python (or the host's): the handler's list_types(), then
+# handle_part() with "__begin__", each later part of a type it lists,
+# "__end__"
+_HANDLER_DRIVER = '''
+import importlib.util, json, os, sys
+# cloud-init's own directories, which handlers write to
+for folder in ('/var/lib/cloud/data', '/var/lib/cloud/instance'):
+    os.makedirs(folder, exist_ok=True)
+spec = importlib.util.spec_from_file_location('part_handler', sys.argv[1])
+handler = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(handler)
+with open(sys.argv[2]) as f:
+    parts = json.load(f)
+types = list(handler.list_types())
+version = int(getattr(handler, 'handler_version', 1))
+def call(ctype, filename, payload):
+    if version >= 2:
+        handler.handle_part(None, ctype, filename, payload, 0)
+    else:
+        handler.handle_part(None, ctype, filename, payload)
+call('__begin__', None, None)
+for ctype, filename, payload in parts:
+    if ctype in types:
+        print('%s: %s' % (ctype, filename))
+        call(ctype, filename, payload)
+call('__end__', None, None)
+'''
+
+
+def _part_handler(disk, state, entry, text, later, processes, path):
+    """A ``text/part-handler`` part: cloud-init's custom handler, given
+    the parts after it of the types it lists."""
+    folder = os.path.join(disk, 'var', 'lib', 'cloud', 'instance',
+                          'handlers')
+    index = state['parts'].index(entry)
+    handler = hooks.write_in(folder, 'part-%03d.py' % index, text, 0o600)
+    data = hooks.write_in(folder, 'part-%03d.json' % index, json.dumps(
+        [[kind, name or 'part-%03d' % (index + 1 + n), payload]
+         for n, (kind, payload, name) in enumerate(later)]), 0o600)
+    _script(disk, state, entry, '#!/usr/bin/env python3\n' +
+            _HANDLER_DRIVER, processes, path, args=(handler, data))
 
 
 def _runcmd_script(commands):
@@ -326,31 +403,50 @@ def _write_files(disk, files):
 class Boot:
     """One boot of a simulated server: its first-boot user data (in a
     thread of its own), then its agent, if it has one (`start_agent()`
-    returns it)."""
+    returns it), or its image's services (`image`: an image of
+    `converge.agent.imageboot`, whose layers its root gets)."""
 
-    def __init__(self, disk, user_data_parts, server, start_agent=None):
+    def __init__(self, disk, user_data_parts, server, start_agent=None,
+                 image=None):
         self.disk = disk
         self.processes = hooks.ProcessRunner()
         self.agent = None
         self.stopped = False
         self._lock = threading.Lock()
         self._start_agent = start_agent
+        self.image = image
         self._thread = threading.Thread(
             target=self._run, args=(user_data_parts, server), daemon=True,
             name='firstboot-%s' % str(server.get('id'))[:8])
         self._thread.start()
 
     def _run(self, user_data_parts, server):
+        path = None
+        if self.image is not None:
+            try:
+                self.image.prepare(self.disk, self.processes)
+            except (OSError, RuntimeError) as e:
+                LOG.error('server %s: its image\'s software does not run: '
+                          '%s', server.get('id'), e)
+                state = status(self.disk) or {'parts': [], 'boots': 0,
+                                              'state': 'pending'}
+                state['image_error'] = str(e)
+                _save(self.disk, state)
+                return
+            path = self.image.path
         try:
-            run(self.disk, user_data_parts, server, self.processes)
+            run(self.disk, user_data_parts, server, self.processes, path)
         except hooks.Stopped:
             return
         except Exception:
             LOG.exception('server %s: first boot failed', server.get('id'))
         with self._lock:
-            if self.stopped or self._start_agent is None:
+            if self.stopped:
                 return
-            self.agent = self._start_agent()
+            if self.image is not None:
+                self.agent = self.image.start(self.disk, self.processes)
+            elif self._start_agent is not None:
+                self.agent = self._start_agent()
 
     def stop(self, reason=None, kill_hooks=True):
         with self._lock:

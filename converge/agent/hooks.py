@@ -87,6 +87,9 @@ class ProcessRunner:
         self._dead = False
         self._root = None   # the server's root (rootfs.Root), kept
         self._closing = False
+        #: the overlays of the server's image in its root (rootfs.Root's
+        #: `layers`), set by whoever boots it
+        self.layers = ()
 
     def run(self, argv, env, cwd, disk=None):
         """(exit code, stdout, stderr) of argv, run to its end; with
@@ -135,6 +138,41 @@ class ProcessRunner:
             raise Stopped()
         return proc.returncode, out, err
 
+    def start(self, argv, env, cwd, disk, output):
+        """A long-lived process of the server (a service of its image)
+        started in its root, its stdout and stderr to descriptor
+        `output`; it is cut off as the hooks are (`kill_all`), and
+        forgotten once `reap`ed."""
+        refused = rootfs.refused()
+        if refused:
+            raise rootfs.Unconfined(refused)
+        binds = rootfs.plan(disk)
+        if binds is None or not _SETPRIV_ARGV:
+            raise rootfs.Unconfined('this host does not give the server a '
+                                    'root of its own')
+        prefix = self._enter(disk, binds, cwd) + list(_SETPRIV_ARGV)
+        with self._lock:
+            if self._dead:
+                raise Stopped()
+            with FORK_LOCK:
+                proc = subprocess.Popen(
+                    prefix + list(argv), env=env, stdin=subprocess.DEVNULL,
+                    stdout=output, stderr=subprocess.STDOUT,
+                    start_new_session=True)
+            self._running.add(proc)
+        return proc
+
+    @property
+    def dead(self):
+        """Whether its processes were cut off (`kill_all`)."""
+        return self._dead
+
+    def reap(self, proc):
+        """Forget `proc` (started by `start`) once it ended."""
+        proc.wait()
+        with self._lock:
+            self._running.discard(proc)
+
     def _enter(self, disk, binds, cwd):
         """argv joining the server's root (made, or made again when its
         binds changed or it died)."""
@@ -143,11 +181,13 @@ class ProcessRunner:
                 raise Stopped()
             root = self._root
             if root is not None and (root.binds != list(binds) or
+                                     root.layers != list(self.layers) or
                                      not root.alive()):
                 root.close()
                 root = self._root = None
             if root is None:
-                root = self._root = rootfs.Root(disk, binds)
+                root = self._root = rootfs.Root(disk, binds,
+                                                layers=self.layers)
                 # a runner dropped without close() lets it go too
                 weakref.finalize(self, root.close)
             return root.argv(os.path.abspath(cwd or disk))

@@ -344,15 +344,52 @@ def _fstab_path(path):
     return ''.join('\\%03o' % ord(c) if c in ' \t\n\\' else c for c in path)
 
 
-def _launcher(binds, uid, hosts=()):
+#: what a path given to an overlay layer may not hold (its options'
+#: separators, fstab's blanks)
+_LAYER_UNSAFE = set(' \t\n\\,:')
+
+
+def _layer_lines(layers, stage):
+    """fstab entries (source, target, type, options) of a root's overlay
+    `layers`: (target, [lower dirs: None is the root's own directory as
+    built], upper dir or None (read-only), work dir). An image's tree
+    over the host's /usr, its /etc and /var with what the server writes
+    kept on its disk (`converge.agent.image`)."""
+    found = []
+    for target, lowers, upper, work in layers:
+        paths = [stage + target if p is None else p for p in lowers]
+        if upper is not None:
+            paths += [upper, work]
+        for path in paths + [target]:
+            if set(path) & _LAYER_UNSAFE or not os.path.isabs(path):
+                raise OSError('an overlay layer cannot use the path %r'
+                              % path)
+        options = 'lowerdir=' + ':'.join(
+            stage + target if p is None else p for p in lowers)
+        if upper is not None:
+            options += ',upperdir=%s,workdir=%s' % (upper, work)
+        else:
+            options += ',ro'
+        found.append(('overlay', target, 'overlay',
+                      options + ',nosuid,nodev'))
+    return found
+
+
+def _launcher(binds, uid, hosts=(), layers=()):
     """The shell, run as root in fresh mount, PID and network namespaces
     (as their PID 1), that builds the root under `_STAGE` (`hosts`: lines
-    added to its /etc/hosts), moves into it and, in a user namespace of
-    its own, says ``ready <host pid>``, waits for its uid map and sleeps
-    as the root's root."""
+    added to its /etc/hosts; `layers`: overlays, mounted first, see
+    `_layer_lines`), moves into it and, in a user namespace of its own,
+    says ``ready <host pid>``, waits for its uid map and sleeps as the
+    root's root."""
     stage = _STAGE
     dirs, copies, fstab = set(), [], []
+    layered = {target for target, _l, _u, _w in layers}
+    fstab += _layer_lines(layers, stage)
+    dirs.update(layered)
     for path in SYSTEM_DIRS:
+        if path in layered:
+            continue
         if os.path.islink(path):
             copies.append(path)
         elif os.path.isdir(path):
@@ -433,10 +470,12 @@ class Root:
     with the agent's process (parent-death signal, set from a thread
     that lives as long) or when `close`d, and every process in it with
     it, and its forwarders (`endpoints`: the `netns.Target`s its network
-    namespace gets, by default `targets()`)."""
+    namespace gets, by default `targets()`; `layers`: overlays of an
+    image, `_layer_lines`)."""
 
-    def __init__(self, disk, binds, uid=None, endpoints=None):
+    def __init__(self, disk, binds, uid=None, endpoints=None, layers=()):
         self.binds = list(binds)
+        self.layers = list(layers or ())
         self.uid = _STATE['uid'] if uid is None else uid
         self.endpoints = targets() if endpoints is None else list(endpoints)
         self._lock = threading.Lock()
@@ -449,7 +488,7 @@ class Root:
              '--mount', '--pid', '--ipc', '--net', '--fork', '--kill-child',
              '--propagation', 'private', '--', '/bin/sh', '-c',
              _launcher(self.binds, self.uid,
-                       netns.hosts_lines(self.endpoints))],
+                       netns.hosts_lines(self.endpoints), self.layers)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, start_new_session=True)
         try:

@@ -32,6 +32,7 @@ import sqlalchemy as sa
 from converge import userdata
 from converge.agent import client
 from converge.agent import firstboot
+from converge.agent import imageboot
 from converge.agent import rootfs
 from converge.agent import runner
 from converge.drivers.sim import agents as sim_agents
@@ -79,7 +80,8 @@ class SimHost:
 
     def __init__(self, url, disks, scan_interval=SCAN_INTERVAL,
                  wait=runner.POLL_WAIT, backoff_max=None, confine=True,
-                 uid=rootfs.DEFAULT_UID, endpoints=(), endpoint_file=None):
+                 uid=rootfs.DEFAULT_UID, endpoints=(), endpoint_file=None,
+                 images_dir=None):
         self.url = url
         self.disks = os.path.abspath(disks)
         self.scan_interval = scan_interval
@@ -100,6 +102,8 @@ class SimHost:
                      'nothing')
         self.host = runner.Host(batch=True, wait=wait,
                                 backoff_max=backoff_max)
+        # image heat-agents: Heat's own tooling instead of converge-agent
+        self.heat_agents = imageboot.HeatAgents(images_dir, uid)
         self._engine = store.get_engine(url)
         self._db_file = None
         parsed = sa.engine.make_url(url)
@@ -204,14 +208,23 @@ class SimHost:
                     continue
                 if row.id not in self._creds:
                     boot = conn.execute(_BOOT_DATA, {'id': row.id}).first()
-                    self._creds[row.id] = userdata.decode(boot.user_data)
-                    self._boots[row.id] = (
-                        firstboot.parts(boot.user_data)
-                        if row.first_boot else [],
-                        {'id': boot.id, 'name': boot.name,
-                         'image': boot.image, 'key_name': boot.key_name})
+                    server = {'id': boot.id, 'name': boot.name,
+                              'image': boot.image, 'key_name': boot.key_name}
+                    if sim_agents.is_heat_agents(boot.image):
+                        # the image's cloud-init and agents, not ours
+                        self._creds[row.id] = None
+                        server['heat_agents'] = True
+                        self._boots[row.id] = (
+                            userdata.mime_parts(boot.user_data), server)
+                    else:
+                        self._creds[row.id] = userdata.decode(
+                            boot.user_data)
+                        self._boots[row.id] = (
+                            firstboot.parts(boot.user_data)
+                            if row.first_boot else [], server)
                 if self._creds[row.id] is not None or \
-                        self._boots[row.id][0]:
+                        self._boots[row.id][0] or \
+                        self._boots[row.id][1].get('heat_agents'):
                     wanted[row.id] = row.reboots or 0
         for server_id in list(self._seen):
             if server_id not in wanted:
@@ -234,7 +247,10 @@ class SimHost:
         disk = os.path.join(self.disks, server_id)
         os.makedirs(disk, exist_ok=True)
         parts, server = self._boots[server_id]
-        if parts:
+        if server.get('heat_agents'):
+            self._seen[server_id] = (reboots, firstboot.Boot(
+                disk, parts, server, image=self.heat_agents))
+        elif parts:
             # cloud-init's part first (once per instance), then the agent
             self._seen[server_id] = (reboots, firstboot.Boot(
                 disk, parts, server, lambda: self._agent(server_id, disk)))

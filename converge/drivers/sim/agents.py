@@ -57,11 +57,24 @@ def has_agent(user_data):
         userdata.decode(user_data) is not None
 
 
-def first_boot(user_data):
+def first_boot(user_data, image=None):
     """Whether a server created now with this user_data has it run as
-    cloud-init would ([sim] run_user_data, and parts it would act on)."""
+    cloud-init would ([sim] run_user_data, and parts it would act on);
+    always for image heat-agents, whose cloud-init and agents run what
+    its user data says (converge/agent/imageboot.py)."""
     from converge import conf
+    if is_heat_agents(image):
+        return True
     return bool(conf.CONF.sim.run_user_data and userdata.parts(user_data))
+
+
+def is_heat_agents(image):
+    """Whether a server's image (its name, or the sim's id of it) is
+    heat-agents, whose software is Heat's (converge/agent/image.py)."""
+    from converge.agent import image as images
+    from converge.drivers.sim import rows
+    return bool(image) and str(image) in (
+        images.NAME, rows.derived_id('image', images.NAME))
 
 
 def boots(server):
@@ -190,9 +203,11 @@ def _confinement():
     command of a home may start the host before it serves), else where
     it is configured to listen."""
     from converge import conf
+    images = ['--images-dir', os.path.abspath(conf.CONF.sim.images_dir)] \
+        if conf.CONF.sim.images_dir else []
     if not conf.CONF.sim.confine_servers:
-        return ['--unconfined']
-    args = ['--server-uid', str(conf.CONF.sim.server_uid)]
+        return ['--unconfined'] + images
+    args = ['--server-uid', str(conf.CONF.sim.server_uid)] + images
     endpoint = conf.api_endpoint()
     if endpoint:
         args += ['--api-endpoint', endpoint]

@@ -648,7 +648,7 @@ class SimCompute:
         # create's own transaction, no call of its own
         networks = _normalise_networks(networks)
         key = str(idempotency_key) if idempotency_key else None
-        first_boot = agents.first_boot(user_data) or None
+        first_boot = agents.first_boot(user_data, image) or None
         with_agent = first_boot or agents.has_agent(user_data) or None
 
         def adopt(conn, row, latency, now):
