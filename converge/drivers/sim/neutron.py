@@ -592,11 +592,25 @@ class Port(NeutronKind):
             wiring.readdress(ctx, obj, old_fixed)
         return obj
 
+    def show(self, ctx, obj):
+        view = super().show(ctx, obj)
+        if obj.body.get('_trunk'):
+            from converge.drivers.sim import trunk   # it needs ports
+            details = trunk.trunk_details(ctx, obj)
+            if details is not None:
+                view['trunk_details'] = details
+        return view
+
     def delete(self, ctx, obj, latency):
         owner = obj.body.get('device_owner') or ''
         if owner in SERVICE_OWNERS and not ctx.admin:
             raise conflict('Port %s cannot be deleted directly via the port '
                            'API: has device owner %s.' % (obj.id, owner))
+        if obj.body.get('_trunk') or obj.body.get('_subport_of'):
+            from converge.drivers.sim import trunk   # it needs ports
+            refused = trunk.port_in_use(ctx, obj)
+            if refused is not None:
+                raise refused
         self.remove(ctx, obj)
 
     def remove(self, ctx, obj):
