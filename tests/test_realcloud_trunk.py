@@ -1,7 +1,8 @@
 """OS::Neutron::Trunk against a real Neutron (tools/devcloud, with the
 trunk service plugin): a trunk made on a parent port that a server then
-boots on, its sub-ports changed in place, everything gone after delete;
-each checked through openstacksdk directly."""
+boots on, its sub-ports changed in place, a sub-port removed behind
+converge's back put back by `stack converge`, nothing left after
+delete; each checked through openstacksdk directly."""
 
 import json
 
@@ -103,6 +104,13 @@ def test_trunk_in_neutron(cloud_env, tmp_path):
     after = {r['resource_name']: r['physical_resource_id'] for r in cli.json(
         '--os-cloud', 'devcloud-alice', 'stack', 'resource', 'list', 'tr')}
     assert after == ids
+
+    # a sub-port taken off behind converge's back is put back
+    alice.network.delete_trunk_subports(ids['trunk'],
+                                        [{'port_id': ids['one']}])
+    assert _subs(alice, ids['trunk'], ids) == set()
+    run('stack', 'converge', 'tr', '--wait')
+    assert _subs(alice, ids['trunk'], ids) == {('one', 99)}
 
     run('stack', 'delete', 'tr', '--yes', '--wait')
     assert list(alice.network.trunks(
