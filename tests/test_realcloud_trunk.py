@@ -30,7 +30,9 @@ resources:
   subnet2:
     type: OS::Neutron::Subnet
     properties: {network: {get_resource: net2}, cidr: 10.62.0.0/24}
-  parent: {type: OS::Neutron::Port, properties: {network: {get_resource: net0}}}
+  parent:
+    type: OS::Neutron::Port
+    properties: {network: {get_resource: net0}}
   one: {type: OS::Neutron::Port, properties: {network: {get_resource: net1}}}
   two: {type: OS::Neutron::Port, properties: {network: {get_resource: net2}}}
   trunk:

@@ -90,6 +90,13 @@ def network_or_404(ctx, network_id):
     return net
 
 
+def port_or_404(ctx, port_id):
+    port = ctx.visible('port', port_id)
+    if port is None:
+        raise missing('Port %s could not be found.' % port_id)
+    return port
+
+
 def subnet_or_404(ctx, subnet_id):
     subnet = ctx.visible('subnet', subnet_id)
     if subnet is None:

@@ -21,17 +21,10 @@ object unless it is a trunk's.
 """
 
 from converge.drivers.sim.neutron import COMMON, NeutronKind, boolean, \
-    required
-from converge.drivers.sim.rows import bad, conflict, missing
+    port_or_404, required
+from converge.drivers.sim.rows import bad, conflict
 
 SEGMENTATION_TYPES = ('vlan',)
-
-
-def _port(ctx, port_id):
-    port = ctx.visible('port', port_id)
-    if port is None:
-        raise missing('Port %s could not be found.' % port_id)
-    return port
 
 
 def port_in_use(ctx, port):
@@ -92,7 +85,7 @@ class Trunk(NeutronKind):
 
     def create(self, ctx, body, key, latency):
         self.check_fields(body, self.fields)
-        parent = _port(ctx, required(body, 'port_id', self.name))
+        parent = port_or_404(ctx, required(body, 'port_id', self.name))
         if parent.body.get('_trunk') and ctx.live('trunk',
                                                   parent.body['_trunk']):
             raise conflict('Port %s is in use by another trunk.' % parent.id)
@@ -125,7 +118,7 @@ class Trunk(NeutronKind):
                  for s in trunk.body['sub_ports']}
         ports = {s['port_id'] for s in trunk.body['sub_ports']}
         for sp in subs:
-            port = _port(ctx, sp['port_id'])
+            port = port_or_404(ctx, sp['port_id'])
             sp['port_id'] = port.id
             if port.id == trunk.body['port_id'] or (
                     port.body.get('_trunk') and
