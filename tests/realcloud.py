@@ -115,8 +115,9 @@ def wait_for(predicate, timeout=180, interval=0.1):
 def purge(conn):
     """Leave the project of `conn` as tools/devcloud made it: what an
     earlier run that died left behind would otherwise be counted as this
-    run's (servers, floating IPs, routers with their interfaces, ports,
-    networks, volumes, key pairs, security groups, server groups)."""
+    run's (servers, floating IPs, routers with their interfaces, trunks,
+    ports, networks, volumes, key pairs, security groups, server
+    groups)."""
     project = conn.current_project_id
     for server in list(conn.compute.servers()):
         conn.compute.delete_server(server, ignore_missing=True)
@@ -130,6 +131,10 @@ def purge(conn):
         conn.network.delete_router(router, ignore_missing=True)
     wait_for(lambda: not list(conn.compute.servers()), timeout=300,
              interval=0.5)
+    # a trunk keeps its ports (Neutron refuses their delete)
+    if conn.network.find_extension('trunk'):
+        for trunk in list(conn.network.trunks(project_id=project)):
+            conn.network.delete_trunk(trunk, ignore_missing=True)
     for port in list(conn.network.ports(project_id=project)):
         if not port.device_owner.startswith('network:'):
             conn.network.delete_port(port, ignore_missing=True)

@@ -182,6 +182,17 @@ CASES = {
             'ipsecpolicy_id': {'get_resource': 'ipsec'},
             'vpnservice_id': {'get_resource': 'vpn'}}}),
         'ipsec_site_connection.create'),
+    'OS::Neutron::Trunk': (dict(
+        NET, parent={'type': 'OS::Neutron::Port', 'properties': {
+            'network': {'get_resource': 'net'}}},
+        sub={'type': 'OS::Neutron::Port', 'properties': {
+            'network': {'get_resource': 'net'}}},
+        it={'type': 'OS::Neutron::Trunk', 'properties': {
+            'port': {'get_resource': 'parent'},
+            'sub_ports': [{'port': {'get_resource': 'sub'},
+                           'segmentation_type': 'vlan',
+                           'segmentation_id': 10}]}}),
+        'trunk.create'),
     'OS::Swift::Container': ({'it': {'type': 'OS::Swift::Container'}},
                              'container.create'),
     'OS::Aodh::Alarm': (ALARM, 'alarm.create'),

@@ -97,6 +97,15 @@ ipsec_site_connection  name, description, peer_address, peer_id,
                      initiator, admin_state_up, vpnservice_id,
                      ikepolicy_id, ipsecpolicy_id; update: all but the
                      service and policies
+trunk                name, description, port_id (the parent port),
+                     admin_state_up, sub_ports [{port_id,
+                     segmentation_type, segmentation_id}] (Neutron's trunk
+                     extension); update: name, description,
+                     admin_state_up and sub_ports, the whole list wanted:
+                     the driver removes the sub-ports not in it, then adds
+                     those missing (Neutron's remove_subports and
+                     add_subports); status DOWN or ACTIVE, BUILD while it
+                     settles
 container            name, headers {X-Container-Read, -Write,
                      X-Container-Meta-*}, account_headers
                      {X-Account-Meta-*} (Swift); its id is its name; the
@@ -150,7 +159,7 @@ KINDS = ('network', 'subnet', 'port', 'router', 'router_interface',
          'security_group', 'security_group_rule', 'floating_ip', 'volume',
          'volume_attachment', 'image', 'keypair', 'server_group', 'flavor',
          'router_gateway', 'vpnservice', 'ikepolicy', 'ipsecpolicy',
-         'ipsec_site_connection', 'container', 'alarm',
+         'ipsec_site_connection', 'trunk', 'container', 'alarm',
          'host_aggregate', 'volume_type', 'volume_encryption_type',
          'domain', 'project', 'user', 'role', 'role_assignment')
 
@@ -195,6 +204,9 @@ SETTLING = {
                               'DOWN': True, 'ERROR': True,
                               'PENDING_UPDATE': False,
                               'PENDING_DELETE': False},
+    # Neutron's trunk: BUILD while its driver wires the sub-ports
+    'trunk': {'BUILD': False, 'ACTIVE': True, 'DOWN': True,
+              'DEGRADED': True, 'ERROR': True},
 }
 
 #: neutron-vpnaas's allowed values (neutron-lib's vpn and vpn_aes_ctr

@@ -262,6 +262,8 @@ NEUTRON = {
     'ipsecpolicy': ('vpn/ipsecpolicies', 'ipsecpolicy'),
     'ipsec_site_connection': ('vpn/ipsec-site-connections',
                               'ipsec_site_connection'),
+    # the trunk extension
+    'trunk': ('trunks', 'trunk'),
 }
 
 
@@ -373,6 +375,9 @@ class OpenStackCloud(cloud_mod.Cloud):
         updater = getattr(self, '_update_' + kind, None)
         if updater is not None:
             return updater(id, body)
+        return self._neutron_update(kind, id, body)
+
+    def _neutron_update(self, kind, id, body):
         coll, item = NEUTRON[kind]
         body = dict(body)
         tags = body.pop('tags', None)
@@ -545,6 +550,37 @@ class OpenStackCloud(cloud_mod.Cloud):
             return made
         made.setdefault('tags', []).append(tag)
         return made
+
+    def _update_trunk(self, id, body):
+        """A trunk's fields by PUT; its ``sub_ports``, the whole list
+        wanted, by Neutron's remove_subports (those not wanted, or wanted
+        with another segmentation) then add_subports (those missing), as
+        Heat's trunk does: a port cannot be two sub-ports at once."""
+        body = dict(body)
+        wanted = body.pop('sub_ports', None)
+        found = self._neutron_update('trunk', id, body) if body else None
+        if wanted is None:
+            return found or self.get('trunk', id)
+        have = (found or self.get('trunk', id) or {}).get('sub_ports') or []
+
+        def triple(sp):
+            return (sp.get('port_id'), sp.get('segmentation_type'),
+                    int(sp.get('segmentation_id')))
+        wanted_set = {triple(sp) for sp in wanted}
+        have_set = {triple(sp) for sp in have}
+        going = [{'port_id': sp['port_id']} for sp in have
+                 if triple(sp) not in wanted_set]
+        coming = [{'port_id': sp['port_id'],
+                   'segmentation_type': sp['segmentation_type'],
+                   'segmentation_id': int(sp['segmentation_id'])}
+                  for sp in wanted if triple(sp) not in have_set]
+        if going:
+            self.network.put('/trunks/%s/remove_subports' % id,
+                             {'sub_ports': going})
+        if coming:
+            self.network.put('/trunks/%s/add_subports' % id,
+                             {'sub_ports': coming})
+        return self.get('trunk', id)
 
     def _find_security_group_rule(self, key, body):
         rules = self.network.get('/security-group-rules?%s' % _query(

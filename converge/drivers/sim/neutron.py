@@ -90,6 +90,13 @@ def network_or_404(ctx, network_id):
     return net
 
 
+def port_or_404(ctx, port_id):
+    port = ctx.visible('port', port_id)
+    if port is None:
+        raise missing('Port %s could not be found.' % port_id)
+    return port
+
+
 def subnet_or_404(ctx, subnet_id):
     subnet = ctx.visible('subnet', subnet_id)
     if subnet is None:
@@ -592,11 +599,25 @@ class Port(NeutronKind):
             wiring.readdress(ctx, obj, old_fixed)
         return obj
 
+    def show(self, ctx, obj):
+        view = super().show(ctx, obj)
+        if obj.body.get('_trunk'):
+            from converge.drivers.sim import trunk   # it needs ports
+            details = trunk.trunk_details(ctx, obj)
+            if details is not None:
+                view['trunk_details'] = details
+        return view
+
     def delete(self, ctx, obj, latency):
         owner = obj.body.get('device_owner') or ''
         if owner in SERVICE_OWNERS and not ctx.admin:
             raise conflict('Port %s cannot be deleted directly via the port '
                            'API: has device owner %s.' % (obj.id, owner))
+        if obj.body.get('_trunk') or obj.body.get('_subport_of'):
+            from converge.drivers.sim import trunk   # it needs ports
+            refused = trunk.port_in_use(ctx, obj)
+            if refused is not None:
+                raise refused
         self.remove(ctx, obj)
 
     def remove(self, ctx, obj):

@@ -47,11 +47,12 @@ from converge.drivers.sim import rows
 from converge.drivers.sim import secgroups
 from converge.drivers.sim import store
 from converge.drivers.sim import swift
+from converge.drivers.sim import trunk
 from converge.drivers.sim import vpn
 
 KINDS = dict(neutron.KINDS, **l3.KINDS, **secgroups.KINDS, **cinder.KINDS,
              **glance.KINDS, **nova.KINDS, **vpn.KINDS, **swift.KINDS,
-             **aodh.KINDS, **keystone.KINDS)
+             **aodh.KINDS, **keystone.KINDS, **trunk.KINDS)
 assert set(KINDS) == set(cloud.KINDS), 'a kind of drivers/cloud.py lacks ' \
     'its sim'
 #: kinds a create finds again by what its body says (natural identity)

@@ -14,7 +14,11 @@ from neutron_lib.plugins.ml2 import api
 class BindEverythingDriver(api.MechanismDriver):
 
     def initialize(self):
-        pass
+        # ML2 (the core plugin) initializes its mechanism drivers before
+        # any service plugin is made, so the trunk driver is subscribed
+        # when the trunk plugin announces itself (AFTER_INIT)
+        from devcloud_drivers import trunk
+        trunk.register()
 
     @property
     def connectivity(self):
