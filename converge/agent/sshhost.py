@@ -292,6 +292,11 @@ def stop(hosts_dir, name):
             pass
         return False
     os.kill(rec['pid'], signal.SIGTERM)
+    # gone once its record is (it removes it as it stops)
+    for _ in range(200):
+        if not alive(rec):
+            break
+        select.select([], [], [], 0.05)
     return True
 
 
