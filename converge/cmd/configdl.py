@@ -5,6 +5,7 @@ servers over SSH with Ansible instead of pulled by agents
 
 import os
 import signal
+import time
 
 from cliff import lister
 
@@ -17,6 +18,9 @@ RUN_COLUMNS = ('step', 'role', 'host', 'resource', 'member', 'action',
 #: a test's crash point: `deployment run` kills itself (SIGKILL) once
 #: this step ran on its hosts, before its results are recorded
 CRASH_AFTER_STEP = 'CONVERGE_TEST_CRASH_AFTER_STEP'
+#: seconds between two looks at a stack whose next deployments are not
+#: written yet
+POLL = 0.5
 
 
 def _export(app, stack, directory):
@@ -72,53 +76,80 @@ class Run(lister.Lister):
                                  '$CONVERGE_HOME/config-download/STACK)')
         parser.add_argument('--verbose', action='store_true',
                             help='Show Ansible\'s output')
+        parser.add_argument('--timeout', metavar='<minutes>', type=float,
+                            help='While the stack is IN_PROGRESS, stop '
+                                 'waiting for its next deployments after '
+                                 'this long (default: until it is not)')
         return parser
 
     def take_action(self, args):
-        from converge.configdl import push
         directory = os.path.abspath(args.dir or os.path.join(
             conf_mod.home_dir(), 'config-download', args.stack))
-        plan, steps = _export(self.app, args.stack, directory)
-        by_step = _by_step(plan)
-        svc, ctx = self.app.service(), self.app.context()
-        rows, failed = [], False
-        for step in sorted(steps):
-            _rc, results = push.run_step(directory, 'step%d.yaml' % step,
-                                         args.verbose)
-            if os.environ.get(CRASH_AFTER_STEP) == str(step):
-                os.kill(os.getpid(), signal.SIGKILL)
-            found = {(r.get('id'), r.get('run')): r for r in results
-                     if not r.get('unreachable')}
-            unreachable = {r['host'] for r in results
-                           if r.get('unreachable')}
-            answers = {a['id']: a for a in svc.deployment_push_results(
-                ctx, args.stack, [{'id': r['id'], 'run': r['run'],
-                                   'payload': r.get('result') or {}}
-                                  for r in found.values()])}
-            names = plan.get('inventory_names') or {}
-            for dep in by_step[step]:
-                doc = dep['deployment']
-                res = found.get((doc['id'], doc['run']))
-                if res is None:
-                    outcome, code = ('unreachable' if names.get(
-                        dep['server_id']) in unreachable else 'not run'), None
-                    failed = True
-                else:
-                    code = (res.get('result') or {}).get(
-                        'deploy_status_code')
-                    outcome = 'ran' if res.get('ran') else 'journalled'
-                    if str(code) not in ('0', 'None'):
-                        failed = True
-                answer = answers.get(doc['id']) or {}
-                rows.append((step, dep['role'], dep['host'],
-                             dep['resource'], dep['member'], doc['action'],
-                             outcome, code, answer.get('reason', '') if
-                             answer.get('accepted') else
-                             'no (%s)' % answer.get('reason', 'nothing ran')
-                             if answer else ''))
-            if failed:
+        deadline = (time.monotonic() + args.timeout * 60
+                    if args.timeout else None)
+        handled, rows, failed = set(), [], False
+        while not failed:
+            plan, steps = _export(self.app, args.stack, directory)
+            by_step = _by_step(plan)
+            todo = sorted(s for s, deps in by_step.items() if any(
+                (d['id'], d['deployment']['run']) not in handled
+                for d in deps))
+            if todo:
+                failed = self._step(args, directory, plan, todo[0],
+                                    by_step[todo[0]], handled, rows)
+                continue
+            if not plan['stack_status'].endswith('_IN_PROGRESS') or (
+                    deadline is not None and time.monotonic() > deadline):
                 break
+            # the stack's engine writes the next deployments once those
+            # it waited for are recorded: look again
+            time.sleep(POLL)
         if failed:
             self.app.exit_code = 1
         return RUN_COLUMNS, rows
 
+    def _step(self, args, directory, plan, step, deps, handled, rows):
+        """Run step `step`; True when a deployment failed or a host could
+        not be reached."""
+        from converge.configdl import push
+        svc, ctx = self.app.service(), self.app.context()
+        _rc, results = push.run_step(directory, 'step%d.yaml' % step,
+                                     args.verbose)
+        if os.environ.get(CRASH_AFTER_STEP) == str(step):
+            os.kill(os.getpid(), signal.SIGKILL)
+        found = {(r.get('id'), r.get('run')): r for r in results
+                 if not r.get('unreachable')}
+        unreachable = {r['host'] for r in results if r.get('unreachable')}
+        answers = {a['id']: a for a in svc.deployment_push_results(
+            ctx, args.stack, [{'id': r['id'], 'run': r['run'],
+                               'payload': r.get('result') or {}}
+                              for r in found.values()])}
+        names = plan.get('inventory_names') or {}
+        failed = False
+        for dep in deps:
+            doc = dep['deployment']
+            if (doc['id'], doc['run']) in handled:
+                continue
+            handled.add((doc['id'], doc['run']))
+            res = found.get((doc['id'], doc['run']))
+            if res is None:
+                outcome = ('unreachable' if names.get(dep['server_id']) in
+                           unreachable else 'not run')
+                code = None
+                failed = True
+            else:
+                code = (res.get('result') or {}).get('deploy_status_code')
+                outcome = 'ran' if res.get('ran') else 'journalled'
+                if str(code) not in ('0', 'None'):
+                    failed = True
+            answer = answers.get(doc['id'])
+            if answer is None:
+                recorded = ''
+            elif answer.get('accepted'):
+                recorded = answer.get('reason', '')
+            else:
+                recorded = 'no (%s)' % answer.get('reason', '')
+            rows.append((step, dep['role'], dep['host'], dep['resource'],
+                         dep['member'], doc['action'], outcome, code,
+                         recorded))
+        return failed

@@ -22,11 +22,18 @@ and what needs a nested stack's resource needs every deployment in it).
 """
 
 import functools
+import json
+import urllib.request
+
+import sqlalchemy as sa
+
+from converge import conf as conf_mod
 
 from converge import exception
 from converge.db import api
 from converge.db import software as db_software
 from converge.drivers import software as drivers_software
+from converge.drivers import tokens
 from converge.engine import software
 from converge.engine import traversal
 from converge.engine import views
@@ -78,13 +85,29 @@ def plan(engine, project_id, stack_ident):
                                 []).append(sid)
 
     @functools.lru_cache(maxsize=None)
+    def needs(sid, name):
+        """What (sid, name) needs, by name: as its stack's template says
+        (a row records its own only once converged: a deployment still
+        waiting has none yet)."""
+        st = stacks[sid]
+        try:
+            defn = engine.definition(st.template_id, st) \
+                if st.template_id else None
+        except exception.ConvergeError:
+            defn = None
+        rdef = defn.resources.get(name) if defn is not None else None
+        if rdef is not None:
+            return tuple(sorted(rdef.requires))
+        row = rows[sid].get(name)
+        return tuple(by_id[sid].get(rid) for rid in (
+            row.requires or ()) if row is not None)
+
+    @functools.lru_cache(maxsize=None)
     def start(sid, name):
         """The latest step what (sid, name) needs ends with."""
-        row = rows[sid].get(name)
         found = 0
-        for rid in (row.requires or ()) if row is not None else ():
-            dep = by_id[sid].get(rid)
-            if dep is not None and dep != name:
+        for dep in needs(sid, name):
+            if dep is not None and dep != name and dep in rows[sid]:
                 found = max(found, end(sid, dep))
         st = stacks[sid]
         if st.parent_id in stacks and st.parent_resource:
@@ -148,9 +171,42 @@ def plan(engine, project_id, stack_ident):
     deployments.sort(key=lambda d: (d['step'], d['role'], d['deployment'][
         'name'] or '', d['id']))
     return {'stack': top.name, 'stack_id': top.id,
+            'stack_status': '%s_%s' % (top.action, top.status),
             'hosts': sorted(hosts.values(), key=lambda h: (h['role'],
                                                            h['name'])),
             'deployments': deployments}
+
+
+def _agent_of(conn, server_id):
+    row = conn.execute(sa.select(db_software.AGENTS.c.agent_id).where(
+        db_software.AGENTS.c.server_id == server_id,
+        db_software.AGENTS.c.revoked_at.is_(None))).first()
+    return row.agent_id if row is not None else None
+
+
+def _through_api(engine, items):
+    """Embedded, the engine waiting for these results may be another
+    process (a `stack create --wait` in another terminal) that serves
+    converge-api at the home's address: the results go there, as its
+    servers' agents' signals, under each server's credential, so that
+    process records them and wakes at once. None when no API answers
+    (nothing is waiting in another process: they are recorded here)."""
+    if not conf_mod.is_embedded() or not items:
+        return None
+    endpoint = conf_mod.api_endpoint()
+    if not endpoint:
+        return None
+    verify = [dict(i, token=tokens.token_for(engine.db, i['agent_id']))
+              for i in items]
+    body = json.dumps({'signals': verify}).encode('utf-8')
+    request = urllib.request.Request(
+        endpoint + '/v1/agent/signals', data=body, method='POST',
+        headers={'Content-Type': 'application/json'})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return json.loads(answer.read().decode('utf-8'))['signals']
+    except (OSError, ValueError, KeyError):
+        return None
 
 
 def record(engine, project_id, stack_ident, results):
@@ -162,12 +218,37 @@ def record(engine, project_id, stack_ident, results):
     reason}."""
     _top, stacks = _stacks(engine, project_id, stack_ident)
     answers, woken = [], []
+    with engine.db.connect() as conn:
+        signals = []
+        for item in results:
+            dep = db_software.deployment_get(conn, item.get('id'))
+            if dep is not None and dep.stack_id in stacks and \
+                    dep.status == 'IN_PROGRESS' and \
+                    dep.run == item.get('run'):
+                agent_id = _agent_of(conn, dep.server_id)
+                if agent_id:
+                    signals.append({'deployment_id': dep.id,
+                                    'agent_id': agent_id,
+                                    'run': dep.run,
+                                    'payload': item.get('payload') or {}})
+    sent = _through_api(engine, signals)
+    if sent is not None and len(sent) == len(signals) and all(
+            'error' not in a for a in sent):
+        done = {s['deployment_id']: a for s, a in zip(signals, sent)}
+        results = [r for r in results if r.get('id') not in done]
+        answers = [dict(a, id=i) for i, a in done.items()]
     with engine.db.begin() as conn:
         for item in results:
             dep = db_software.deployment_get(conn, item.get('id'))
             if dep is None or dep.stack_id not in stacks:
                 answers.append({'id': item.get('id'), 'accepted': False,
                                 'reason': 'not a deployment of this stack'})
+                continue
+            if dep.status_reason == db_software.NO_SIGNAL_REASON and \
+                    dep.run == item.get('run'):
+                answers.append({'id': dep.id, 'accepted': False,
+                                'reason': 'NO_SIGNAL: nothing waits for '
+                                          'its result'})
                 continue
             if dep.status != 'IN_PROGRESS' or dep.run != item.get('run'):
                 answers.append({'id': dep.id, 'accepted': False,
