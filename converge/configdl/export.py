@@ -6,7 +6,8 @@ runs a deployment once on its host. The layout is ansible-runner's
 
     DIR/inventory/hosts.yaml        hosts by role, where each is reached
     DIR/inventory/host_vars/H.json  converge_deployments: each deployment
-                                    of host H (its derived config, run key)
+                                    of host H (its derived config, run
+                                    key; JSON, base64: not templated)
     DIR/project/deploy.yaml         every step, in order
     DIR/project/stepN.yaml          step N: each role's playbook
     DIR/project/stepN_ROLE.yaml     a play per deployment of ROLE at step N
@@ -24,6 +25,7 @@ rollout after its batch, as converge's own rollout does), and
 ``pause_time`` a pause after each batch.
 """
 
+import base64
 import json
 import os
 import re
@@ -115,7 +117,11 @@ def write(plan, directory, hosts_dir=None, key=None):
     for dep in plan['deployments']:
         host = names[dep['server_id']]
         key_ = _key(dep)
-        host_vars[host]['converge_deployments'][key_] = dep['deployment']
+        # encoded: Ansible would template a config's own "{{ ... }}"
+        # (an ansible config's variables) when it reads the value
+        host_vars[host]['converge_deployments'][key_] = base64.b64encode(
+            json.dumps(dep['deployment'], sort_keys=True).encode(
+                'utf-8')).decode('ascii')
         role = _slug(dep['role'])
         play = plays.setdefault((dep['step'], role), {}).get(key_)
         if play is None:

@@ -23,6 +23,7 @@ run locally with ``ansible-playbook`` where the host has it). Another
 group is a result with ``deploy_status_code`` 1 naming it.
 """
 
+import base64
 import json
 import os
 import re
@@ -180,13 +181,18 @@ HOOKS = {'script': hook_script, 'Heat::Ungrouped': hook_script,
 
 def main():
     module = AnsibleModule(argument_spec={
-        'deployment': {'type': 'dict', 'required': True},
+        # the deployment's document, JSON in base64 (so that Ansible does
+        # not template what an ansible config holds)
+        'deployment': {'type': 'str', 'required': True},
         'disk': {'type': 'str', 'default': '/var/lib/converge'},
         # where the host has ansible-playbook, when not on its PATH (a
         # simulated host: the controller's, bound read-only in its root)
         'ansible_playbook': {'type': 'str', 'required': False},
     }, supports_check_mode=False)
-    dep = module.params['deployment']
+    try:
+        dep = json.loads(base64.b64decode(module.params['deployment']))
+    except ValueError as e:
+        module.fail_json(msg='deployment is not base64 JSON: %s' % e)
     disk = module.params['disk']
     try:
         path = os.path.join(disk, 'journal', _safe('id', dep.get('id')),
