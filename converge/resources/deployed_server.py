@@ -19,9 +19,9 @@ knows) from a Nova server that is gone.
 from converge.resources import base
 from converge.resources import none
 from converge.resources import properties as p
+from converge.resources import server
 
-TRANSPORTS = ('POLL_SERVER_CFN', 'POLL_SERVER_HEAT', 'POLL_TEMP_URL',
-              'ZAQAR_MESSAGE')
+TRANSPORTS = server.TRANSPORTS
 
 
 class DeployedServer(base.Resource):
@@ -42,23 +42,15 @@ class DeployedServer(base.Resource):
             'for software configuration (a push by `converge deployment '
             'run` needs none of them).', default='POLL_SERVER_CFN',
             allowed_values=TRANSPORTS, update_allowed=True),
-        'deployment_swift_data': p.Schema(
-            p.MAP, 'Swift container and object to use for storing '
-            'deployment data for the server resource.',
-            default={}, update_allowed=True,
-            schema={
-                'container': p.Schema(p.STRING, 'Name of the container.',
-                                      min_length=1),
-                'object': p.Schema(p.STRING, 'Name of the object.',
-                                   min_length=1),
-            }),
+        # as a Nova server's (Heat's DeployedServer shares them)
+        'deployment_swift_data':
+            server.Server.properties_schema['deployment_swift_data'],
     }
 
     attributes_schema = {
         'name': 'Name of the server.',
-        'os_collect_config': 'The os-collect-config configuration for the '
-                             "server's local agent to be configured to "
-                             'connect to Heat to retrieve deployment data.',
+        'os_collect_config':
+            server.Server.attributes_schema['os_collect_config'],
     }
 
     def _agents(self):

@@ -47,6 +47,8 @@ def _safe(what, value):
     return value
 
 
+# journal.write_atomically of the agent, again: this file runs on the host,
+# where converge is not installed
 def _write(path, data):
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
