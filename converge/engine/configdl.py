@@ -6,8 +6,9 @@ agents: config-download").
 
 The plan holds, for a stack and every stack nested in it:
 
-- **hosts**: its servers (OS::Heat::DeployedServer, and OS::Nova::Server)
-  by server id: name, role;
+- **hosts**: its servers (OS::Heat::DeployedServer, and OS::Nova::Server
+  but one whose agent pulls its deployments, user_data_format
+  SOFTWARE_CONFIG) by server id: name, role;
 - **deployments**: each deployment row of a server the plan has (a
   group's members each), with its step, its role, its derived config
   (what the agent would be sent), and its group's rolling policy.
@@ -140,6 +141,10 @@ def plan(engine, project_id, stack_ident):
             if row.type in SERVER_TYPES and row.physical_id and \
                     row.action not in ('INIT', 'DELETE'):
                 props = row.properties or {}
+                if row.type == 'OS::Nova::Server' and props.get(
+                        'user_data_format') == 'SOFTWARE_CONFIG':
+                    # its agent pulls its deployments: not pushed too
+                    continue
                 attrs = row.attributes or {}
                 hosts[row.physical_id] = {
                     'server_id': row.physical_id,
