@@ -28,6 +28,8 @@ AGENT_ENVS = {
 TRIPLEO = 'tripleo-heat-templates/'
 TRIPLEO_REGISTRY = TRIPLEO + 'overcloud-resource-registry-puppet.yaml'
 _ENVS = {}
+DEPLOYED_SERVER_ENV = {
+    'OS::TripleO::DeployedServer::ControlPlanePort': 'OS::Neutron::Port'}
 
 
 def omitted(corpus):
@@ -75,6 +77,10 @@ def tripleo_environment(corpus):
             except (OSError, exception.ConvergeError):
                 target = 'OS::Heat::None'
         registry[key] = target
+    # TripleO's environments/deployed-server-environment.yaml, which the
+    # corpus lacks: a pre-provisioned node's control plane port is a
+    # plain Neutron port (deployed-server/deployed-server.yaml uses it)
+    registry.update(DEPLOYED_SERVER_ENV)
     env['resource_registry'] = registry
     fd, out = tempfile.mkstemp(prefix='tripleo-registry-', suffix='.yaml')
     with os.fdopen(fd, 'w') as f:

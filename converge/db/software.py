@@ -108,6 +108,14 @@ def agent_revoke(conn, agent_id):
         revoked_at=time.time(), version=AGENTS.c.version + 1))
 
 
+def deployed_server(conn, server_id):
+    """Whether `server_id` is an OS::Heat::DeployedServer's (a server no
+    cloud knows): its credential's id is its own id, not revoked."""
+    return conn.execute(sa.select(AGENTS.c.agent_id).where(
+        AGENTS.c.agent_id == server_id, AGENTS.c.server_id == server_id,
+        AGENTS.c.revoked_at.is_(None))).first() is not None
+
+
 def agent_get(conn, agent_id):
     return conn.execute(_AGENT_GET, {'b_agent': agent_id}).first()
 

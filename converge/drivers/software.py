@@ -102,6 +102,11 @@ class AgentStore:
             db_software.agent_bind(conn, agent_id, server_id)
         CHANGES.notify()
 
+    def deployed_server(self, server_id):
+        """Whether `server_id` names a live OS::Heat::DeployedServer."""
+        with self._db.connect() as conn:
+            return db_software.deployed_server(conn, server_id)
+
     def revoke(self, agent_id):
         with self._db.begin() as conn:
             db_software.agent_revoke(conn, agent_id)

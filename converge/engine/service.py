@@ -895,6 +895,22 @@ class Service:
         return self._masked_deployments(ctx, standalone.server_metadata(
             self.engine, request.project_of(ctx), server_id))
 
+    # -- deployments: config-download (a push over SSH) -----------------------
+    @_read
+    def deployment_plan(self, ctx, stack):
+        """The stack's deployments as a push transport runs them: hosts
+        (servers, deployed servers) and deployments by step and role
+        (engine/configdl.py)."""
+        from converge.engine import configdl
+        return configdl.plan(self.engine, request.project_of(ctx), stack)
+
+    def deployment_push_results(self, ctx, stack, results):
+        """Record a push run's results ({id, run, payload} each) as
+        agents' signals are recorded; an answer per result."""
+        from converge.engine import configdl
+        return configdl.record(self.engine, request.project_of(ctx), stack,
+                               results)
+
     # -- deployments: day-2 actions -------------------------------------------
     def deployment_action_run(self, ctx, stack, resource, action,
                               inputs=None, members=None):

@@ -587,6 +587,10 @@ class SoftwareDeployment(base.Resource):
         return body
 
     def _server_lives(self, server_id):
+        agents = getattr(self.clients, 'agents', None)
+        if agents is not None and agents.deployed_server(server_id):
+            # an OS::Heat::DeployedServer: no cloud knows it
+            return True
         compute = getattr(self.clients, 'compute', None)
         if compute is None:
             return True
