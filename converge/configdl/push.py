@@ -13,13 +13,21 @@ nothing ran: a host that is not reached ran nothing.
 import os
 import sys
 
+from converge import exception
+
 UNREACHABLE_CODE = 255
 
 
 def run_step(directory, playbook, verbose=False):
     """Run `playbook` of the export at `directory`; (return code, a result
     per task: {id, action, run, result, ran, host, unreachable})."""
-    import ansible_runner
+    try:
+        import ansible_runner
+    except ImportError:
+        # an extra, not a requirement: only config-download pushes
+        raise exception.InvalidInput(
+            'converge deployment run needs ansible-runner and ansible-core:'
+            " pip install 'converge[configdl]'") from None
 
     results = []
 
