@@ -999,6 +999,85 @@ def test_preview_answers_as_heats(api, tmp_path):
             for member in rg] == [[('nested', '0', None)]]
 
 
+UNICODE = u'''heat_template_version: 2014-10-16
+description: \u8fd9\u662f\u4e00\u4e2a\u63cf\u8ff0
+parameters:
+  \u53c2\u6570:
+    type: number
+    default: 10
+  listed:
+    type: comma_delimited_list
+    default: [a, b]
+resources:
+  \u8d44\u6e90:
+    type: OS::Heat::RandomString
+    properties:
+      length: {get_param: \u53c2\u6570}
+'''
+
+
+def test_a_previews_parameters_are_text_as_heats(api):
+    """heat-tempest-plugin's test_unicode_template.test_stack_preview: a
+    preview gives every parameter as text, as stack show does (a number
+    as written, a list joined by commas)."""
+    hc = api.client('unipreview', api.token('unipreview')['token'])
+    result = hc.stacks.preview(template=UNICODE, stack_name='u',
+                               disable_rollback=True).to_dict()
+    assert result['parameters'][u'\u53c2\u6570'] == '10'
+    assert result['parameters']['listed'] == 'a,b'
+    assert result['template_description'] == \
+        u'\u8fd9\u662f\u4e00\u4e2a\u63cf\u8ff0'
+    res = result['resources'][0]
+    assert res['resource_identity']['path'] == \
+        '/resources/%s' % res['resource_name']
+
+
+FAIL_TOP = '''HeatTemplateFormatVersion: '2012-12-12'
+Resources:
+  victim:
+    Type: fail.yaml
+'''
+FAIL_NESTED = '''HeatTemplateFormatVersion: '2012-12-12'
+Resources:
+  oops:
+    Type: OS::Heat::TestResource
+    Properties:
+      fail: true
+      wait_secs: 2
+'''
+
+
+def test_a_failure_reason_is_worded_as_heats(api):
+    """heat_integrationtests' TemplateResourceErrorMessageTest: a
+    resource's failure reason is the class of the exception Heat raises,
+    the resource's path and the message; through a provider template the
+    path goes down to the resource that failed, and the stack's says
+    `Resource CREATE failed: ` and that."""
+    hc = api.client('wording', api.token('wording')['token'])
+    hc.stacks.create(stack_name='direct', template=FAIL_NESTED)
+    st = _settled(hc, 'direct')
+    assert st.stack_status_reason == ('Resource CREATE failed: ValueError: '
+                                      'resources.oops: Test Resource failed '
+                                      'oops')
+    oops = hc.resources.get('direct', 'oops')
+    assert oops.resource_status_reason == \
+        'ValueError: resources.oops: Test Resource failed oops'
+    failed = [e.resource_status_reason for e in hc.events.list('direct')
+              if e.resource_status == 'CREATE_FAILED' and
+              e.resource_name == 'oops']
+    assert failed == [oops.resource_status_reason]
+
+    hc.stacks.create(stack_name='nested', template=FAIL_TOP,
+                     files={'fail.yaml': FAIL_NESTED})
+    st = _settled(hc, 'nested')
+    assert (st.stack_status, st.stack_status_reason) == (
+        'CREATE_FAILED', 'Resource CREATE failed: ValueError: '
+        'resources.victim.resources.oops: Test Resource failed oops')
+    assert hc.resources.get('nested', 'victim').resource_status_reason == \
+        'ValueError: resources.victim.resources.oops: Test Resource ' \
+        'failed oops'
+
+
 VALIDATED = '''heat_template_version: 2014-10-16
 description: the stack description
 parameters:
