@@ -1078,6 +1078,85 @@ def test_a_failure_reason_is_worded_as_heats(api):
         'failed oops'
 
 
+DRAINED = '''heat_template_version: 2018-08-31
+resources:
+  inner: {type: inner.yaml}
+  group:
+    type: OS::Heat::ResourceGroup
+    properties:
+      count: 1
+      resource_def: {type: OS::Heat::Value, properties: {value: member}}
+  bad:
+    type: OS::Heat::TestResource
+    properties: {fail: true}
+'''
+DRAINED_INNER = '''heat_template_version: 2018-08-31
+resources:
+  word: {type: OS::Heat::Value, properties: {value: hi}}
+'''
+#: each held at its create until the test lets it go: `bad` fails while
+#: the nested stacks are being made
+DRAINED_HOOKS = '''resource_registry:
+  resources:
+    bad: {hooks: pre-create}
+    inner:
+      word: {hooks: pre-create}
+    group:
+      "0": {hooks: pre-create}
+'''
+
+
+def test_a_failure_lets_nested_stacks_in_flight_finish(api, tmp_path):
+    """As Heat: when a resource fails while nested stacks are being made
+    (a provider's, a group's), those run on to their end and are
+    CREATE_COMPLETE; the stack is CREATE_FAILED at once, for the
+    failure (not "Stopped waiting")."""
+    project = 'drained'
+    token = api.token(project)['token']
+    hc = api.client(project, token)
+    hc.stacks.create(stack_name='dr', **_sent(
+        tmp_path, DRAINED, files={'inner.yaml': DRAINED_INNER},
+        env_text=DRAINED_HOOKS))
+
+    def paused():
+        out = api.openstack(project, token, 'stack', 'hook', 'poll', 'dr',
+                            '--nested-depth', '2', '-f', 'json')
+        return sorted(r['Resource Name'] for r in json.loads(out.stdout))
+    deadline = time.monotonic() + 120
+    while paused() != ['0', 'bad', 'word']:
+        assert time.monotonic() < deadline, paused()
+    hc.resources.signal('dr', 'bad', data={'unset_hook': 'pre-create'})
+    st = _settled(hc, 'dr')
+    assert (st.stack_status, st.stack_status_reason) == (
+        'CREATE_FAILED', 'Resource CREATE failed: ValueError: '
+        'resources.bad: Test Resource failed bad')
+    # the nested stacks are still being made: nobody stopped waiting
+    for name in ('inner', 'group'):
+        assert hc.resources.get('dr', name).resource_status == \
+            'CREATE_IN_PROGRESS', name
+    # (`stack hook clear` asks for a stack in progress: the resources'
+    # own signals)
+    for name, member in (('inner', 'word'), ('group', '0')):
+        nested = hc.resources.get('dr', name).physical_resource_id
+        hc.resources.signal(nested, member,
+                            data={'unset_hook': 'pre-create'})
+    deadline = time.monotonic() + 120
+    while any(hc.resources.get('dr', name).resource_status ==
+              'CREATE_IN_PROGRESS' for name in ('inner', 'group')):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    for name in ('inner', 'group'):
+        res = hc.resources.get('dr', name)
+        assert (res.resource_status, res.resource_status_reason) == (
+            'CREATE_COMPLETE', 'state changed'), name
+    st = hc.stacks.get('dr')
+    assert (st.stack_status, st.stack_status_reason) == (
+        'CREATE_FAILED', 'Resource CREATE failed: ValueError: '
+        'resources.bad: Test Resource failed bad')
+    assert not [e for e in hc.events.list('dr')
+                if 'Stopped waiting' in (e.resource_status_reason or '')]
+
+
 VALIDATED = '''heat_template_version: 2014-10-16
 description: the stack description
 parameters:

@@ -1007,7 +1007,8 @@ class Unit:
             if self.trav.action == 'CHECK' or \
                     traversal_mod.cancelled(self.trav):
                 # a failed check is reported at the end, not fatal; a
-                # cancelled traversal draining its waits failed already
+                # traversal draining its waits (cancelled, or failed
+                # while nested stacks were in flight) failed already
                 self._finish(conn)
             else:
                 traversal_mod.fail(conn, self.trav, 'Resource %s failed: %s'
