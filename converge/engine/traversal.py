@@ -356,8 +356,11 @@ def complete(session, traversal, stack_id):
         failed = api.check_failures(session, stack_id)
         if failed:
             status = 'FAILED'
+            # each failure's reason names its resource (Heat's form:
+            # `Error: resources.srv: ...`), one of literal text does not
             reason = 'Resource CHECK failed: ' + '; '.join(
-                '%s: %s' % f for f in failed)
+                why if 'resources.%s: ' % name in why
+                else '%s: %s' % (name, why) for name, why in failed)
     extra = {}
     if action == 'DELETE' and status == 'COMPLETE':
         extra = {'deleted_at': utcnow(), 'deleted_marker': stack_id}
