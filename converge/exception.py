@@ -39,16 +39,21 @@ class InvalidTemplate(ConvergeError):
         super().__init__(self._render())
 
     def _render(self):
+        place = self.place()
+        if place:
+            return '%s: %s' % (place, self.reason)
+        return self.reason
+
+    def place(self):
+        """Where the error is: ``file:line: dotted.path``, each part
+        when known."""
         where = ''
         if self.filename:
             where = self.filename
             if self.line:
                 where += ':%d' % self.line
         loc = '.'.join(str(p) for p in self.path)
-        parts = [p for p in (where, loc) if p]
-        if parts:
-            return '%s: %s' % (': '.join(parts), self.reason)
-        return self.reason
+        return ': '.join(p for p in (where, loc) if p)
 
     def locate(self, filename=None, line=None):
         """Fill in file and line if not known yet; returns self."""
@@ -66,6 +71,21 @@ class InvalidTemplate(ConvergeError):
         self.message = self._render()
         self.args = (self.message,)
         return self
+
+
+class ResourceInvalid(InvalidTemplate):
+    """What a resource type's own check of its properties finds (a
+    plug-in's validate_more), where Heat's resource validate() raises its
+    text alone, with no property path (`Cannot establish connection to
+    Heat endpoint at region ...`): Heat's text first, as clients match
+    it from the start, then where it is, as every other error names it:
+    ``TEXT (at t.yaml:9: resources.R.properties.P)``."""
+
+    def _render(self):
+        place = self.place()
+        if place:
+            return '%s (at %s)' % (self.reason, place)
+        return self.reason
 
 
 class HeatWorded(InvalidTemplate):
@@ -179,7 +199,14 @@ class Forbidden(ConvergeError):
 
 
 class ResourceFailure(ConvergeError):
-    """A resource action failed; the message becomes the status reason."""
+    """A resource action failed; the message becomes the status reason,
+    in Heat's form (reasons.py).
+
+    :param heat_error: the exception class Heat names for this failure
+        (``ValueError``, ``ResourceInError`` ...); Heat's plain ``Error``
+        when not given, none when ``''``
+    :param below: a nested stack's: the path of its resource that failed
+    """
 
 
 class UpdateReplace(Exception):

@@ -353,8 +353,8 @@ def test_stack_failures_list(sides, files):
         # the log names a nested stack's resource by its path, as OSC's
         log = cli.run('stack', 'event', 'list', 'fl', '--nested-depth',
                       '1').stdout
-        assert '[inner.bad]: CREATE_FAILED  Test Resource failed bad' in \
-            log, (side, log)
+        assert '[inner.bad]: CREATE_FAILED  ValueError: resources.bad: ' \
+            'Test Resource failed bad' in log, (side, log)
         cli.run('stack', 'create', '-t', files['value.yaml'], 'fine',
                 '--wait')
         assert cli.run('stack', 'failures', 'list', 'fine').stdout == ''

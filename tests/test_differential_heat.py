@@ -12,7 +12,7 @@ created, maybe refused first in a broken form (the error code compared),
 updated (a second graph over the same names, or new parameters) and
 deleted, one operation at a time on each side, and after each the two
 views are compared: the stack's status, its outputs, its resources
-(names, types, statuses, attributes), the kinds of its events' reasons.
+(names, types, statuses, attributes), its events' reasons in full.
 Only what must differ is normalised: ids, times, random strings (kept as
 their length and alphabet); the deliberate differences of
 docs/compatibility.md are left out, each where it is (`_deliberate_*`,
@@ -453,24 +453,20 @@ def _deliberate_attributes(heat, conv):
                                if k in row['attributes']}
 
 
-HEAT_PREFIX = re.compile(r'^\w+: resources\.[\w.<>-]+: ')
 REPLACEMENT = re.compile(r'^The Resource .* requires replacement\.$')
 
 
 def reason_kind(reason):
-    """A status reason without what names one run (ids, numbers, the
-    detail after the first ': ')."""
+    """A status reason without what names one run (ids, numbers), in
+    full: a failure's is Heat's `ValueError: resources.NAME: message`
+    on both sides, class, path and message compared."""
     if not reason:
         return ''
-    # Heat's resource failures say "ValueError: resources.NAME: message",
-    # converge's the message: an open difference (docs/compatibility.md)
-    reason = HEAT_PREFIX.sub('', reason)
     # a plug-in that finds it must replace while updating names itself
     # in Heat as its class, physical id and stack; converge says the name
     reason = REPLACEMENT.sub('The Resource NAME requires replacement.',
                              reason)
-    head = reason.split(': ')[0]
-    return re.sub(r'\d+', 'N', UUID.sub('<uuid>', head)).strip()
+    return re.sub(r'\d+', 'N', UUID.sub('<uuid>', reason)).strip()
 
 
 def differences(a, b, path=''):

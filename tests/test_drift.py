@@ -103,7 +103,9 @@ def test_drift_is_found_checked_planned_and_repaired(cli, write):
             shown = cli.json('stack', 'resource', 'show', r['stack_name'],
                              r['resource_name'])
             _kind, detail = found[r['physical_resource_id']]
-            assert shown['resource_status_reason'] == 'drifted: ' + detail
+            assert shown['resource_status_reason'] == \
+                'Error: resources.%s: drifted: %s' % (r['resource_name'],
+                                                      detail)
             assert shown['drift'] == detail
             # three ways: the template's, the applied, the observed
             assert shown['desired_properties']['image'] == 'cirros'

@@ -999,6 +999,164 @@ def test_preview_answers_as_heats(api, tmp_path):
             for member in rg] == [[('nested', '0', None)]]
 
 
+UNICODE = u'''heat_template_version: 2014-10-16
+description: \u8fd9\u662f\u4e00\u4e2a\u63cf\u8ff0
+parameters:
+  \u53c2\u6570:
+    type: number
+    default: 10
+  listed:
+    type: comma_delimited_list
+    default: [a, b]
+resources:
+  \u8d44\u6e90:
+    type: OS::Heat::RandomString
+    properties:
+      length: {get_param: \u53c2\u6570}
+'''
+
+
+def test_a_previews_parameters_are_text_as_heats(api):
+    """heat-tempest-plugin's test_unicode_template.test_stack_preview: a
+    preview gives every parameter as text, as stack show does (a number
+    as written, a list joined by commas)."""
+    hc = api.client('unipreview', api.token('unipreview')['token'])
+    result = hc.stacks.preview(template=UNICODE, stack_name='u',
+                               disable_rollback=True).to_dict()
+    assert result['parameters'][u'\u53c2\u6570'] == '10'
+    assert result['parameters']['listed'] == 'a,b'
+    assert result['template_description'] == \
+        u'\u8fd9\u662f\u4e00\u4e2a\u63cf\u8ff0'
+    res = result['resources'][0]
+    assert res['resource_identity']['path'] == \
+        '/resources/%s' % res['resource_name']
+
+
+FAIL_TOP = '''HeatTemplateFormatVersion: '2012-12-12'
+Resources:
+  victim:
+    Type: fail.yaml
+'''
+FAIL_NESTED = '''HeatTemplateFormatVersion: '2012-12-12'
+Resources:
+  oops:
+    Type: OS::Heat::TestResource
+    Properties:
+      fail: true
+      wait_secs: 2
+'''
+
+
+def test_a_failure_reason_is_worded_as_heats(api):
+    """heat_integrationtests' TemplateResourceErrorMessageTest: a
+    resource's failure reason is the class of the exception Heat raises,
+    the resource's path and the message; through a provider template the
+    path goes down to the resource that failed, and the stack's says
+    `Resource CREATE failed: ` and that."""
+    hc = api.client('wording', api.token('wording')['token'])
+    hc.stacks.create(stack_name='direct', template=FAIL_NESTED)
+    st = _settled(hc, 'direct')
+    assert st.stack_status_reason == ('Resource CREATE failed: ValueError: '
+                                      'resources.oops: Test Resource failed '
+                                      'oops')
+    oops = hc.resources.get('direct', 'oops')
+    assert oops.resource_status_reason == \
+        'ValueError: resources.oops: Test Resource failed oops'
+    failed = [e.resource_status_reason for e in hc.events.list('direct')
+              if e.resource_status == 'CREATE_FAILED' and
+              e.resource_name == 'oops']
+    assert failed == [oops.resource_status_reason]
+
+    hc.stacks.create(stack_name='nested', template=FAIL_TOP,
+                     files={'fail.yaml': FAIL_NESTED})
+    st = _settled(hc, 'nested')
+    assert (st.stack_status, st.stack_status_reason) == (
+        'CREATE_FAILED', 'Resource CREATE failed: ValueError: '
+        'resources.victim.resources.oops: Test Resource failed oops')
+    assert hc.resources.get('nested', 'victim').resource_status_reason == \
+        'ValueError: resources.victim.resources.oops: Test Resource ' \
+        'failed oops'
+
+
+DRAINED = '''heat_template_version: 2018-08-31
+resources:
+  inner: {type: inner.yaml}
+  group:
+    type: OS::Heat::ResourceGroup
+    properties:
+      count: 1
+      resource_def: {type: OS::Heat::Value, properties: {value: member}}
+  bad:
+    type: OS::Heat::TestResource
+    properties: {fail: true}
+'''
+DRAINED_INNER = '''heat_template_version: 2018-08-31
+resources:
+  word: {type: OS::Heat::Value, properties: {value: hi}}
+'''
+#: each held at its create until the test lets it go: `bad` fails while
+#: the nested stacks are being made
+DRAINED_HOOKS = '''resource_registry:
+  resources:
+    bad: {hooks: pre-create}
+    inner:
+      word: {hooks: pre-create}
+    group:
+      "0": {hooks: pre-create}
+'''
+
+
+def test_a_failure_lets_nested_stacks_in_flight_finish(api, tmp_path):
+    """As Heat: when a resource fails while nested stacks are being made
+    (a provider's, a group's), those run on to their end and are
+    CREATE_COMPLETE; the stack is CREATE_FAILED at once, for the
+    failure (not "Stopped waiting")."""
+    project = 'drained'
+    token = api.token(project)['token']
+    hc = api.client(project, token)
+    hc.stacks.create(stack_name='dr', **_sent(
+        tmp_path, DRAINED, files={'inner.yaml': DRAINED_INNER},
+        env_text=DRAINED_HOOKS))
+
+    def paused():
+        out = api.openstack(project, token, 'stack', 'hook', 'poll', 'dr',
+                            '--nested-depth', '2', '-f', 'json')
+        return sorted(r['Resource Name'] for r in json.loads(out.stdout))
+    deadline = time.monotonic() + 120
+    while paused() != ['0', 'bad', 'word']:
+        assert time.monotonic() < deadline, paused()
+    hc.resources.signal('dr', 'bad', data={'unset_hook': 'pre-create'})
+    st = _settled(hc, 'dr')
+    assert (st.stack_status, st.stack_status_reason) == (
+        'CREATE_FAILED', 'Resource CREATE failed: ValueError: '
+        'resources.bad: Test Resource failed bad')
+    # the nested stacks are still being made: nobody stopped waiting
+    for name in ('inner', 'group'):
+        assert hc.resources.get('dr', name).resource_status == \
+            'CREATE_IN_PROGRESS', name
+    # (`stack hook clear` asks for a stack in progress: the resources'
+    # own signals)
+    for name, member in (('inner', 'word'), ('group', '0')):
+        nested = hc.resources.get('dr', name).physical_resource_id
+        hc.resources.signal(nested, member,
+                            data={'unset_hook': 'pre-create'})
+    deadline = time.monotonic() + 120
+    while any(hc.resources.get('dr', name).resource_status ==
+              'CREATE_IN_PROGRESS' for name in ('inner', 'group')):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    for name in ('inner', 'group'):
+        res = hc.resources.get('dr', name)
+        assert (res.resource_status, res.resource_status_reason) == (
+            'CREATE_COMPLETE', 'state changed'), name
+    st = hc.stacks.get('dr')
+    assert (st.stack_status, st.stack_status_reason) == (
+        'CREATE_FAILED', 'Resource CREATE failed: ValueError: '
+        'resources.bad: Test Resource failed bad')
+    assert not [e for e in hc.events.list('dr')
+                if 'Stopped waiting' in (e.resource_status_reason or '')]
+
+
 VALIDATED = '''heat_template_version: 2014-10-16
 description: the stack description
 parameters:

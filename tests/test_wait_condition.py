@@ -147,8 +147,10 @@ def test_a_failure_signal_fails_the_wait(engine, tmp_path):
         'status': 'FAILURE', 'reason': 'apt-get install failed'})
     stack = et.wait(engine, stack_id, trav).stack
     assert et.status(stack) == 'CREATE_FAILED'
-    assert 'Wait condition failed: apt-get install failed' in \
-        stack.status_reason
+    # Heat's words: its WaitConditionFailure, the failures' reasons
+    assert stack.status_reason == ('Resource CREATE failed: '
+                                   'WaitConditionFailure: resources.wait: '
+                                   'apt-get install failed')
     row = _row(engine, stack_id, 'wait')
     assert (row.action, row.status) == ('CREATE', 'FAILED')
 
@@ -161,8 +163,9 @@ def test_no_signal_times_out(engine, tmp_path):
     started = time.monotonic()
     stack = et.wait(engine, stack_id, trav).stack
     assert et.status(stack) == 'CREATE_FAILED'
-    assert 'Wait condition timed out: 1 of 2 received - one' in \
-        stack.status_reason
+    assert stack.status_reason == ('Resource CREATE failed: '
+                                   'WaitConditionTimeout: resources.wait: '
+                                   '1 of 2 received - one')
     assert time.monotonic() - started < 10
 
 
@@ -226,8 +229,8 @@ def test_the_wait_is_in_the_database_until_its_timeout(engine, tmp_path):
     sid, t, node = queue.popleft()
     assert reconcile.check_resource(engine, sid, t, node).kind == 'failed'
     row = _row(engine, stack_id, 'wait')
-    assert row.status_reason == ('Wait condition timed out: 1 of 2 '
-                                 'received - Signal 1 received')
+    assert row.status_reason == ('WaitConditionTimeout: resources.wait: '
+                                 '1 of 2 received - Signal 1 received')
     assert 'waiting' not in row.data  # a retry starts a new clock
     # a late signal is still taken (the handle lives) but wakes nobody
     waitconditions.signal(engine, handle_id, token, None)

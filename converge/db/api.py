@@ -319,10 +319,10 @@ def shown_type(row):
     return getattr(row, 'template_type', None) or row.type
 
 
-def resources_stop_waiting(conn, stack_id, traversal_id, reason):
-    """Mark the traversal's waiting rows FAILED (with an event each): the
-    traversal ended, so nobody will come back to them."""
-    waiting = conn.execute(sa.select(
+def resources_waiting(conn, stack_id, traversal_id):
+    """The traversal's rows waiting out their action (IN_PROGRESS under
+    no engine)."""
+    return conn.execute(sa.select(
         RESOURCES.c.id, RESOURCES.c.atomic_key, RESOURCES.c.name,
         RESOURCES.c.type, RESOURCES.c.template_type, RESOURCES.c.physical_id,
         RESOURCES.c.action).where(
@@ -330,8 +330,20 @@ def resources_stop_waiting(conn, stack_id, traversal_id, reason):
         RESOURCES.c.traversal_id == traversal_id,
         RESOURCES.c.status == 'IN_PROGRESS',
         RESOURCES.c.engine_id.is_(None))).all()
+
+
+def resources_stop_waiting(conn, stack_id, traversal_id, reason,
+                           waiting=None, keep=()):
+    """Mark the traversal's waiting rows FAILED (with an event each): the
+    traversal ended, so nobody will come back to them. `waiting`: those
+    rows, when the caller has read them (resources_waiting); `keep`: the
+    names of those that go on waiting."""
+    if waiting is None:
+        waiting = resources_waiting(conn, stack_id, traversal_id)
     events = []
     for row in waiting:
+        if row.name in keep:
+            continue
         if resource_cas(conn, row.id, row.atomic_key, status='FAILED',
                         status_reason=reason) is not None:
             events.append(event(stack_id, traversal_id, row.name,

@@ -22,6 +22,13 @@ from converge.engine import views
 KINDS = ('added', 'deleted', 'replaced', 'updated', 'unchanged')
 
 
+def parameters(defn):
+    """The previewed stack's parameters as Heat previews them: as stack
+    show gives them, every one as text (`10`, not 10), hidden ones
+    masked."""
+    return views.parameters_shown(defn)
+
+
 def create(defn, project_id, depth=0, parent=None):
     """Heat's stack preview of the definition `defn` (nothing stored):
     each resource as a create would start it (INIT_COMPLETE, no physical

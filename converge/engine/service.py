@@ -246,10 +246,7 @@ class Service:
         return {'stack_name': name, 'resources': len(defn.resources),
                 'description': defn.description,
                 'preview': mask(tree) if mask else tree,
-                'parameters': {
-                    k: '******' if k in getattr(defn, 'hidden_parameters',
-                                                ()) else v
-                    for k, v in defn.parameters.items()},
+                'parameters': preview.parameters(defn),
                 'resource_list': [
                     {'resource_name': r, 'resource_type': rd.template_type,
                      'requires': sorted(deps.get(r, ())),

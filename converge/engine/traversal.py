@@ -273,9 +273,52 @@ def _drain(session, stack, reason):
     return True
 
 
+def _drain_nested(engine, session, stack, trav, reason, waiting):
+    """A failure while nested stacks are being made (a provider's, a
+    group's): as Heat, those in flight run on to their end
+    (CREATE_COMPLETE, or their own failure), where converge would stop
+    waiting for a child that goes on all the same. The failing traversal
+    is drained to their nodes (`_drain`'s way: they lead only to the
+    stack's node, the last of them ends it FAILED for `reason`); the
+    other waiting resources stop waiting; the stack is FAILED now. None
+    when no nested stack is in flight (the traversal ends now); else
+    False (this call did not end it)."""
+    owners = {row.name for row in waiting
+              if _owns_stack(engine.plugin_class(row.type))}
+    if not owners:
+        return None
+    nodes = [node for node in api.sync_waiting(session, trav.id)
+             if plan_mod.resource_name(node) in owners]
+    if not nodes or not api.traversal_set_state(session, trav.id,
+                                                'running', ['failing']):
+        return None if not nodes else False
+    api.resources_stop_waiting(session, stack.id, trav.id,
+                               'Stopped waiting: %s' % reason, waiting,
+                               keep={plan_mod.resource_name(node)
+                                     for node in nodes})
+    api.sync_keep_only(session, trav.id, nodes, plan_mod.STACK_NODE)
+    session.execute(sa.update(models.Traversal)
+                    .where(models.Traversal.id == trav.id)
+                    .values(options=dict(trav.options or {},
+                                         failed=reason)))
+    api.stack_set_status(session, stack.id, trav.id, trav.action, 'FAILED',
+                         reason)
+    ended(session, stack.id, _parent(trav))
+    return False
+
+
+def _owns_stack(plugin_cls):
+    from converge.resources import nested as nested_res
+    return plugin_cls is not None and issubclass(plugin_cls,
+                                                 nested_res.Nested)
+
+
 def cancelled(trav):
-    """The reason a drained traversal was cancelled, or None."""
-    return (trav.options or {}).get('cancelled')
+    """The reason a drained traversal ends FAILED: a cancel's (`_drain`),
+    or a failure's while nested stacks were in flight (`_drain_nested`);
+    None for one not drained."""
+    options = trav.options or {}
+    return options.get('cancelled') or options.get('failed')
 
 
 # -- end ----------------------------------------------------------------------
@@ -307,14 +350,17 @@ def complete(session, traversal, stack_id):
     """The stack node was reached: every node is done."""
     action = traversal.action
     status, reason = 'COMPLETE', COMPLETE_REASON % action
-    if cancelled(traversal):   # drained after a cancel: as it was left
+    if cancelled(traversal):   # drained: as it was left
         status, reason = 'FAILED', cancelled(traversal)
     elif action == 'CHECK':
         failed = api.check_failures(session, stack_id)
         if failed:
             status = 'FAILED'
+            # each failure's reason names its resource (Heat's form:
+            # `Error: resources.srv: ...`), one of literal text does not
             reason = 'Resource CHECK failed: ' + '; '.join(
-                '%s: %s' % f for f in failed)
+                why if 'resources.%s: ' % name in why
+                else '%s: %s' % (name, why) for name, why in failed)
     extra = {}
     if action == 'DELETE' and status == 'COMPLETE':
         extra = {'deleted_at': utcnow(), 'deleted_marker': stack_id}
@@ -345,12 +391,18 @@ def settle(engine, trav, stack):
         if api.resources_in_flight(s, stack.id, trav.id):
             return False
         current = api.traversal_get(s, trav.id)
+        reason = current.failure or 'Failed'
+        waiting = api.resources_waiting(s, stack.id, trav.id)
+        if not rollback:
+            drained = _drain_nested(engine, s, stack, current, reason,
+                                    waiting)
+            if drained is not None:
+                return drained
         if not api.traversal_set_state(s, trav.id, 'failed', ['failing'],
                                        finished_at=utcnow()):
             return False
-        reason = current.failure or 'Failed'
         api.resources_stop_waiting(s, stack.id, trav.id,
-                                   'Stopped waiting: %s' % reason)
+                                   'Stopped waiting: %s' % reason, waiting)
         if not rollback:
             api.stack_set_status(s, stack.id, trav.id, trav.action,
                                  'FAILED', reason)

@@ -16,6 +16,17 @@ from converge.resources import base
 from converge.resources import nested as nested_res
 
 
+def parameters_shown(defn):
+    """A stack's parameters as Heat's API gives them (stack show, stack
+    preview): every one as text (Parameter.text: a number as written, a
+    list joined by commas, JSON as JSON text), a hidden one masked."""
+    hidden = getattr(defn, 'hidden_parameters', set())
+    schemas = getattr(defn, 'schemas', {})
+    return {k: ('******' if k in hidden else
+                schemas[k].text(v) if k in schemas else v)
+            for k, v in defn.parameters.items()}
+
+
 def is_uuid(text):
     """Whether `text` is written as a UUID (a stack's id, not a name)."""
     try:
@@ -161,13 +172,7 @@ def stack(engine, st, with_outputs=True):
         'parent': st.parent_id,
     }
     if defn is not None:
-        hidden = getattr(defn, 'hidden_parameters', set())
-        schemas = getattr(defn, 'schemas', {})
-        # text, as Heat's (its API gives every parameter as a string)
-        data['parameters'] = {
-            k: ('******' if k in hidden else
-                schemas[k].text(v) if k in schemas else v)
-            for k, v in defn.parameters.items()}
+        data['parameters'] = parameters_shown(defn)
     with engine.db.read() as s:
         pol = policies.policy(s, st.id)
     if pol is not None:

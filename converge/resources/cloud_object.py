@@ -260,7 +260,7 @@ class CloudObject(base.Resource):
             raise exception.ResourceFailure(
                 '%s went to status %s during %s: %s' % (
                     self.label(obj), obj.get('status'), action,
-                    status_reason(obj)))
+                    status_reason(obj)), heat_error='ResourceInError')
         if self._settled(obj):
             return obj
         return self._wait(obj, action)

@@ -17,6 +17,7 @@ when no property changed.
 """
 
 from converge import exception
+from converge import reasons
 from converge.resources import base
 from converge.resources import properties as p
 from converge.template import formats
@@ -199,9 +200,9 @@ class Nested(base.Resource):
         if isinstance(found, base.Wait) or found is None:
             return found
         if found['status'] == 'FAILED':
-            raise exception.ResourceFailure(
-                'nested stack %s %s failed: %s' % (
-                    found['name'], action, found['reason']))
+            # Heat's: the failed resource's class and message, its path
+            # carried down (resources.NAME.resources.INNER)
+            raise reasons.nested_failure(found['reason'])
         return None
 
     def _child_end(self, action):
@@ -318,7 +319,7 @@ class StackResource(Nested):
             else None
         own = conf.CONF.cloud.region_name
         if isinstance(region, str) and region and own and region != own:
-            raise exception.InvalidTemplate(
+            raise exception.ResourceInvalid(
                 'Cannot establish connection to Heat endpoint at region '
                 '"%s" due to "public endpoint for orchestration service in '
                 '%s region not found" (this converge makes nested stacks '

@@ -572,7 +572,8 @@ class Server(base.Resource):
             self.data.pop('waiting', None)
             raise exception.ResourceFailure(
                 'Server %s (%s) went into ERROR status during %s' % (
-                    self._server_name(), server.get('id'), action))
+                    self._server_name(), server.get('id'), action),
+                heat_error='ResourceInError')
         return server
 
     def _wait(self, server, action):

@@ -140,7 +140,9 @@ class TestResource(base.Resource):
             pass
 
     def _failure(self):
-        return exception.ResourceFailure('Test Resource failed %s' % self.name)
+        # Heat's TestResource raises a ValueError (its reason's class)
+        return exception.ResourceFailure('Test Resource failed %s' % self.name,
+                                         heat_error='ValueError')
 
     # -- steps ------------------------------------------------------------
     def create(self):

@@ -204,7 +204,7 @@ class WaitCondition(base.Resource):
         if failures:
             self.data.pop(self.WAITING, None)
             raise exception.ResourceFailure(
-                'Wait condition failed: %s' % ';'.join(failures))
+                ';'.join(failures), heat_error='WaitConditionFailure')
         if len(signals) >= count:
             self.data.pop(self.WAITING, None)
             self.seen = {'handle': handle, 'signals': signals}
@@ -216,7 +216,7 @@ class WaitCondition(base.Resource):
             if signals:
                 got += ' - %s' % ';'.join(s['reason'] for s in signals)
             raise exception.ResourceFailure(
-                'Wait condition timed out: %s' % got)
+                got, heat_error='WaitConditionTimeout')
         return base.Wait(event=event_for(handle), after=min(left, RECHECK),
                          reason='waiting for signals: %d of %d received'
                          % (len(signals), count))

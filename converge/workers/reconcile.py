@@ -41,6 +41,7 @@ from converge import conf as conf_mod
 from converge import exception
 from converge.db import api
 from converge import listeners
+from converge import reasons
 from converge import template as template_mod
 from converge.engine import hooks
 from converge.engine import rows as rows_mod
@@ -563,7 +564,7 @@ class Unit:
             return self._retry(action, exc)
         except Exception as exc:  # the plug-in's failure is the resource's
             LOG.debug('%s %s failed', self.name, action, exc_info=True)
-            return Outcome(FAILED, action, _reason(exc))
+            return self._failure(action, exc)
         return Outcome(DONE, action, observed=observed)
 
     def _check(self, observed):
@@ -649,7 +650,7 @@ class Unit:
             return self._retry(action, exc)
         except Exception as exc:
             LOG.debug('%s ADOPT failed', self.name, exc_info=True)
-            return Outcome(FAILED, action, _reason(exc))
+            return self._failure(action, exc)
         applied = self.row.properties
         if applied is not None and applied != self.plugin.properties:
             # the template asks for other properties than those the
@@ -703,7 +704,7 @@ class Unit:
             return self._retry(action, exc)
         except Exception as exc:
             LOG.debug('%s %s failed', self.name, step, exc_info=True)
-            return Outcome(FAILED, action, _reason(exc))
+            return self._failure(action, exc)
         if changed:
             with self.engine.db.begin() as conn:
                 key = api.resource_cas(conn, row.id, row.atomic_key,
@@ -754,7 +755,7 @@ class Unit:
                 if isinstance(seen.error, exception.CloudTransient):
                     return self._retry('DELETE', seen.error)
                 if seen.error is not None:
-                    return Outcome(FAILED, 'DELETE', _reason(seen.error))
+                    return self._failure('DELETE', seen.error)
                 return self._give_back(row) or \
                     Outcome(DONE, 'DELETE', events=False)
         if not (row.action == 'DELETE' and row.status == 'IN_PROGRESS'):
@@ -775,7 +776,7 @@ class Unit:
                 return self._retry('DELETE', exc)
             except Exception as exc:
                 LOG.debug('%s DELETE failed', self.name, exc_info=True)
-                return Outcome(FAILED, 'DELETE', _reason(exc))
+                return self._failure('DELETE', exc)
         return self._give_back(row) or Outcome(DONE, 'DELETE')
 
     def _give_back(self, row):
@@ -822,6 +823,13 @@ class Unit:
             self.engine, self.defn, self.stack.id,
             self.row.id if self.row is not None else None, self.name, size,
             what, pending=self.batch_pending)
+
+    def _failure(self, action, exc):
+        """FAILED for the exception `action`'s step raised: the reason
+        as Heat words it, `ValueError: resources.NAME: message`
+        (reasons.py); a reason made of literal text (a timeout, a
+        restricted action) is Heat's text as it is."""
+        return Outcome(FAILED, action, reasons.failure(self.name, exc))
 
     def refused(self, outcome, exc):
         """A DONE outcome whose values were too large to record."""
@@ -999,7 +1007,8 @@ class Unit:
             if self.trav.action == 'CHECK' or \
                     traversal_mod.cancelled(self.trav):
                 # a failed check is reported at the end, not fatal; a
-                # cancelled traversal draining its waits failed already
+                # traversal draining its waits (cancelled, or failed
+                # while nested stacks were in flight) failed already
                 self._finish(conn)
             else:
                 traversal_mod.fail(conn, self.trav, 'Resource %s failed: %s'
@@ -1164,7 +1173,7 @@ class Unit:
         tries = data.get(_RETRIES, 0) + 1
         if tries > CONF.transient_retries:
             return Outcome(FAILED, action, '%s (gave up after %d tries)'
-                           % (_reason(exc), tries))
+                           % (reasons.failure(self.name, exc), tries))
         data[_RETRIES] = tries
         after = exc.retry_after or min(2 ** (tries - 1),
                                        CONF.transient_backoff_max)
