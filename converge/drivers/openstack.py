@@ -1380,17 +1380,10 @@ class OpenStackCompute:
                     self._cloud.resolve('port', nic['port'])
                 nics.append({'port': port})
                 continue
-            if nic.get('subnet') and not nic.get('network'):
-                # Nova cannot pick a subnet: a port on it, found again by
-                # its key on a retried create
-                subnet = self._cloud.resolve('subnet', nic['subnet'])
-                fixed = {'subnet_id': subnet}
-                if nic.get('fixed_ip'):
-                    fixed['ip_address'] = nic['fixed_ip']
-                net = self._cloud.get('subnet', subnet)['network_id']
-                port = self._cloud.create('port', {
-                    'network_id': net, 'fixed_ips': [fixed]},
-                    '%s-nic%d' % (key, i), fresh=fresh)
+            if nic.get('subnet'):
+                # Nova cannot pick a subnet: a port on it (as Heat makes
+                # one), found again by its key on a retried create
+                port = self._subnet_port(nic, '%s-nic%d' % (key, i), fresh)
                 nics.append({'port': port['id']})
                 continue
             entry = {'uuid': self._cloud.resolve('network', nic['network'])}
@@ -1400,6 +1393,48 @@ class OpenStackCompute:
                 entry['tag'] = nic['tag']
             nics.append(entry)
         return nics or 'auto'
+
+    def _subnet_port(self, nic, key, fresh=False):
+        """The port converge makes for a nic on a subnet, tagged with
+        `key` (the server's idempotency key and the nic's suffix): the
+        Server plug-in deletes it with the server, or when it detaches
+        it."""
+        subnet = self._cloud.resolve('subnet', nic['subnet'])
+        fixed = {'subnet_id': subnet}
+        if nic.get('fixed_ip'):
+            fixed['ip_address'] = nic['fixed_ip']
+        net = self._cloud.resolve('network', nic['network']) \
+            if nic.get('network') else \
+            self._cloud.get('subnet', subnet)['network_id']
+        return self._cloud.create('port', {
+            'network_id': net, 'fixed_ips': [fixed]}, key, fresh=fresh)
+
+    def attach_interface(self, server_id, nic, key):
+        """Attach a nic (Nova's os-interface: synchronous, the port is
+        the server's when it answers) and return its port. A nic on a
+        subnet gets a port of converge's, tagged with `key`; one on a
+        network, Nova's own (which Nova deletes when it is detached)."""
+        if nic.get('port'):
+            body = {'port_id': self._cloud.resolve('port', nic['port'])}
+        elif nic.get('subnet'):
+            body = {'port_id': self._subnet_port(nic, key)['id']}
+        else:
+            body = {'net_id': self._cloud.resolve('network', nic['network'])}
+            if nic.get('fixed_ip'):
+                body['fixed_ips'] = [{'ip_address': nic['fixed_ip']}]
+        made = self._nova.post('/servers/%s/os-interface' % server_id,
+                               {'interfaceAttachment': body})
+        port_id = made['interfaceAttachment']['port_id']
+        # its addresses changed: the next look reads the server again
+        self.watch.forget(server_id)
+        return self._cloud.get('port', port_id)
+
+    def detach_interface(self, server_id, port_id):
+        """Ask Nova to detach the port (asynchronous: the port shows
+        the server as its device until Nova is done)."""
+        self._nova.call('DELETE', '/servers/%s/os-interface/%s' % (
+            server_id, port_id))
+        self.watch.forget(server_id)
 
     def create_server(self, name, image, flavor, networks=None,
                       metadata=None, user_data=None, key_name=None,
