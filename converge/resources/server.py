@@ -1044,7 +1044,8 @@ class Server(base.Resource):
             digest = uuid_mod.uuid5(uuid_mod.NAMESPACE_URL, json.dumps(
                 nic, sort_keys=True)).hex[:8]
             self.compute.attach_interface(
-                server_id, nic, '%s-a%s' % (self.idempotency_key, digest))
+                server_id, nic, '%s-a%s' % (self.idempotency_key, digest),
+                security_groups=self.properties.get('security_groups'))
         return None
 
     def _delete_port(self, port_id):

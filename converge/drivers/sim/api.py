@@ -828,10 +828,10 @@ class SimCompute:
             return found
         return self._call('interfaces', fn, server_id=str(server_id))
 
-    def attach_interface(self, server_id, nic, key):
-        """Nova's interface attach (wiring.attach); `key` is the
-        OpenStack driver's (a port it makes itself): the sim's Nova
-        makes its own."""
+    def attach_interface(self, server_id, nic, key, security_groups=None):
+        """Nova's interface attach (wiring.attach); `key` and
+        `security_groups` are the OpenStack driver's (for a port it makes
+        itself): the sim's Nova makes its own."""
         def fn(conn, latency, now):
             row = self._live_row_or_fail(conn, 'attach', server_id,
                                          latency, now)
