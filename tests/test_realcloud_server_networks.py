@@ -79,16 +79,17 @@ def _ports(alice, server_id):
 
 def test_networks_change_in_place_and_nothing_is_left(cli, alice, tmp_path):
     cli.run(*CLOUD, 'stack', 'create', 'nets', '-t',
-            _write(tmp_path, '[{network: {get_resource: net}}]'), '--wait',
+            _write(tmp_path, '[{subnet: {get_resource: subnet}}]'), '--wait',
             timeout=600)
     assert _status(cli, 'nets')[0] == 'CREATE_COMPLETE'
     ids = _ids(cli, 'nets')
     server = ids['server']
     [first] = _ports(alice, server)
 
-    # the same interface, by its subnet: kept
+    # the same interface, by its network and subnet: kept
     cli.run(*CLOUD, 'stack', 'update', 'nets', '-t',
-            _write(tmp_path, '[{subnet: {get_resource: subnet}}]'),
+            _write(tmp_path, '[{network: {get_resource: net}, '
+                             'subnet: {get_resource: subnet}}]'),
             '--wait', timeout=600)
     assert _status(cli, 'nets')[0] == 'UPDATE_COMPLETE'
     assert _ids(cli, 'nets')['server'] == server
