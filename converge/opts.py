@@ -218,6 +218,13 @@ WORKER_OPTS = [
                  help='Longest backoff, in seconds, between tries after '
                       'a transient cloud error (the cloud\'s own '
                       'Retry-After wins).'),
+    cfg.FloatOpt('in_use_timeout', default=120.0, min=0.0,
+                 help='Seconds a delete the cloud refuses because the '
+                      'object is still in use (409: a subnet whose ports '
+                      'a deleted server\'s Nova is still letting go of, a '
+                      'security group, a router interface) is asked again, '
+                      'with backoff and holding no worker thread, before '
+                      'the resource fails with the cloud\'s message.'),
     cfg.IntOpt('retry_limit', default=0, min=0,
                help='Times a unit of work that hit an unexpected error '
                     '(database or broker gone) is sent again, with '

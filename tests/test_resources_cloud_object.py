@@ -227,6 +227,23 @@ def test_delete_in_use_for_too_long_fails_with_the_clouds_message(clients):
     assert 'is in use' in str(e.value)
 
 
+def test_delete_in_use_is_bounded_by_the_setting(clients):
+    from converge import conf
+    n = net(clients)
+    n.create()
+    clients.cloud.in_use[n.physical_id] = 99
+    assert isinstance(n.delete(), base.Wait)
+    n.data['waiting']['since'] -= 60   # a minute of asking again
+    assert isinstance(again(n).delete(), base.Wait)   # 120 s by default
+    conf.CONF.set_override('in_use_timeout', 30, group='worker')
+    try:
+        with pytest.raises(exception.ResourceFailure) as e:
+            again(n).delete()
+    finally:
+        conf.CONF.clear_override('in_use_timeout', group='worker')
+    assert 'Cannot delete Network net' in str(e.value)
+
+
 def test_delete_other_errors_reach_the_caller(clients):
     n = net(clients)
     n.create()

@@ -830,3 +830,56 @@ def test_no_step_sleeps(sim_clients, cloud, monkeypatch):
     assert isinstance(s.create(), base.Wait)
     assert isinstance(again(s).delete(), base.Wait)
     assert not hasattr(Server, 'settle_timeout')
+
+
+# -- networks changed in place ------------------------------------------------
+
+@pytest.fixture
+def net_clients(tmp_path):
+    from converge.drivers import sim
+    from converge.drivers.sim import objects
+    url = 'sqlite:///%s' % (tmp_path / 'sim.db')
+
+    class Clients:
+        compute = sim.SimCompute(url)
+        cloud = objects.SimCloud(url, 'admin', compute)
+        configs = None
+    yield Clients()
+    sim.forget(url)
+
+
+def test_a_retried_networks_update_attaches_once(net_clients):
+    cloud, compute = net_clients.cloud, net_clients.compute
+    net = cloud.create('network', {'name': 'n'}, 'k-net')
+    cloud.create('subnet', {'network_id': net['id'],
+                            'cidr': '10.1.0.0/24'}, 'k-a')
+    b = cloud.create('subnet', {'network_id': net['id'],
+                                'cidr': '10.2.0.0/24'}, 'k-b')
+    s = make(Server, 'web', props(networks=[{'network': net['id']}]),
+             clients=net_clients)
+    s.create()
+    [old] = compute.interfaces(s.physical_id)
+    s2 = again(s, props(networks=[{'subnet': b['id']}]))
+    assert s2.needs_replace(s.properties) is False
+    # the detach is asked, then waited for (Nova ends it after answering)
+    wait = s2.update(s.properties, s2.observe())
+    assert isinstance(wait, base.Wait) and old['id'] in wait.reason
+    s3 = again(s2)
+    assert s3.update(s.properties, s3.observe()) is None
+    # the step run again (its unit died before recording it): planned
+    # from the interfaces, it finds the new nic there and attaches nothing
+    s4 = again(s3)
+    assert s4.update(s.properties, s4.observe()) is None
+    assert len([e for e in compute.api_log(op='attach') if e['ok']]) == 1
+    assert len([e for e in compute.api_log(op='detach') if e['ok']]) == 1
+    [now] = compute.interfaces(s.physical_id)
+    assert now['fixed_ips'][0]['subnet_id'] == b['id']
+    assert s4.physical_id == s.physical_id
+
+
+def test_networks_naming_nothing_of_the_cloud_replace(net_clients):
+    s = make(Server, 'web', props(networks=[{'network': 'free-form'}]),
+             clients=net_clients)
+    s.create()
+    s2 = again(s, props(networks=[{'network': 'private'}]))
+    assert s2.needs_replace(s.properties) is True

@@ -16,6 +16,7 @@ from converge.drivers import sim
 from converge.drivers.sim import api as sim_api
 from converge.drivers.sim import objects
 from converge.drivers.sim import store
+from converge.drivers.sim import wiring
 
 # the portable tests run on SQLite and PostgreSQL (a database of their
 # own, made for the module: skipped without a server on 127.0.0.1), and
@@ -599,7 +600,8 @@ def test_a_server_on_a_port_has_its_address(cloud, compute):
     assert unbound['fixed_ips'][0]['ip_address'] == '192.168.10.40'
 
 
-def test_a_server_on_a_network_gets_a_port_of_its_own(cloud, compute):
+def test_a_server_on_a_network_gets_a_port_of_its_own(cloud, compute,
+                                                       clock):
     net, subnet = _net(cloud)
     server = compute.create_server('web', 'cirros', 'm1.tiny', networks=[
         {'network': net['id']}, {'network': 'net', 'fixed_ip':
@@ -610,7 +612,48 @@ def test_a_server_on_a_network_gets_a_port_of_its_own(cloud, compute):
         p['fixed_ips'][0]['ip_address'] for p in ports)
     assert '192.168.10.99' in [a['addr'] for a in server['addresses']['net']]
     compute.delete_server(server['id'])
+    # Nova's ports outlive the server a moment, and hold the subnet and
+    # the network as Neutron's do
+    assert len(cloud.list('port', network_id=net['id'])) == 2
+    assert 'One or more ports have an IP allocation' in _refused(
+        409, cloud.delete, 'subnet', subnet['id'])
+    assert 'still in use' in _refused(409, cloud.delete, 'network',
+                                      net['id'])
+    clock.advance(wiring.PORT_LINGER + 0.01)
     assert cloud.list('port', network_id=net['id']) == []
+    cloud.delete('subnet', subnet['id'])
+    cloud.delete('network', net['id'])
+
+
+def test_interfaces_attach_and_detach(cloud, compute):
+    net, subnet = _net(cloud)
+    other = cloud.create('subnet', {'network_id': net['id'],
+                                    'cidr': '192.168.20.0/24'}, _key())
+    server = compute.create_server('web', 'cirros', 'm1.tiny', networks=[
+        {'network': net['id']}])
+    [first] = compute.interfaces(server['id'])
+    made = compute.attach_interface(server['id'], {'subnet': other['id']},
+                                    'k')
+    assert made['device_id'] == server['id']
+    assert made['fixed_ips'][0]['subnet_id'] == other['id']
+    given = cloud.create('port', {'network_id': net['id']}, _key())
+    compute.attach_interface(server['id'], {'port': given['id']}, 'k2')
+    assert {p['id'] for p in compute.interfaces(server['id'])} == {
+        first['id'], made['id'], given['id']}
+    addrs = [a['addr'] for a in compute.get_server(server['id'])[
+        'addresses']['net']]
+    assert made['fixed_ips'][0]['ip_address'] in addrs
+    # Nova's own port goes with its detach; one it was given is unbound
+    compute.detach_interface(server['id'], made['id'])
+    compute.detach_interface(server['id'], given['id'])
+    assert [p['id'] for p in compute.interfaces(server['id'])] == [
+        first['id']]
+    assert cloud.get('port', made['id']) is None
+    assert cloud.get('port', given['id'])['device_id'] == ''
+    assert [a['addr'] for a in compute.get_server(server['id'])[
+        'addresses']['net']] == [first['fixed_ips'][0]['ip_address']]
+    with pytest.raises(exception.CloudNotFound):
+        compute.detach_interface(server['id'], given['id'])
 
 
 def test_a_network_the_cloud_does_not_have_keeps_the_counter(cloud,

@@ -1404,7 +1404,7 @@ class OpenStackCompute:
             return found.get('name', flavor)
         return flavor
 
-    def _nics(self, networks, key, fresh=False):
+    def _nics(self, networks, key, fresh=False, security_groups=None):
         if networks in ('none', 'auto'):
             return networks
         nics = []
@@ -1416,17 +1416,11 @@ class OpenStackCompute:
                     self._cloud.resolve('port', nic['port'])
                 nics.append({'port': port})
                 continue
-            if nic.get('subnet') and not nic.get('network'):
-                # Nova cannot pick a subnet: a port on it, found again by
-                # its key on a retried create
-                subnet = self._cloud.resolve('subnet', nic['subnet'])
-                fixed = {'subnet_id': subnet}
-                if nic.get('fixed_ip'):
-                    fixed['ip_address'] = nic['fixed_ip']
-                net = self._cloud.get('subnet', subnet)['network_id']
-                port = self._cloud.create('port', {
-                    'network_id': net, 'fixed_ips': [fixed]},
-                    '%s-nic%d' % (key, i), fresh=fresh)
+            if nic.get('subnet'):
+                # Nova cannot pick a subnet: a port on it (as Heat makes
+                # one), found again by its key on a retried create
+                port = self._subnet_port(nic, '%s-nic%d' % (key, i), fresh,
+                                         security_groups)
                 nics.append({'port': port['id']})
                 continue
             entry = {'uuid': self._cloud.resolve('network', nic['network'])}
@@ -1436,6 +1430,54 @@ class OpenStackCompute:
                 entry['tag'] = nic['tag']
             nics.append(entry)
         return nics or 'auto'
+
+    def _subnet_port(self, nic, key, fresh=False, security_groups=None):
+        """The port converge makes for a nic on a subnet, tagged with
+        `key` (the server's idempotency key and the nic's suffix), in the
+        server's security groups (Nova gives a port it is handed none):
+        the Server plug-in deletes it with the server, or when it
+        detaches it."""
+        subnet = self._cloud.resolve('subnet', nic['subnet'])
+        fixed = {'subnet_id': subnet}
+        if nic.get('fixed_ip'):
+            fixed['ip_address'] = nic['fixed_ip']
+        net = self._cloud.resolve('network', nic['network']) \
+            if nic.get('network') else \
+            self._cloud.get('subnet', subnet)['network_id']
+        body = {'network_id': net, 'fixed_ips': [fixed]}
+        if security_groups:
+            body['security_groups'] = [
+                self._cloud.resolve('security_group', g)
+                for g in security_groups]
+        return self._cloud.create('port', body, key, fresh=fresh)
+
+    def attach_interface(self, server_id, nic, key, security_groups=None):
+        """Attach a nic (Nova's os-interface: synchronous, the port is
+        the server's when it answers) and return its port. A nic on a
+        subnet gets a port of converge's, tagged with `key`; one on a
+        network, Nova's own (which Nova deletes when it is detached)."""
+        if nic.get('port'):
+            body = {'port_id': self._cloud.resolve('port', nic['port'])}
+        elif nic.get('subnet'):
+            body = {'port_id': self._subnet_port(
+                nic, key, security_groups=security_groups)['id']}
+        else:
+            body = {'net_id': self._cloud.resolve('network', nic['network'])}
+            if nic.get('fixed_ip'):
+                body['fixed_ips'] = [{'ip_address': nic['fixed_ip']}]
+        made = self._nova.post('/servers/%s/os-interface' % server_id,
+                               {'interfaceAttachment': body})
+        port_id = made['interfaceAttachment']['port_id']
+        # its addresses changed: the next look reads the server again
+        self.watch.forget(server_id)
+        return self._cloud.get('port', port_id)
+
+    def detach_interface(self, server_id, port_id):
+        """Ask Nova to detach the port (asynchronous: the port shows
+        the server as its device until Nova is done)."""
+        self._nova.call('DELETE', '/servers/%s/os-interface/%s' % (
+            server_id, port_id))
+        self.watch.forget(server_id)
 
     def create_server(self, name, image, flavor, networks=None,
                       metadata=None, user_data=None, key_name=None,
@@ -1451,7 +1493,8 @@ class OpenStackCompute:
                 return found
         server = {'name': name,
                   'flavorRef': self._cloud.resolve('flavor', flavor),
-                  'networks': self._nics(networks, idempotency_key, fresh),
+                  'networks': self._nics(networks, idempotency_key, fresh,
+                                         security_groups),
                   'metadata': metadata or {},
                   'tags': list(tags or [])}
         if idempotency_key:

@@ -141,6 +141,12 @@ class Resource:
     #: policy (``self.metadata``, ``self.deletion_policy``) sets this; the
     #: engine resolves them for it only
     wants_facade = False
+    #: a plug-in with an attribute that costs a cloud call of its own
+    #: (a server's addresses with their ports) sets this: the engine then
+    #: tells it which of its attributes the template reads
+    #: (``self.attributes_read``), and it computes that one only then
+    reads_attributes = False
+    attributes_read = frozenset()
     #: name -> properties.Schema of the update_policy keys the plug-in
     #: honours (batch_create, rolling_update); None: not checked
     update_policy_schema = None

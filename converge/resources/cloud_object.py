@@ -37,6 +37,7 @@ import copy
 import random
 import time
 
+from converge import conf as conf_mod
 from converge import exception
 from converge.drivers import cloud as cloud_mod
 from converge.resources import base
@@ -128,8 +129,9 @@ class CloudObject(base.Resource):
     #: made together are not all looked at together
     poll_jitter = 0.1
     #: seconds a delete refused as "in use" (409) is asked again before it
-    #: fails: what uses the object is usually going away with the stack
-    in_use_timeout = 300.0
+    #: fails: what uses the object is usually going away with the stack.
+    #: None: the [worker] in_use_timeout setting
+    in_use_timeout = None
 
     # -- what a subclass says ------------------------------------------------
     def make_body(self):
@@ -496,7 +498,9 @@ class CloudObject(base.Resource):
             waiting = {'action': 'delete-in-use', 'id': obj['id'],
                        'since': now, 'polls': 0}
             self.data['waiting'] = waiting
-        if now - waiting['since'] > self.in_use_timeout:
+        bound = self.in_use_timeout if self.in_use_timeout is not None \
+            else conf_mod.CONF.worker.in_use_timeout
+        if now - waiting['since'] > bound:
             self.data.pop('waiting', None)
             raise exception.ResourceFailure(
                 'Cannot delete %s: %s' % (self.label(obj), why))

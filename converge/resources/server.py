@@ -9,8 +9,24 @@ REBUILD / REBUILD_PRESERVE_EPHEMERAL) or replaces (REPLACE); a flavor
 change resizes (``flavor_update_policy`` RESIZE) or replaces (REPLACE); a
 user_data change replaces (``user_data_update_policy`` REPLACE, the
 default) or is ignored (IGNORE); name and metadata are updated in place.
-The simulated cloud cannot attach or detach interfaces, so a change of
-``networks`` (other than a nic ``tag``, which Heat ignores) replaces.
+A change of ``networks`` (a nic ``tag`` aside, which Heat ignores) is made
+in place, as Heat makes it: each nic the template asks for that one of
+the server's interfaces already is (the same port, or its network,
+subnet, fixed IP) keeps it; the interfaces of the old nics that none of
+the new ones is are detached (waited for: Nova's detach ends after its
+answer) and the ports converge made for them deleted; the new nics are
+then attached. Planned from the server's interfaces each time, a retried
+step never attaches twice. A nic naming nothing of the cloud (the
+simulator's free-form networks), ``allocate_network``, a change of a
+nic's ``floating_ip``, ``port_extra_properties`` or ``vif_model``, or no
+nics left replaces the server instead.
+
+A replaced server first gives up the ports the template gives it
+(``networks: [{port: ...}]``, detached: `prepare_for_replace`) so that its
+replacement can boot on them; a rollback that keeps it attaches them
+back (`restore_after_replace`), as Heat's server does. Ports converge
+made for a server (a nic on a subnet: Nova cannot ask for a subnet) are
+deleted with it.
 
 The cloud takes its time, as Nova does: a server is BUILD, REBUILD,
 RESIZE or being deleted for a while after the call that asked for it.
@@ -32,6 +48,7 @@ import uuid as uuid_mod
 
 from converge import exception
 from converge import userdata
+from converge.drivers import cloud as cloud_mod
 from converge.resources import base
 from converge.resources import none
 from converge.resources import neutron
@@ -153,6 +170,9 @@ _NETWORK = {
 
 class Server(base.Resource):
     logical = False
+    #: addresses with their ports (Heat's) cost the interface list: only
+    #: for a template that reads them
+    reads_attributes = True
     # created with idempotency_key=self.idempotency_key (see the top)
     adopts_by_key = True
     #: the simulated cloud boots a server on any network or subnet it
@@ -792,8 +812,8 @@ class Server(base.Resource):
                 if policy('user_data_update_policy') == 'REPLACE':
                     return True
             elif key == 'networks':
-                # the simulated cloud cannot attach/detach interfaces
-                if self._nets_key(before) != self._nets_key(after):
+                if self._nets_key(before) != self._nets_key(after) and \
+                        not self._nets_in_place(before, after):
                     return True
             elif not schema.update_allowed:
                 return True
@@ -848,6 +868,12 @@ class Server(base.Resource):
             observed = self._look(observed, 'resize')
             if isinstance(observed, base.Wait):
                 return observed
+        # networks: interfaces detached and attached (Heat's)
+        if self._nets_key(prior.get('networks')) != \
+                self._nets_key(props.get('networks')):
+            wait = self._update_networks(prior.get('networks'), server_id)
+            if wait is not None:
+                return wait
         self.data.pop('waiting', None)
 
         # name and metadata: in place
@@ -866,6 +892,248 @@ class Server(base.Resource):
         if observed.get('status') == 'SHUTOFF':
             self.compute.start_server(server_id)
         return None
+
+    # -- networks in place --------------------------------------------------
+    #: nic keys an interface shows (the rest are Heat's port's, which an
+    #: attach does not make: a change of them replaces)
+    IFACE_KEYS = ('port', 'network', 'subnet', 'fixed_ip')
+
+    @staticmethod
+    def _nic_list(networks):
+        """The template's nics (uuid read as network), None values
+        and the tag left out; None for a string network (allocate)."""
+        out = []
+        for net in networks or []:
+            if not isinstance(net, dict):
+                return None
+            nic = {k: v for k, v in net.items()
+                   if v is not None and k != 'tag'}
+            if 'allocate_network' in nic:
+                return None
+            if 'uuid' in nic:
+                nic.setdefault('network', nic.pop('uuid'))
+                nic.pop('uuid', None)
+            out.append(nic)
+        return out
+
+    def _nets_in_place(self, before, after):
+        """Whether the change from nics `before` to `after` can be made
+        by detaching and attaching interfaces."""
+        if not hasattr(self.compute, 'attach_interface'):
+            return False
+        old, new = self._nic_list(before), self._nic_list(after)
+        if old is None or not new:
+            return False
+        for nic in new:
+            if nic not in old and set(nic) - set(self.IFACE_KEYS):
+                return False   # floating_ip, port_extra_properties...
+        try:
+            for nic in old + new:
+                self._nic_ids(nic)
+        except exception.CloudError:
+            return False      # names nothing of the cloud: replaced
+        return True
+
+    def _nic_ids(self, nic):
+        """The nic as an interface would show it: port, network and
+        subnet as ids, the fixed IP as given."""
+        cloud = self.clients.cloud
+        ids = {}
+        for key in ('port', 'network', 'subnet'):
+            if nic.get(key):
+                ids[key] = cloud.resolve(key, nic[key])
+        if nic.get('fixed_ip'):
+            ids['fixed_ip'] = nic['fixed_ip']
+        return ids
+
+    @staticmethod
+    def _iface(port):
+        fixed = port.get('fixed_ips') or []
+        return {'port': port['id'], 'network': port.get('network_id'),
+                'fixed_ip': {f.get('ip_address') for f in fixed},
+                'subnet': {f.get('subnet_id') for f in fixed},
+                'tags': port.get('tags') or []}
+
+    @staticmethod
+    def _best(ifaces, ids):
+        """The interface of `ifaces` that nic `ids` is (Heat's best
+        match: every key the nic gives agrees; the most keys win)."""
+        best, most = None, -1
+        for iface in ifaces:
+            agree = 0
+            for key, value in ids.items():
+                have = iface[key]
+                if value in have if isinstance(have, set) else \
+                        value == have:
+                    agree += 1
+                else:
+                    break
+            else:
+                if agree > most:
+                    best, most = iface, agree
+        return best
+
+    def _plan_networks(self, prior_nets, ifaces):
+        """(interfaces to detach, nics to attach): each new nic keeps
+        the interface it already is; of the rest, those an old nic was
+        go (all of them if the server had no nics: Nova's own pick)."""
+        pool = list(ifaces)
+        attach = []
+        for nic in self._nic_list(self.properties.get('networks')) or []:
+            match = self._best(pool, self._nic_ids(nic))
+            if match is None:
+                attach.append(nic)
+            else:
+                pool.remove(match)
+        old = self._nic_list(prior_nets) or []
+        if not old:
+            return pool, attach
+        detach = []
+        for nic in old:
+            match = self._best(pool, self._nic_ids(nic))
+            if match is not None:
+                pool.remove(match)
+                detach.append(match)
+        return detach, attach
+
+    def _made_here(self, iface):
+        """Whether converge made the interface's port for this server
+        (a nic on a subnet): it goes when it is detached."""
+        prefix = cloud_mod.key_tag(self.idempotency_key + '-')
+        return any(t.startswith(prefix) for t in iface['tags'])
+
+    def _update_networks(self, prior_nets, server_id):
+        """Detach what goes, wait until Nova is done, delete the ports
+        converge made for it, attach what comes; a Wait while detaching.
+        Planned from the interfaces each time: a nic attached by an
+        earlier try is an interface now, and is kept."""
+        if any(n.get('subnet') for n in (self._nic_list(prior_nets) or []) +
+               (self._nic_list(self.properties.get('networks')) or [])):
+            # a port converge made may stay on under a nic that no longer
+            # names the subnet: looked for at the delete all the same
+            self.data['subnet_nics'] = True
+        ifaces = [self._iface(p) for p in self.compute.interfaces(server_id)]
+        detach, attach = self._plan_networks(prior_nets, ifaces)
+        waiting = self.data.get('waiting') or {}
+        if waiting.get('action') != 'detach':
+            waiting = {'action': 'detach', 'server': server_id, 'polls': 0,
+                       'since': time.time(), 'ports': [], 'made': []}
+        for iface in detach:
+            if iface['port'] in waiting['ports']:
+                continue    # asked already: Nova is at it
+            try:
+                self.compute.detach_interface(server_id, iface['port'])
+            except exception.CloudNotFound:
+                pass
+            waiting['ports'].append(iface['port'])
+            if self._made_here(iface):
+                waiting['made'].append(iface['port'])
+        if detach:
+            self.data['waiting'] = waiting
+            waiting['polls'] += 1
+            after = min(self.poll_max, self.poll_first *
+                        self.poll_growth ** (waiting['polls'] - 1))
+            return base.Wait(after=after, reason='detaching port%s %s from '
+                             'server %s' % ('s' if len(detach) > 1 else '',
+                                            ', '.join(i['port']
+                                                      for i in detach),
+                                            server_id))
+        for port_id in waiting.get('made', []):
+            self._delete_port(port_id)
+        self.data.pop('waiting', None)
+        for nic in attach:
+            digest = uuid_mod.uuid5(uuid_mod.NAMESPACE_URL, json.dumps(
+                nic, sort_keys=True)).hex[:8]
+            self.compute.attach_interface(
+                server_id, nic, '%s-a%s' % (self.idempotency_key, digest),
+                security_groups=self.properties.get('security_groups'))
+        return None
+
+    def _delete_port(self, port_id):
+        try:
+            self.clients.cloud.delete('port', port_id)
+        except exception.CloudNotFound:
+            pass
+
+    def _made_ports(self, server_id):
+        """The ids of the ports converge made for the server (tagged
+        with its key): a nic on a subnet only, so only then looked for."""
+        nics = self._nic_list(self.properties.get('networks')) or []
+        if not any(n.get('subnet') for n in nics) and \
+                not self.data.get('subnet_nics'):
+            return []
+        try:
+            ports = self.compute.interfaces(server_id)
+        except exception.CloudNotFound:
+            return []
+        return [p['id'] for p in ports if self._made_here(self._iface(p))]
+
+    # -- replacement: the template's ports go to the new server ------------
+    def _given_ports(self):
+        nics = self._nic_list(self.properties.get('networks')) or []
+        return [n['port'] for n in nics if n.get('port')]
+
+    def prepare_for_replace(self):
+        """Detach the ports the template gives this server, so that its
+        replacement boots on them (Heat's); a Wait until Nova has."""
+        given = self._given_ports()
+        if not given or not self.physical_id or \
+                not hasattr(self.compute, 'detach_interface'):
+            return False
+        server = self._get()
+        if server is None or server.get('status') == 'ERROR':
+            return False
+        ids = {self.clients.cloud.resolve('port', p) for p in given}
+        attached = [p['id'] for p in self.compute.interfaces(server['id'])
+                    if p['id'] in ids]
+        waiting = self.data.get('waiting') or {}
+        if not attached:
+            return self.data.pop('waiting', None) is not None
+        if waiting.get('action') != 'give-ports':
+            waiting = {'action': 'give-ports', 'server': server['id'],
+                       'ports': [], 'polls': 0, 'since': time.time()}
+        for port_id in attached:
+            if port_id not in waiting['ports']:
+                try:
+                    self.compute.detach_interface(server['id'], port_id)
+                except exception.CloudNotFound:
+                    pass
+                waiting['ports'].append(port_id)
+        waiting['polls'] += 1
+        self.data['waiting'] = waiting
+        return base.Wait(
+            after=min(self.poll_max, self.poll_first *
+                      self.poll_growth ** (waiting['polls'] - 1)),
+            reason='detaching port%s %s from server %s for its replacement'
+            % ('s' if len(attached) > 1 else '', ', '.join(attached),
+               server['id']))
+
+    def restore_after_replace(self):
+        """The replacement is gone and this server stays (a rollback
+        kept it): the template's ports attached back; a Wait while one is
+        still another server's (Nova letting go of it)."""
+        given = self._given_ports()
+        if not given or not self.physical_id or \
+                not hasattr(self.compute, 'attach_interface'):
+            return False
+        server = self._get()
+        if server is None:
+            return False
+        have = {p['id'] for p in self.compute.interfaces(server['id'])}
+        for ref in given:
+            port_id = self.clients.cloud.resolve('port', ref)
+            if port_id in have:
+                continue
+            port = self.clients.cloud.get('port', port_id)
+            if port is None:
+                continue
+            if port.get('device_id'):
+                return base.Wait(after=self.poll_max / 2, reason=(
+                    'port %s is still %s\'s' % (port_id,
+                                                 port['device_id'])))
+            self.compute.attach_interface(server['id'], {'port': port_id},
+                                          self.idempotency_key)
+        return True
 
     def _check_ended(self, action, server):
         """A rebuild or resize that settled without taking effect failed
@@ -898,8 +1166,13 @@ class Server(base.Resource):
             server = self._by_key()
         if server is None:
             self.data.pop('waiting', None)
-            return None
+            return self._gone()
         if not _deleting(server):
+            # Nova only unbinds the ports it was given: those converge
+            # made go after the server (found now, while bound to it)
+            made = self._made_ports(server['id'])
+            if made:
+                self.data['made_ports'] = made
             asked = time.time()
             try:
                 self.compute.delete_server(server['id'])
@@ -912,8 +1185,15 @@ class Server(base.Resource):
                 server = None
             if server is None or server.get('status') in GONE:
                 self.data.pop('waiting', None)
-                return None
+                return self._gone()
         return self._wait(server, 'delete')
+
+    def _gone(self):
+        """The server is gone: the ports converge made for it too."""
+        for port_id in self.data.get('made_ports') or []:
+            self._delete_port(port_id)
+        self.data.pop('made_ports', None)
+        return None
 
     def suspend(self, observed):
         """Stop the server (the simulated cloud has no suspend of its
@@ -982,6 +1262,8 @@ class Server(base.Resource):
     def get_attributes(self, observed):
         server = observed or {}
         addresses = copy.deepcopy(server.get('addresses') or {})
+        if 'addresses' in self.attributes_read:
+            self._with_ports(server.get('id'), addresses)
         networks = {}
         first_v4 = ''
         for net, entries in addresses.items():
@@ -1019,8 +1301,32 @@ class Server(base.Resource):
             'show': copy.deepcopy(server) if server else None,
         }
 
+    def _with_ports(self, server_id, addresses):
+        """Each address with the id of its port and network (Heat's
+        ``port`` and ``network``), matched by MAC address with the
+        server's interfaces. An address with no MAC (the simulator's
+        free-form networks) has none: no call is made for it."""
+        entries = [e for found in addresses.values() for e in found or []
+                   if isinstance(e, dict) and e.get(_MAC)]
+        if not entries or not server_id:
+            return
+        try:
+            ports = self.compute.interfaces(server_id)
+        except exception.CloudError:
+            return   # the attribute as Nova shows it
+        by_mac = {p.get('mac_address'): p for p in ports}
+        for entry in entries:
+            port = by_mac.get(entry[_MAC])
+            if port is not None:
+                entry['port'] = port['id']
+                entry['network'] = port.get('network_id')
+
     def reference_id(self):
         return self.physical_id or self.name
+
+
+#: where Nova's address entry gives its port's MAC address
+_MAC = 'OS-EXT-IPS-MAC:mac_addr'
 
 
 def _task_state(server):

@@ -696,7 +696,9 @@ class Unit:
     def _row_step(self, plugin, row, step, action):
         """Run a plug-in's `step` for `row` (not necessarily this unit's
         own: the name's lock covers every row of the name) and write the
-        data it changed with that row; an Outcome when it failed."""
+        data it changed with that row; an Outcome when it failed, or when
+        the step waits (base.Wait: a server's ports detaching): the unit
+        then waits as any step does, and comes back to it."""
         try:
             with self._waiting():
                 changed = getattr(plugin, step)()
@@ -705,6 +707,9 @@ class Unit:
         except Exception as exc:
             LOG.debug('%s %s failed', self.name, step, exc_info=True)
             return self._failure(action, exc)
+        wait = changed if isinstance(changed, base.Wait) else None
+        if wait is not None and self._timed_out():
+            return Outcome(FAILED, action, 'Timed out')
         if changed:
             with self.engine.db.begin() as conn:
                 key = api.resource_cas(conn, row.id, row.atomic_key,
@@ -712,6 +717,8 @@ class Unit:
                 if key is None:
                     raise Lost()
                 row.atomic_key = key
+        if wait is not None:
+            return Outcome(WAIT, action, wait.reason, wait=wait)
         return None
 
     def _replacement_events(self, outcome):
@@ -1258,6 +1265,9 @@ class Unit:
             plugin.deletion_policy = self.rdef.deletion_policy
             # what the template reads of it (a provider's resource.NAME)
             plugin.member_reads = self.defn.referenced_attributes(self.name)
+        if cls.reads_attributes:
+            plugin.attributes_read = self.defn.referenced_attributes(
+                self.name)
         if (self.trav.options or {}).get('converge'):
             plugin.stack.converging = self.trav.id
         plugin.stack.traversal_id = self.trav.id

@@ -47,7 +47,8 @@ from converge.drivers.sim import wiring
 LOG = logging.getLogger(__name__)
 
 OPS = ('create', 'get', 'find', 'list', 'delete', 'rebuild', 'resize',
-       'confirm_resize', 'update', 'stop', 'start', 'reboot', 'interfaces')
+       'confirm_resize', 'update', 'stop', 'start', 'reboot', 'interfaces',
+       'attach', 'detach')
 READ_OPS = ('get', 'find', 'list')
 #: the calls on the cloud's other kinds (objects.py): KIND.OP, faults
 #: and the log naming them so (``network.create``, ``volume.delete``)
@@ -827,6 +828,40 @@ class SimCompute:
             return found
         return self._call('interfaces', fn, server_id=str(server_id))
 
+    def attach_interface(self, server_id, nic, key, security_groups=None):
+        """Nova's interface attach (wiring.attach); `key` and
+        `security_groups` are the OpenStack driver's (for a port it makes
+        itself): the sim's Nova makes its own."""
+        def fn(conn, latency, now):
+            row = self._live_row_or_fail(conn, 'attach', server_id,
+                                         latency, now)
+            try:
+                port = wiring.attach(conn, now, row, nic, self.project_id,
+                                     HOSTS)
+            except exception.CloudError as e:
+                self._log(conn, 'attach', False, server_id=row.id,
+                          error=str(e), latency=latency or None)
+                raise _Failed(e)
+            self._log(conn, 'attach', True, server_id=row.id,
+                      resource=row.resource, latency=latency or None)
+            return port
+        return self._call('attach', fn, server_id=str(server_id))
+
+    def detach_interface(self, server_id, port_id):
+        """Nova's interface detach (wiring.detach)."""
+        def fn(conn, latency, now):
+            row = self._live_row_or_fail(conn, 'detach', server_id,
+                                         latency, now)
+            try:
+                wiring.detach(conn, now, row, str(port_id))
+            except exception.CloudError as e:
+                self._log(conn, 'detach', False, server_id=row.id,
+                          error=str(e), latency=latency or None)
+                raise _Failed(e)
+            self._log(conn, 'detach', True, server_id=row.id,
+                      resource=row.resource, latency=latency or None)
+        self._call('detach', fn, server_id=str(server_id))
+
     def owns_server(self, server_id):
         """Whether the server is the caller's project's own (another
         project's is not found: get_server)."""
@@ -860,7 +895,7 @@ class SimCompute:
                           latency=latency or None)
                 return
             if row.wired:   # ports, volumes, a group to let go of
-                wiring.unwire(conn, now, row)
+                wiring.unwire(conn, now, row, gone_in=max(latency, 0.0))
             if latency > 0:
                 # it stops whatever it was doing and shows what it is now
                 status, flavor, _task, _progress = _state(row, now)

@@ -344,8 +344,15 @@ class Subnet(NeutronKind):
 
     def delete(self, ctx, obj, latency):
         ports = [ctx.live('port', p) for p in ipam.allocated(ctx, obj.id)]
-        if any(p is not None and p.body.get('device_owner') not in
-               AUTO_DELETE for p in ports):
+        # and a port a deleted server's Nova has not let go of yet
+        # (wiring.PORT_LINGER): its addresses are free, it is not gone
+        lingering = [p for p in ctx.all('port', parent=obj.parent,
+                                        visible_only=False)
+                     if p.gone_at is not None and any(
+                         f.get('subnet_id') == obj.id
+                         for f in p.body.get('fixed_ips') or [])]
+        if lingering or any(p is not None and p.body.get('device_owner')
+                            not in AUTO_DELETE for p in ports):
             raise conflict('Unable to complete operation on subnet %s: One '
                            'or more ports have an IP allocation from this '
                            'subnet.' % obj.id)

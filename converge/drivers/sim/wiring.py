@@ -256,12 +256,19 @@ class _Server:
         self.id, self.host, self.seq = id, host, None
 
 
-def unwire(conn, now, row):
-    """A server's delete: let go of its objects (`row` its row)."""
+#: seconds a port Nova made for a server outlives the server's delete:
+#: Neutron shows it (and refuses to delete its subnet or network, 409)
+#: until Nova's clean-up of the instance gets to it
+PORT_LINGER = 0.5
+
+
+def unwire(conn, now, row, gone_in=0.0):
+    """A server's delete: let go of its objects (`row` its row, gone
+    `gone_in` seconds from now)."""
     ctx = rows.Ctx(conn, now, None, admin=True)
     for port in ctx.all('port', device=row.id):
         if port.body.get('_nova_made'):
-            _remove_made(ctx, port)
+            _remove_made(ctx, port, after=gone_in + PORT_LINGER)
         else:
             port.body.update({'device_id': '', 'device_owner': '',
                               'binding:host_id': '',
@@ -327,14 +334,58 @@ def _default_port(ctx, row):
     return port
 
 
-def _remove_made(ctx, port):
+def _remove_made(ctx, port, after=0.0):
     """A port the server's create made goes with it (its floating IPs
-    let go of it; the server's addresses go with the server)."""
+    let go of it; the server's addresses go with the server), `after`
+    seconds from now. Its addresses are free at once (Neutron's are
+    when the port goes: the sim's lingering port still holds its
+    subnet, neutron.Subnet.delete)."""
     for fip in ctx.all('floating_ip', device=port.id):
         l3.FloatingIP.dissociate(ctx, fip)
         ctx.save(fip)
     ipam.release(ctx, port.id)
-    ctx.remove(port)
+    ctx.remove(port, after=after)
+
+
+def attach(conn, now, row, nic, project_id, hosts):
+    """Nova's interface attach on the server `row`: the port a nic
+    names is bound to it, or one is made on the network or subnet it
+    names (Nova's, which its detach deletes); the server's addresses
+    grow by the port's. The port, as Neutron shows it."""
+    interfaces(conn, now, row)   # the default network's port, if due
+    wiring = Wiring(conn, now, [nic], {'project_id': project_id}
+                    if project_id else None, row.id, hosts)
+    found = wiring.nics.get(0)
+    if found is None:
+        what = nic.get('port') or nic.get('subnet') or nic.get('network')
+        raise missing('Network %s could not be found.' % what)
+    wiring.host = row.host or wiring.host
+    ctx = wiring.ctx
+    port, _net = wiring._bind(found)
+    _readdress(ctx, port, [], port.body.get('fixed_ips') or [])
+    ctx.conn.execute(store.servers.update().where(
+        S.seq == row.seq).values(wired=True))
+    return neutron.PORT.show(ctx, port)
+
+
+def detach(conn, now, row, port_id):
+    """Nova's interface detach: the server loses the port's addresses;
+    a port Nova made goes, one it was given is unbound (the sim does it
+    at once, where Nova's detach ends a moment after its answer)."""
+    ctx = rows.Ctx(conn, now, None, admin=True)
+    interfaces(conn, now, row)
+    port = ctx.live('port', port_id)
+    if port is None or port.device != row.id:
+        raise missing('Port %s is not attached' % port_id)
+    port_gone(ctx, port)
+    if port.body.get('_nova_made'):
+        _remove_made(ctx, port)
+        return
+    port.body.update({'device_id': '', 'device_owner': '',
+                      'binding:host_id': '', 'binding:vif_type': 'unbound'})
+    port.device, port.status = None, 'DOWN'
+    neutron.PORT.revised(port)
+    ctx.save(port)
 
 
 def _server_of(ctx, port):
