@@ -10,6 +10,7 @@ import threading
 from converge import conf as conf_mod
 from converge.db import software as db_software
 from converge.drivers import tokens
+from converge.transports import urls
 
 
 class Changes:
@@ -73,6 +74,11 @@ class DeploymentStore:
             return db_software.deployments_running(conn, runs)
         return still
 
+    def signal_url(self, deployment_id, run, since):
+        """The signed URL heat-config-notify or cfn-signal sends run
+        `run`'s result to (transports/urls.py)."""
+        return urls.signal_url(self._db, deployment_id, run, since)
+
     def delete(self, deployment_id):
         with self._db.begin() as conn:
             db_software.deployment_delete(conn, deployment_id)
@@ -96,6 +102,19 @@ class AgentStore:
             db_software.agent_register(conn, agent_id, stack_id, project_id,
                                        resource_name)
         return conf_mod.api_endpoint(), tokens.token_for(self._db, agent_id)
+
+    def collect_config(self, agent_id, transport, stack_name,
+                       resource_name):
+        """The os-collect-config section of a server of `transport`
+        (transports/metadata.py), for its credential `agent_id`."""
+        from converge.transports import metadata
+        with self._db.connect() as conn:
+            row = db_software.agent_get(conn, agent_id)
+        if row is None:
+            return {}
+        return metadata.collect_config(self._db, transport, agent_id,
+                                       row.created_at, stack_name,
+                                       resource_name)
 
     def bind(self, agent_id, server_id):
         with self._db.begin() as conn:

@@ -231,6 +231,32 @@ def complete(engine, deployment_id, payload=None):
     return answer
 
 
+def signal_run(engine, deployment_id, run, payload):
+    """The result of run `run` of a deployment, sent to its signed URL
+    (heat-config-notify, cfn-signal: transports/signals.py), whose
+    signature the caller checked: recorded and woken exactly as an
+    agent's signal. Returns {accepted, reason}: a second signal of the
+    run, or a signal of a run that is over, changes nothing."""
+    payload = payload if isinstance(payload, dict) else {}
+    with engine.db.begin() as conn:
+        dep = db_software.deployment_get(conn, deployment_id)
+        if dep is None:
+            raise exception.NotFound('Deployment %s not found'
+                                     % deployment_id)
+        if dep.run == run and dep.status != 'IN_PROGRESS':
+            return {'accepted': False, 'reason': 'signalled already'}
+        if dep.status != 'IN_PROGRESS' or dep.run != run:
+            return {'accepted': False, 'reason': (
+                'deployment %s is %s (run %s); signal for run %s ignored'
+                % (deployment_id, dep.status, dep.run[:12], run[:12]))}
+        answer, woken = _record(engine, conn, dep, run, payload, None)
+    if answer['accepted']:
+        drivers_software.CHANGES.notify()
+    if woken:
+        traversal.send_woken(engine, *woken)
+    return answer
+
+
 def _record(engine, conn, dep, run, payload, agent_id):
     """The result of run `run` of the deployment `dep`, recorded in the
     caller's transaction (once: a run recorded already changes nothing)
