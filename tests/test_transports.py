@@ -340,3 +340,68 @@ def test_zaqar_refused_at_validate(api, tmp_path):
     assert out.returncode != 0
     assert 'resources.dep_b.properties.signal_transport' in out.stderr
     assert 'needs Zaqar' in out.stderr
+
+
+def _collect_cfn(tmp_path, section):
+    conf = tmp_path / 'occ-cfn.conf'
+    conf.write_text(
+        '[DEFAULT]\ncachedir = %s\n[cfn]\nmetadata_url = %s\nstack_name = '
+        '%s\naccess_key_id = %s\nsecret_access_key = %s\npath = %s\n' % (
+            tmp_path / 'cache-cfn', section['metadata_url'],
+            section['stack_name'], section['access_key_id'],
+            section['secret_access_key'], section['path']))
+    return subprocess.run(
+        [os.path.join(BIN, 'os-collect-config'), '--one-time', '--print',
+         '--config-file', str(conf), 'cfn'],
+        capture_output=True, text=True, timeout=120)
+
+
+def test_poll_server_cfn_server(api, tmp_path):
+    """POLL_SERVER_CFN: the os-collect-config section names converge-api's
+    CFN metadata URL and a key pair derived for the server (no Keystone
+    user); the real `cfn` collector, signing DescribeStackResource with
+    it, reads the server's deployments; a key pair reads its own server
+    only, and a wrong secret nothing; CFN_SIGNAL's URL takes
+    heat-config-notify's POST once."""
+    hc = _client(api, 'cfn')
+    server = _server_stack(hc, 'host', 'POLL_SERVER_CFN')
+    other = _server_stack(hc, 'other', 'POLL_SERVER_CFN')
+    occ = hc.resources.get('host', 'server').attributes['os_collect_config']
+    assert occ['collectors'] == ['ec2', 'cfn', 'local']
+    cfn = occ['cfn']
+    assert cfn['metadata_url'] == api.url + '/v1/cfn/'
+    assert cfn['stack_name'] == 'host' and cfn['path'] == 'server.Metadata'
+    hc.stacks.create(stack_name='deps', parameters={'server': server},
+                     template=DEPLOYMENTS % 'CFN_SIGNAL')
+    meta = _deployments(hc, 'host', 2)
+    out = _collect_cfn(tmp_path, cfn)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)['cfn']
+    assert got['deployments'] == meta['deployments']
+    assert got['os-collect-config'] == occ
+
+    # another server's resource with this key pair, or a wrong secret
+    theirs = hc.resources.get('other', 'server').attributes[
+        'os_collect_config']['cfn']
+    for wrong in (dict(cfn, stack_name='other'),
+                  dict(cfn, secret_access_key=theirs['secret_access_key'])):
+        out = _collect_cfn(tmp_path, wrong)
+        assert '403' in out.stderr and 'Source [cfn] Unavailable' in \
+            out.stderr
+        assert 'cfn' not in json.loads(out.stdout or '{}')
+    assert other != server
+
+    notify = heat_config_notify(tmp_path)
+    for dep in got['deployments']:
+        name = _inputs(dep)['deploy_resource_name']
+        path = tmp_path / ('%s.json' % name)
+        path.write_text(json.dumps(dep))
+        for _ in range(2):   # a second notify changes nothing
+            out = subprocess.run(
+                [sys.executable, notify, str(path)],
+                input=json.dumps({'result': 'cfn-%s' % name}),
+                capture_output=True, text=True, timeout=120)
+            assert out.returncode == 0, out.stderr
+    st = _settled(hc, 'deps')
+    assert st.stack_status == 'CREATE_COMPLETE', st.stack_status_reason
+    assert st.outputs[0]['output_value'] == 'cfn-dep_b'

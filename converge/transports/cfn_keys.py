@@ -7,7 +7,10 @@ DescribeStackResource requests with (EC2 signature version 2); the
 access key id names the server's credential, so converge-api finds whom
 a request is from without a look-up table."""
 
+import base64
 import hashlib
+import hmac
+import urllib.parse
 
 from converge import conf as conf_mod
 from converge.drivers import tokens
@@ -46,3 +49,38 @@ def metadata_server_url():
     """Where the `cfn` collector asks (Heat's cfn API, heat-api-cfn's
     /v1/): converge-api's /v1/cfn/."""
     return '%s/v1/cfn/' % conf_mod.api_endpoint()
+
+
+def _canonical_query(params):
+    """AWS signature version 2's query string: the parameters sorted by
+    name, each name and value percent-encoded (only -_~ left as they
+    are)."""
+    return '&'.join('%s=%s' % (urllib.parse.quote(k, safe=''),
+                               urllib.parse.quote(str(params[k]),
+                                                  safe='-_~'))
+                    for k in sorted(params))
+
+
+def signature_v2(secret, verb, host, path, params):
+    """The signature of a request (EC2 signature version 2, HmacSHA256
+    or HmacSHA1 as its SignatureMethod says)."""
+    digest = hashlib.sha1 if params.get('SignatureMethod') == \
+        'HmacSHA1' else hashlib.sha256
+    text = '%s\n%s\n%s\n%s' % (verb, host, path, _canonical_query(params))
+    return base64.b64encode(hmac.new(secret.encode(), text.encode(),
+                                     digest).digest()).decode()
+
+
+def verify(db, verb, host, path, params):
+    """The credential id a signed CFN request is from, or None when its
+    key or signature is not valid."""
+    params = dict(params)
+    given = params.pop('Signature', '')
+    agent_id = agent_of(params.get('AWSAccessKeyId'))
+    if agent_id is None or params.get('SignatureVersion') != '2':
+        return None
+    wanted = signature_v2(secret_key(db, agent_id), verb, host, path,
+                          params)
+    if not hmac.compare_digest(wanted.encode(), (given or '').encode()):
+        return None
+    return agent_id

@@ -11,6 +11,7 @@ either kind sees are the same rows.
 
 import sqlalchemy as sa
 
+from converge import exception
 from converge import transports
 from converge.db import software as db_software
 from converge.resources import none
@@ -129,10 +130,21 @@ def server_metadata(engine, template_metadata, props, server_id,
     return meta
 
 
-def for_agent(engine, agent_id):
-    """What a server's os-collect-config reads with the URL made for its
-    credential: its metadata, by the credential; None when the credential
-    is gone or revoked (the server deleted)."""
+class Served:
+    """Whose metadata a transport's request read: the server's stack
+    (id, name), resource name and physical id."""
+
+    def __init__(self, stack, agent):
+        self.id, self.name = stack.id, stack.name
+        self.resource_name = agent.resource_name
+        self.server_id = agent.server_id
+
+
+def for_agent(engine, agent_id, with_stack=False):
+    """What a server's os-collect-config reads with the URL or key pair
+    made for its credential: its resource metadata (with `with_stack`:
+    (metadata, Served)); None when the credential is gone or revoked
+    (the server deleted)."""
     from converge.db import api as db_api   # the engine's side only
     from converge.engine import views
     with engine.db.connect() as conn:
@@ -140,13 +152,11 @@ def for_agent(engine, agent_id):
     if agent is None or agent.revoked_at is not None or \
             not agent.server_id or not agent.stack_id:
         return None
-    with engine.db.read() as s:
-        try:
+    try:
+        with engine.db.read() as s:
             stack = db_api.stack_get(s, agent.stack_id,
                                      project_id=agent.project_id)
-        except Exception:
-            return None
-    try:
-        return views.resource_metadata(engine, stack, agent.resource_name)
-    except Exception:
+        meta = views.resource_metadata(engine, stack, agent.resource_name)
+    except exception.ConvergeError:
         return None
+    return (meta, Served(stack, agent)) if with_stack else meta
