@@ -140,8 +140,10 @@ class SoftwareDeployment(base.Resource):
             update_allowed=True),
         'signal_transport': p.Schema(
             p.STRING, 'How the server should signal to heat with the '
-            'deployment output values. In converge every transport but '
-            'NO_SIGNAL is the agent\'s signal to converge-api.',
+            'deployment output values. converge-agent signals on its own '
+            'route; for Heat\'s tooling deploy_signal_id is a URL on '
+            'converge-api signed for the run (PUT for TEMP_URL_SIGNAL, '
+            'POST otherwise). ZAQAR_SIGNAL needs Zaqar.',
             default='CFN_SIGNAL', allowed_values=TRANSPORTS),
     }
 
