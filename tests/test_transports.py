@@ -405,3 +405,27 @@ def test_poll_server_cfn_server(api, tmp_path):
     st = _settled(hc, 'deps')
     assert st.stack_status == 'CREATE_COMPLETE', st.stack_status_reason
     assert st.outputs[0]['output_value'] == 'cfn-dep_b'
+
+
+def test_deployment_cut_off_by_a_failed_stack_shows_failed(api):
+    """Heat's test_deployments_timeout_failed, without its minute: a
+    deployment still waiting for its signal when its stack's operation
+    fails is listed FAILED (Heat cancels it), its reason the stack's."""
+    hc = _client(api, 'cut')
+    server = _server_stack(hc, 'host')
+    tpl = DEPLOYMENTS % 'CFN_SIGNAL'
+    tpl = tpl.replace('outputs:\n  result: {value: {get_attr: [dep_b, '
+                      'result]}}\n', '') + '''  boom:
+    type: OS::Heat::TestResource
+    properties: {fail: true, wait_secs: 1}
+'''
+    hc.stacks.create(stack_name='deps', parameters={'server': server},
+                     template=tpl, disable_rollback=True)
+    _deployments(hc, 'host', 2)
+    st = _settled(hc, 'deps')
+    assert st.stack_status == 'CREATE_FAILED'
+    shown = hc.software_deployments.list(server_id=server)
+    assert [d.status for d in shown] == ['FAILED', 'FAILED']
+    assert all(d.status_reason.startswith('Stopped waiting')
+               for d in shown)
+    assert hc.software_deployments.get(shown[0].id).status == 'FAILED'
