@@ -402,6 +402,12 @@ SOFTWARE_OPTS = [
                     'polls (Heat\'s Swift TempURLs: until 2038); each '
                     'also stops working when its server is deleted, a '
                     'signal URL once its run has ended.'),
+    cfg.StrOpt('server_users_project', default='service',
+               help='Where a Keystone is configured ([trustee]): the '
+                    'project (in the [trustee] user\'s domain) the '
+                    '[trustee] user is scoped to when it makes and '
+                    'deletes the Keystone user of a POLL_SERVER_HEAT '
+                    'server; it needs the admin role there.'),
 ]
 
 OBSERVER_OPTS = [

@@ -79,6 +79,20 @@ class DeploymentStore:
         `run`'s result to (transports/urls.py)."""
         return urls.signal_url(self._db, deployment_id, run, since)
 
+    def heat_signal_inputs(self, server_id):
+        """HEAT_SIGNAL's Keystone inputs for a deployment on `server_id`,
+        when that server has a Keystone user; else None."""
+        from converge.transports import keystone_users
+        from converge.transports import metadata
+        with self._db.connect() as conn:
+            agent = metadata.agent_for_server(conn, server_id)
+        user_id = agent is not None and keystone_users.user_of(
+            self._db, agent.agent_id)
+        if not user_id:
+            return None
+        return keystone_users.signal_inputs(self._db, agent.agent_id,
+                                            user_id, agent.project_id)
+
     def delete(self, deployment_id):
         with self._db.begin() as conn:
             db_software.deployment_delete(conn, deployment_id)
@@ -114,7 +128,28 @@ class AgentStore:
             return {}
         return metadata.collect_config(self._db, transport, agent_id,
                                        row.created_at, stack_name,
-                                       resource_name)
+                                       resource_name, row.stack_id,
+                                       row.project_id)
+
+    def server_user(self, agent_id, project_id):
+        """A POLL_SERVER_HEAT server's Keystone user, made (once) where a
+        Keystone is configured: its id, or None
+        (transports/keystone_users.py)."""
+        from converge.transports import keystone_users
+        if not keystone_users.configured():
+            return None
+        user_id = keystone_users.ensure(self._db, agent_id, project_id)
+        keystone_users.remember(self._db, agent_id, user_id)
+        return user_id
+
+    def server_user_revoke(self, agent_id):
+        from converge.transports import keystone_users
+        user_id = keystone_users.user_of(self._db, agent_id)
+        if user_id is None:
+            return
+        if keystone_users.configured():
+            keystone_users.revoke(user_id)
+        keystone_users.forget(self._db, agent_id, user_id)
 
     def bind(self, agent_id, server_id):
         with self._db.begin() as conn:

@@ -898,6 +898,7 @@ class Server(base.Resource):
         shows it. A server already being deleted is only waited for."""
         if self._agents() is not None:
             self._agents().revoke(self.agent_id)
+            heat_boot.revoke(self)
         server = self._get() if self.physical_id else None
         if server is None:
             # also when physical_id is gone: a server booted again under

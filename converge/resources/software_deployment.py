@@ -521,7 +521,8 @@ class SoftwareDeployment(base.Resource):
                              {t.id: self._running[t.id] for t in running}))
 
     def _write(self, store, target, action, derived, run, status, reason):
-        derived = signals.with_signal_url(store, derived, target.id, run)
+        derived = signals.with_signal_url(store, derived, target.id, run,
+                                          target.server, target.member)
         store.put(id=target.id, stack_id=self.stack.id,
                   project_id=getattr(self.stack, 'project_id', 'converge'),
                   resource_name=self.name, member=target.member,

@@ -16,6 +16,7 @@ from converge import transports
 from converge.db import software as db_software
 from converge.resources import none
 from converge.transports import cfn_keys
+from converge.transports import keystone_users
 from converge.transports import urls
 
 
@@ -67,7 +68,7 @@ def agent_for_server(conn, server_id):
 
 
 def collect_config(db, transport, agent_id, since, stack_name,
-                   resource_name):
+                   resource_name, stack_id=None, project_id=None):
     """The `os-collect-config` section for `transport` (Heat's
     _populate_deployments_metadata): the collectors to run, in order
     (ec2 first, local last, the transport's between), and its own
@@ -89,19 +90,17 @@ def collect_config(db, transport, agent_id, since, stack_name,
                       'path': '%s.Metadata' % resource_name}
         collectors.append('cfn')
     elif transport == transports.POLL_SERVER_HEAT:
-        heat = keystone_section(db, agent_id)
-        if heat:
-            occ['heat'] = heat
+        # a Keystone user of the server's own, where a Keystone is
+        # configured; none: no section (converge-agent's part serves an
+        # image that has it)
+        user_id = keystone_users.user_of(db, agent_id)
+        if user_id:
+            occ['heat'] = keystone_users.heat_section(
+                db, agent_id, user_id, project_id,
+                '%s/%s' % (stack_name, stack_id), resource_name)
             collectors.append('heat')
     collectors.append('local')
     return occ
-
-
-def keystone_section(db, agent_id):
-    """POLL_SERVER_HEAT's section: Keystone credentials scoped to the
-    server. Not served yet (issue 40, point 5): {} (the server's
-    converge-agent part still serves an image that has it)."""
-    return {}
 
 
 def server_metadata(engine, template_metadata, props, server_id,
@@ -121,7 +120,8 @@ def server_metadata(engine, template_metadata, props, server_id,
             if agent is not None else []
     meta['deployments'] = deps
     occ = collect_config(engine.db, transport, agent.agent_id,
-                         agent.created_at, stack_name, resource_name) \
+                         agent.created_at, stack_name, resource_name,
+                         agent.stack_id, agent.project_id) \
         if agent is not None else {}
     if occ or 'os-collect-config' in meta:
         merged = dict(meta.get('os-collect-config') or {})

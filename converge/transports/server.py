@@ -40,8 +40,23 @@ def collect_config(server):
 
 def user_data(server, user_data):
     """`user_data` (converge-agent's part in it) as the server boots with
-    it: within Heat's boot config for Heat's transports."""
-    if transport_of(server) not in transports.HEAT_CONFIG_TRANSPORTS:
+    it: within Heat's boot config for Heat's transports (for
+    POLL_SERVER_HEAT, with its Keystone user made first, where a
+    Keystone is configured)."""
+    transport = transport_of(server)
+    if transport not in transports.HEAT_CONFIG_TRANSPORTS:
         return user_data
+    agents = server._agents()
+    if transport == transports.POLL_SERVER_HEAT and \
+            hasattr(agents, 'server_user'):
+        agents.server_user(server.agent_id,
+                           getattr(server.stack, 'project_id', None))
     return bootconfig.build(user_data, {
         'deployments': [], 'os-collect-config': collect_config(server)})
+
+
+def revoke(server):
+    """The server's Keystone user deleted with it (if it had one)."""
+    agents = server._agents()
+    if hasattr(agents, 'server_user_revoke'):
+        agents.server_user_revoke(server.agent_id)
