@@ -319,27 +319,24 @@ def heat_config_notify(tmp_path):
 
 def test_zaqar_refused_at_validate(api, tmp_path):
     """ZAQAR_MESSAGE and ZAQAR_SIGNAL need a Zaqar, which converge does
-    not have: refused at validate, naming the resource and property."""
+    not have: refused at validate, naming the file, the resource and the
+    property."""
     tpl = tmp_path / 'zaqar.yaml'
-    tpl.write_text(SERVER % '      software_config_transport: '
-                   'ZAQAR_MESSAGE')
-    out = subprocess.run(
-        [os.path.join(BIN, 'converge'), '--config-file', api.conf,
-         'template', 'validate', '-t', str(tpl)],
-        capture_output=True, text=True)
-    assert out.returncode != 0
-    assert 'zaqar.yaml' in out.stderr
+
+    def refused(text):
+        tpl.write_text(text)
+        out = subprocess.run(
+            [os.path.join(BIN, 'converge'), '--config-file', api.conf,
+             'template', 'validate', '-t', str(tpl)],
+            capture_output=True, text=True)
+        assert out.returncode != 0
+        assert 'zaqar.yaml' in out.stderr and 'needs Zaqar' in out.stderr
+        return out.stderr
+
     assert 'resources.server.properties.software_config_transport' in \
-        out.stderr
-    assert 'needs Zaqar' in out.stderr
-    tpl.write_text(DEPLOYMENTS % 'ZAQAR_SIGNAL')
-    out = subprocess.run(
-        [os.path.join(BIN, 'converge'), '--config-file', api.conf,
-         'template', 'validate', '-t', str(tpl)],
-        capture_output=True, text=True)
-    assert out.returncode != 0
-    assert 'resources.dep_b.properties.signal_transport' in out.stderr
-    assert 'needs Zaqar' in out.stderr
+        refused(SERVER % '      software_config_transport: ZAQAR_MESSAGE')
+    assert 'resources.dep_b.properties.signal_transport' in \
+        refused(DEPLOYMENTS % 'ZAQAR_SIGNAL')
 
 
 def _collect_cfn(tmp_path, section):
