@@ -208,14 +208,13 @@ def _deployment_row(conn, project_id, deployment_id):
 
 
 _RESOURCES = models.Resource.__table__
-STOPPED = 'Stopped waiting'
 
 
 def _as_shown(conn, rows):
     """The rows as Heat shows them: a stack's deployment still waiting
     for its run's signal when its stack's operation ended (timed out,
-    failed: its resource FAILED "Stopped waiting: ...") is FAILED with
-    that reason, as Heat cancels it. The row keeps waiting underneath: a
+    failed: its resource FAILED, "Timed out" or "Stopped waiting: ...")
+    is FAILED with that reason, as Heat cancels it. The row keeps waiting underneath: a
     late result is still taken by the next converge (docs/software.md)."""
     out = [_deployment(r) for r in rows]
     waiting = {(r.stack_id, r.resource_name) for r in rows
@@ -232,9 +231,8 @@ def _as_shown(conn, rows):
             continue
         if res.status == 'IN_PROGRESS':
             stopped[key] = None   # a row of it still waits: as stored
-        elif res.status == 'FAILED' and key not in stopped and \
-                (res.status_reason or '').startswith(STOPPED):
-            stopped[key] = res.status_reason
+        elif res.status == 'FAILED' and key not in stopped:
+            stopped[key] = res.status_reason or 'Failed
     for row, shown in zip(rows, out):
         reason = stopped.get((row.stack_id, row.resource_name))
         if row.status == 'IN_PROGRESS' and reason:
