@@ -232,7 +232,7 @@ def _as_shown(conn, rows):
         if res.status == 'IN_PROGRESS':
             stopped[key] = None   # a row of it still waits: as stored
         elif res.status == 'FAILED' and key not in stopped:
-            stopped[key] = res.status_reason or 'Failed
+            stopped[key] = res.status_reason or 'Failed'
     for row, shown in zip(rows, out):
         reason = stopped.get((row.stack_id, row.resource_name))
         if row.status == 'IN_PROGRESS' and reason:
