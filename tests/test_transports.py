@@ -200,6 +200,8 @@ def _collect_request(tmp_path, url):
     return json.loads(out.stdout)
 
 
+# ~25 s: os-collect-config and heat-config-notify start slowly
+@pytest.mark.long
 def test_poll_temp_url_server(api, tmp_path):
     """POLL_TEMP_URL: Heat's boot config in the user data (cloud-config,
     boothook, part-handler, the server's parts, cfn-init-data with the
@@ -353,6 +355,8 @@ def _collect_cfn(tmp_path, section):
         capture_output=True, text=True, timeout=120)
 
 
+# ~25 s: os-collect-config and heat-config-notify start slowly
+@pytest.mark.long
 def test_poll_server_cfn_server(api, tmp_path):
     """POLL_SERVER_CFN: the os-collect-config section names converge-api's
     CFN metadata URL and a key pair derived for the server (no Keystone
