@@ -142,6 +142,14 @@ def test_default_server_metadata_lists_deployments_with_signal_urls(api):
     names = sorted(_inputs(d)['deploy_resource_name']
                    for d in meta['deployments'])
     assert names == ['0', 'dep_b']
+    # a reader of the project sees the signatures masked, as an agent
+    # token (converge:show_credentials)
+    reader = api.client('meta', api.token('meta', '--role', 'reader')[
+        'token'])
+    shown = reader.resources.metadata('host', 'server')
+    for dep in shown['deployments']:
+        url = _inputs(dep)['deploy_signal_id']
+        assert 'signature=******' in url, url
     # a URL without its signature, or for another run, is refused
     url = _inputs(meta['deployments'][0])['deploy_signal_id']
     assert requests.post(url.split('?')[0], data='{}').status_code == 403
@@ -369,6 +377,11 @@ def test_poll_server_cfn_server(api, tmp_path):
     other = _server_stack(hc, 'other', 'POLL_SERVER_CFN')
     occ = hc.resources.get('host', 'server').attributes['os_collect_config']
     assert occ['collectors'] == ['ec2', 'cfn', 'local']
+    reader = api.client('cfn', api.token('cfn', '--role', 'reader')[
+        'token'])
+    assert reader.resources.get('host', 'server').attributes[
+        'os_collect_config']['cfn']['secret_access_key'] == '******'
+
     cfn = occ['cfn']
     assert cfn['metadata_url'] == api.url + '/v1/cfn/'
     assert cfn['stack_name'] == 'host' and cfn['path'] == 'server.Metadata'

@@ -6,6 +6,7 @@ converge-api, never directly).
 """
 
 import threading
+import time
 
 from converge import conf as conf_mod
 from converge.db import software as db_software
@@ -74,9 +75,15 @@ class DeploymentStore:
             return db_software.deployments_running(conn, runs)
         return still
 
-    def signal_url(self, deployment_id, run, since):
+    def signal_url(self, deployment_id, run, server_id):
         """The signed URL heat-config-notify or cfn-signal sends run
-        `run`'s result to (transports/urls.py)."""
+        `run`'s result to (transports/urls.py), valid as long as the
+        server's credential's URLs (made when it was)."""
+        from converge.transports import metadata
+        with self._db.connect() as conn:
+            agent = metadata.agent_for_server(conn, server_id) \
+                if server_id else None
+        since = agent.created_at if agent is not None else time.time()
         return urls.signal_url(self._db, deployment_id, run, since)
 
     def heat_signal_inputs(self, server_id):

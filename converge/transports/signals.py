@@ -6,8 +6,6 @@ goes into the same exactly-once record as converge-agent's signal
 (engine/software.py): a second signal of the run, or one of a run that
 is over, changes nothing."""
 
-import time
-
 from converge import transports
 
 #: the verb heat-config-notify uses, by signal transport (Heat's)
@@ -47,7 +45,7 @@ def with_signal_url(store, derived, deployment_id, run, server_id=None,
              'description': 'converge: %s' % k}
             for k, v in keystone.items() if v is not None]
         return derived
-    url = make(deployment_id, run, time.time())
+    url = make(deployment_id, run, server_id)
     derived['inputs'] = [dict(i, value=url) if i.get('name') ==
                          'deploy_signal_id' else i for i in inputs]
     return derived

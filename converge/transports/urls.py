@@ -63,10 +63,21 @@ def metadata_url(db, agent_id, since):
 
 def signal_url(db, deployment_id, run, since):
     """The URL heat-config-notify (or cfn-signal) sends the result of run
-    `run` of a deployment to: PUT or POST, no credential but the URL."""
+    `run` of a deployment to: PUT or POST, no credential but the URL.
+    `since`: when its server's credential was made (so the URL, and what
+    masks it for a reader, can be derived again)."""
     expires = expiry(since)
     return '%s/v1/transport/deployments/%s/signal?%s' % (
         conf_mod.api_endpoint(), deployment_id, urllib.parse.urlencode({
             'run': run, 'expires': expires,
             'signature': _sign(db, 'signal', [deployment_id, run],
                                expires)}))
+
+
+def signatures(db, agent_id, since, runs):
+    """The signatures a server's transports hand out, to be masked where
+    a caller may not see credentials: its metadata URL's, and each of
+    `runs`' ((deployment id, run) on it) signal URL's."""
+    expires = expiry(since)
+    return [_sign(db, 'metadata', [agent_id], expires)] + [
+        _sign(db, 'signal', [dep, run], expires) for dep, run in runs if run]
