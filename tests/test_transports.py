@@ -177,19 +177,33 @@ def test_default_server_metadata_lists_deployments_with_signal_urls(api):
 
 def test_failed_signal_fails_the_deployment(api):
     """A non-zero deploy_status_code sent to the URL fails the run, as
-    Heat reads it; the deployments list says FAILED."""
+    Heat reads it, and so does cfn-signal's FAILURE (its request: curl
+    PUT, an empty Content-Type, {Status, Reason, UniqueId, Data}); the
+    deployments list says FAILED."""
     hc = _client(api, 'fail')
     server = _server_stack(hc, 'host')
     hc.stacks.create(stack_name='deps', parameters={'server': server},
-                     template=DEPLOYMENTS % 'CFN_SIGNAL')
+                     template=DEPLOYMENTS % 'CFN_SIGNAL',
+                     disable_rollback=True)
     meta = _deployments(hc, 'host', 2)
-    for dep in meta['deployments']:
-        requests.post(_inputs(dep)['deploy_signal_id'], data=json.dumps(
-            {'deploy_status_code': 3, 'deploy_stderr': 'broken'}))
+    by_name = {_inputs(d)['deploy_resource_name']: _inputs(d)[
+        'deploy_signal_id'] for d in meta['deployments']}
+    requests.post(by_name['0'], data=json.dumps(
+        {'deploy_status_code': 3, 'deploy_stderr': 'broken'}))
+    out = subprocess.run(
+        ['curl', '-sS', '-X', 'PUT', '-H', 'Content-Type:',
+         '--data-binary', json.dumps({
+             'Status': 'FAILURE', 'Reason': 'no disk', 'UniqueId': 'i-1',
+             'Data': 'Application has completed configuration.'}),
+         by_name['dep_b']], capture_output=True, text=True, timeout=60)
+    assert json.loads(out.stdout)['accepted'] is True, out
     st = _settled(hc, 'deps')
     assert st.stack_status == 'CREATE_FAILED'
-    assert 'Deployment exited with non-zero status code: 3' in \
-        st.stack_status_reason
+    reasons = sorted(d.status_reason for d in
+                     hc.software_deployments.list(server_id=server))
+    assert reasons == [
+        'Deployment exited with non-zero status code: 1: no disk',
+        'Deployment exited with non-zero status code: 3: broken']
     assert {d.status for d in hc.software_deployments.list(
         server_id=server)} == {'FAILED'}
 
