@@ -146,3 +146,41 @@ def _collect(conf, env):
         capture_output=True, text=True, timeout=120, env=env)
     found = json.loads(out.stdout or '{}')
     return found if found.get('heat', {}).get('deployments') else None
+
+
+def test_transport_changed_to_poll_server_heat(cloud_env):
+    """An update to POLL_SERVER_HEAT makes the server's Keystone user
+    (the server kept, as in Heat) and the metadata serves the heat
+    section at once; deleted with the server."""
+    alice = realcloud.connect(cloud_env, 'devcloud-alice')
+    admin = realcloud.connect(cloud_env, 'devcloud-admin')
+    hc = _heat(alice)
+    tpl = TEMPLATE.replace('POLL_SERVER_HEAT', '{get_param: transport}'
+                           ).replace('resources:', 'parameters:\n  '
+                                     'transport: {type: string}\n'
+                                     'resources:', 1)
+    tpl = tpl[:tpl.index('  config:')]
+    hc.stacks.create(stack_name='switch', template=tpl,
+                     parameters={'transport': 'POLL_TEMP_URL'})
+    done = lambda: (lambda s: s if not s.stack_status.endswith(  # noqa
+        'IN_PROGRESS') else None)(hc.stacks.get('switch'))
+    assert realcloud.wait_for(done, 300, 0.5).stack_status == \
+        'CREATE_COMPLETE'
+    server = hc.resources.get('switch', 'server').physical_resource_id
+    occ = hc.resources.metadata('switch', 'server')['os-collect-config']
+    assert 'request' in occ and 'heat' not in occ
+    hc.stacks.update('switch', template=tpl,
+                     parameters={'transport': 'POLL_SERVER_HEAT'})
+    realcloud.wait_for(lambda: hc.stacks.get('switch').stack_status ==
+                       'UPDATE_COMPLETE', 300, 0.5)
+    assert hc.resources.get('switch', 'server').physical_resource_id == \
+        server
+    occ = hc.resources.metadata('switch', 'server')['os-collect-config']
+    assert occ['collectors'] == ['ec2', 'heat', 'local']
+    user_id = occ['heat']['user_id']
+    assert admin.identity.get_user(user_id).name.startswith(
+        'converge-server-')
+    hc.stacks.delete('switch')
+    realcloud.wait_for(lambda: not [s for s in hc.stacks.list()
+                                    if s.stack_name == 'switch'], 300, 0.5)
+    assert admin.identity.find_user(user_id) is None

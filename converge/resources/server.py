@@ -869,6 +869,10 @@ class Server(base.Resource):
             observed = self.compute.update_server(server_id, **changes) \
                 or observed
 
+        if props.get('software_config_transport') != \
+                prior.get('software_config_transport'):
+            heat_boot.updated(self)
+
         # a stopped server is started again
         if observed.get('status') == 'SHUTOFF':
             self.compute.start_server(server_id)

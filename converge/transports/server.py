@@ -60,3 +60,14 @@ def revoke(server):
     agents = server._agents()
     if hasattr(agents, 'server_user_revoke'):
         agents.server_user_revoke(server.agent_id)
+
+
+def updated(server):
+    """A transport changed by an update is served at once (the metadata
+    is computed when asked for); POLL_SERVER_HEAT needs its Keystone user
+    first, as Heat makes credentials for the new transport."""
+    agents = server._agents()
+    if transport_of(server) == transports.POLL_SERVER_HEAT and \
+            hasattr(agents, 'server_user'):
+        agents.server_user(server.agent_id,
+                           getattr(server.stack, 'project_id', None))
