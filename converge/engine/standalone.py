@@ -214,8 +214,9 @@ def _as_shown(conn, rows):
     """The rows as Heat shows them: a stack's deployment still waiting
     for its run's signal when its stack's operation ended (timed out,
     failed: its resource FAILED, "Timed out" or "Stopped waiting: ...")
-    is FAILED with that reason, as Heat cancels it. The row keeps waiting underneath: a
-    late result is still taken by the next converge (docs/software.md)."""
+    is FAILED with that reason, as Heat cancels it. The row keeps
+    waiting underneath: a late result is still taken by the next
+    converge (docs/software.md)."""
     out = [_deployment(r) for r in rows]
     waiting = {(r.stack_id, r.resource_name) for r in rows
                if r.status == 'IN_PROGRESS' and r.stack_id}

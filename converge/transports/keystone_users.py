@@ -72,9 +72,8 @@ def ensure(db, agent_id, project_id):
     secret = password(db, agent_id)
     if found:
         user_id = found[0]['id']
-        s.patch('/users/%s' % user_id, json={'user': {
-            'password': secret, 'enabled': True}},
-            endpoint_filter=_IDENTITY)
+        s.patch('/users/%s' % user_id, endpoint_filter=_IDENTITY,
+                json={'user': {'password': secret, 'enabled': True}})
     else:
         user_id = s.post('/users', json={'user': {
             'name': name, 'domain_id': domain, 'password': secret,
