@@ -75,12 +75,12 @@ def ensure(db, agent_id, project_id):
         s.patch('/users/%s' % user_id, endpoint_filter=_IDENTITY,
                 json={'user': {'password': secret, 'enabled': True}})
     else:
-        user_id = s.post('/users', json={'user': {
-            'name': name, 'domain_id': domain, 'password': secret,
-            'default_project_id': project_id, 'enabled': True,
-            'description': 'converge: the credential of one server '
-                           '(POLL_SERVER_HEAT, HEAT_SIGNAL)'}},
-            endpoint_filter=_IDENTITY).json()['user']['id']
+        user = {'name': name, 'domain_id': domain, 'password': secret,
+                'default_project_id': project_id, 'enabled': True,
+                'description': 'converge: the credential of one server '
+                               '(POLL_SERVER_HEAT, HEAT_SIGNAL)'}
+        user_id = s.post('/users', json={'user': user},
+                         endpoint_filter=_IDENTITY).json()['user']['id']
     s.put('/projects/%s/users/%s/roles/%s' % (project_id, user_id,
                                               _role_id(s)),
           endpoint_filter=_IDENTITY)
