@@ -408,6 +408,20 @@ SOFTWARE_OPTS = [
                  help='Seconds after which a deployment waiting for its '
                       'agent\'s signal looks at its row again by itself '
                       '(a signal whose wake-up was lost).'),
+    cfg.IntOpt('transport_url_lifetime', default=5 * 365 * 86400, min=60,
+               help='Seconds the signed URLs of Heat\'s transports '
+                    '(POLL_TEMP_URL\'s metadata URL, TEMP_URL_SIGNAL\'s '
+                    'and CFN_SIGNAL\'s signal URLs) stay valid after they '
+                    'are made. A metadata URL lives as long as its server '
+                    'polls (Heat\'s Swift TempURLs: until 2038); each '
+                    'also stops working when its server is deleted, a '
+                    'signal URL once its run has ended.'),
+    cfg.StrOpt('server_users_project', default='service',
+               help='Where a Keystone is configured ([trustee]): the '
+                    'project (in the [trustee] user\'s domain) the '
+                    '[trustee] user is scoped to when it makes and '
+                    'deletes the Keystone user of a POLL_SERVER_HEAT '
+                    'server; it needs the admin role there.'),
 ]
 
 OBSERVER_OPTS = [

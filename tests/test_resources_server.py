@@ -38,7 +38,8 @@ def test_defaults():
     assert out['image_update_policy'] == 'REBUILD'
     assert out['user_data_update_policy'] == 'REPLACE'
     assert out['user_data_format'] == 'HEAT_CFNTOOLS'
-    assert out['software_config_transport'] == 'POLL_SERVER_CFN'
+    # converge's own agent unless a template names one of Heat's
+    assert out['software_config_transport'] == 'CONVERGE_AGENT'
     assert out['user_data'] == ''
     assert out['security_groups'] == []
     assert out['metadata'] == {}

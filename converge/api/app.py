@@ -14,6 +14,7 @@ from oslo_log import log as logging
 
 from converge import exception
 from converge.api import agent
+from converge.api import transport
 from converge.api import v1
 from converge.api.wsgi import Error, error_response, json_response
 
@@ -39,6 +40,7 @@ class App:
         # API with it before they hold a token)
         mapper.connect('/', handler=versions, conditions={'method': ['GET']})
         agent.add_routes(mapper, agent.Controller(engine, self.stopping))
+        transport.add_routes(mapper, transport.Controller(engine))
         v1.add_routes(mapper, engine)
         # no method override from a form field: it would parse every
         # POST body as a form (a JSON API has none), and a malformed

@@ -85,16 +85,29 @@ TYPE_RULE = 'resource_types:%s'
 CREDENTIALS = 'converge:show_credentials'
 
 
+#: what a server's own Keystone user (POLL_SERVER_HEAT, HEAT_SIGNAL:
+#: role heat_stack_user) may call besides: its server's metadata and its
+#: deployments' signals (converge/transports/stack_user.py confines it
+#: to its own server)
+SERVER_USER = ('resource:metadata', 'resource:signal')
+
+
+def _rule(name, base):
+    if name in SERVER_USER:
+        return policy.RuleDefault(name, '%s or role:heat_stack_user' % base)
+    return policy.RuleDefault(name, base)
+
+
 def list_rules():
     """Every rule with its default (oslopolicy-sample-generator's
     entry point)."""
     return (_BASE
-            + [policy.RuleDefault(n, 'rule:project_reader')
+            + [_rule(n, 'rule:project_reader')
                for n in READ + CONVERGE_READ]
-            + [policy.RuleDefault(n, 'rule:project_member')
+            + [_rule(n, 'rule:project_member')
                for n in WRITE + CONVERGE_WRITE]
             + [policy.RuleDefault(
-                CREDENTIALS, 'rule:project_member',
+                CREDENTIALS, 'rule:project_member or role:heat_stack_user',
                 'Who sees the agent and signal credentials of a stack in '
                 'what the API answers (others read them as ******).')]
             + [policy.RuleDefault(n, 'rule:context_is_admin')

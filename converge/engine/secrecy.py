@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from converge import masking
 from converge.db import models
 from converge.drivers import tokens
+from converge.transports import credentials as transport_credentials
 from converge.resources import base
 from converge.resources import registry
 from converge.template import formats
@@ -166,9 +167,14 @@ def _credentials(engine, session, tree):
     agent tokens, and what its plug-ins name as credentials among their
     attributes (a wait condition handle's token, a scaling policy's
     alarm URL)."""
-    found = [tokens.token_for(engine.db, agent) for agent in session.scalars(
-        sa.select(models.AgentCredential.agent_id).where(
-            models.AgentCredential.stack_id.in_(tree)))]
+    agents = session.execute(sa.select(
+        models.AgentCredential.agent_id, models.AgentCredential.server_id,
+        models.AgentCredential.created_at).where(
+        models.AgentCredential.stack_id.in_(tree))).all()
+    found = [tokens.token_for(engine.db, a.agent_id) for a in agents]
+    # and what Heat's transports hand out for them (transports/)
+    found.extend(transport_credentials.of_servers(engine.db, session,
+                                                  agents))
     R = models.Resource
     types = _credential_types()
     if not types:

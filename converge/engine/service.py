@@ -46,6 +46,7 @@ from converge.engine import standalone
 from converge.engine import stacks
 from converge.engine import views
 from converge.graph import plan as plan_mod
+from converge.transports import stack_user
 
 #: dropped connections in a row a read survives
 DROPPED_RETRIES = 5
@@ -589,6 +590,8 @@ class Service:
     @_read
     def resource_metadata(self, ctx, ident, name):
         st = self._stack(ctx, ident)
+        # a server's own Keystone user: its server's only
+        stack_user.check_metadata(self.engine, ctx, st, name)
         return self._masked(ctx, st.id,
                             views.resource_metadata(self.engine, st, name))
 
@@ -613,7 +616,19 @@ class Service:
         once (IGNORED when it is not running)."""
         st = self._stack_or_group(ctx, ident)
         if isinstance(st, group_stack.GroupStack):
+            if stack_user.only_server_user(ctx):
+                raise exception.Forbidden('A server\'s user may signal '
+                                          'its own deployments only')
             return st.signal(self.engine, name, details)
+        deployment = stack_user.deployment_of(self.engine, ctx, st, name)
+        if deployment is not None:
+            # heat-config-notify's HEAT_SIGNAL: the run in progress
+            # completes once, as its agent's signal would
+            answer = software.complete(self.engine, deployment, details)
+            return {'status': 'SIGNALLED' if answer['accepted'] else
+                    'IGNORED', 'reason': answer['reason'],
+                    'capacity': None, 'stack_id': st.id,
+                    'traversal_id': None}
         if isinstance(details, dict) and 'unset_hook' in details:
             return hooks.clear(self.engine, ident, name,
                                details['unset_hook'],

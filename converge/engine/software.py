@@ -206,23 +206,47 @@ def _signal(engine, conn, item, verified):
 
 def complete(engine, deployment_id, payload=None):
     """A user's signal to a stack's deployment (Heat's resource signal
-    to a deployment group's member: what its server would have said,
-    given by hand): the result of the run in progress, recorded and
+    to a deployment group's member or, HEAT_SIGNAL, to a deployment:
+    what its server would have said, given by hand or by
+    heat-config-notify): the result of the run in progress, recorded and
     woken exactly as its agent's signal (`payload` read by `result`;
     none: success). The caller has checked that the deployment is its
     project's. Returns {accepted, reason}: a deployment not running (a
     second signal, a member whose batch has not come) changes
     nothing."""
+    return _take(engine, deployment_id, None, payload)
+
+
+def signal_run(engine, deployment_id, run, payload):
+    """The result of run `run` of a deployment, sent to its signed URL
+    (heat-config-notify, cfn-signal: transports/signals.py), whose
+    signature the caller checked: recorded and woken exactly as an
+    agent's signal. Returns {accepted, reason}: a second signal of the
+    run, or a signal of a run that is over, changes nothing."""
+    return _take(engine, deployment_id, run, payload)
+
+
+def _take(engine, deployment_id, run, payload):
+    """A signal without an agent's credential: of run `run`, or of the
+    run in progress (None)."""
     payload = payload if isinstance(payload, dict) else {}
     with engine.db.begin() as conn:
         dep = db_software.deployment_get(conn, deployment_id)
         if dep is None:
             raise exception.NotFound('Deployment %s not found'
                                      % deployment_id)
-        if dep.status != 'IN_PROGRESS':
+        if run is None and dep.status != 'IN_PROGRESS':
             return {'accepted': False, 'reason': (
                 'deployment %s is %s_%s: signal ignored'
                 % (deployment_id, dep.action, dep.status))}
+        if run is not None and dep.run == run and \
+                dep.status != 'IN_PROGRESS':
+            return {'accepted': False, 'reason': 'signalled already'}
+        if run is not None and (dep.status != 'IN_PROGRESS' or
+                                dep.run != run):
+            return {'accepted': False, 'reason': (
+                'deployment %s is %s (run %s); signal for run %s ignored'
+                % (deployment_id, dep.status, dep.run[:12], run[:12]))}
         answer, woken = _record(engine, conn, dep, dep.run, payload, None)
     if answer['accepted']:
         drivers_software.CHANGES.notify()

@@ -207,9 +207,44 @@ def _deployment_row(conn, project_id, deployment_id):
     return row
 
 
+_RESOURCES = models.Resource.__table__
+
+
+def _as_shown(conn, rows):
+    """The rows as Heat shows them: a stack's deployment still waiting
+    for its run's signal when its stack's operation ended (timed out,
+    failed: its resource FAILED, "Timed out" or "Stopped waiting: ...")
+    is FAILED with that reason, as Heat cancels it. The row keeps
+    waiting underneath: a late result is still taken by the next
+    converge (docs/software.md)."""
+    out = [_deployment(r) for r in rows]
+    waiting = {(r.stack_id, r.resource_name) for r in rows
+               if r.status == 'IN_PROGRESS' and r.stack_id}
+    if not waiting:
+        return out
+    stopped = {}
+    for res in conn.execute(sa.select(
+            _RESOURCES.c.stack_id, _RESOURCES.c.name, _RESOURCES.c.status,
+            _RESOURCES.c.status_reason).where(
+            _RESOURCES.c.stack_id.in_({s for s, _ in waiting}))):
+        key = (res.stack_id, res.name)
+        if key not in waiting:
+            continue
+        if res.status == 'IN_PROGRESS':
+            stopped[key] = None   # a row of it still waits: as stored
+        elif res.status == 'FAILED' and key not in stopped:
+            stopped[key] = res.status_reason or 'Failed'
+    for row, shown in zip(rows, out):
+        reason = stopped.get((row.stack_id, row.resource_name))
+        if row.status == 'IN_PROGRESS' and reason:
+            shown.update(status='FAILED', status_reason=reason)
+    return out
+
+
 def deployment_show(engine, project_id, deployment_id):
     with engine.db.connect() as conn:
-        return _deployment(_deployment_row(conn, project_id, deployment_id))
+        return _as_shown(conn, [_deployment_row(conn, project_id,
+                                                deployment_id)])[0]
 
 
 def deployment_list(engine, project_id, server_id=None):
@@ -219,7 +254,7 @@ def deployment_list(engine, project_id, server_id=None):
     if server_id:
         q = q.where(_DEPLOYMENTS.c.server_id == server_id)
     with engine.db.connect() as conn:
-        return [_deployment(r) for r in conn.execute(q)]
+        return _as_shown(conn, conn.execute(q).all())
 
 
 def deployment_update(engine, project_id, deployment_id, data):

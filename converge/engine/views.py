@@ -14,6 +14,7 @@ from converge.engine import rows as rows_mod
 from converge.graph import dot as dot_mod
 from converge.resources import base
 from converge.resources import nested as nested_res
+from converge.transports import metadata as transport_metadata
 
 
 def parameters_shown(defn):
@@ -362,9 +363,14 @@ def resource_metadata(engine, st, name):
     if defn is None or name not in defn.resources:
         return {}
     try:
-        return defn.resolve_metadata(name, RowData(rows))
+        meta = defn.resolve_metadata(name, RowData(rows))
     except exception.ConvergeError:
-        return {}
+        meta = {}
+    row = rows[name]
+    # a SOFTWARE_CONFIG server's: its deployments and os-collect-config
+    # section, as Heat writes them (converge/transports/metadata.py)
+    return transport_metadata.server_metadata(
+        engine, meta, row.properties, row.physical_id, st.name, name)
 
 
 def dot(engine, st):

@@ -47,12 +47,14 @@ import time
 import uuid as uuid_mod
 
 from converge import exception
+from converge import transports
 from converge import userdata
 from converge.drivers import cloud as cloud_mod
 from converge.resources import base
 from converge.resources import none
 from converge.resources import neutron
 from converge.resources import properties as p
+from converge.transports import server as heat_boot
 
 #: statuses a server settles in; anything else (BUILD, REBUILD, RESIZE,
 #: ...) is transitional, and VERIFY_RESIZE waits for confirm_resize
@@ -60,8 +62,8 @@ SETTLED = ('ACTIVE', 'SHUTOFF', 'ERROR')
 GONE = ('DELETED', 'SOFT_DELETED')
 
 USER_DATA_FORMATS = ('HEAT_CFNTOOLS', 'RAW', 'SOFTWARE_CONFIG')
-TRANSPORTS = ('POLL_SERVER_CFN', 'POLL_SERVER_HEAT', 'POLL_TEMP_URL',
-              'ZAQAR_MESSAGE')
+#: converge's own agent (the default) and Heat's (converge/transports)
+TRANSPORTS = transports.CONFIG_TRANSPORTS
 IMAGE_POLICIES = ('REBUILD', 'REPLACE', 'REBUILD_PRESERVE_EPHEMERAL')
 
 #: Heat's limit: HOST_NAME_MAX 64 minus '.novalocal'
@@ -280,8 +282,12 @@ class Server(base.Resource):
             default='HEAT_CFNTOOLS', allowed_values=USER_DATA_FORMATS),
         'software_config_transport': p.Schema(
             p.STRING, 'How the server should receive the metadata required '
-            'for software configuration.',
-            default='POLL_SERVER_CFN', allowed_values=TRANSPORTS,
+            'for software configuration. CONVERGE_AGENT (the default): '
+            'converge-agent pulls from converge-api. POLL_SERVER_CFN, '
+            'POLL_TEMP_URL, POLL_SERVER_HEAT: Heat\'s boot config and '
+            'os-collect-config section too, for images with Heat\'s '
+            'tooling, served by converge-api. ZAQAR_MESSAGE needs Zaqar.',
+            default=transports.CONVERGE_AGENT, allowed_values=TRANSPORTS,
             update_allowed=True),
         'user_data_update_policy': p.Schema(
             p.STRING, 'Policy on how to apply a user_data update; either by '
@@ -412,6 +418,7 @@ class Server(base.Resource):
             raise exception.InvalidTemplate(
                 'Neither image nor bootable volume is specified for '
                 'instance', path=path + ['image'])
+        heat_boot.validate(values, path)
         nets = values.get('networks')
         for i, net in enumerate(nets if isinstance(nets, list) else []):
             if not isinstance(net, dict):
@@ -498,6 +505,7 @@ class Server(base.Resource):
                 self.agent_id, self.stack.id,
                 getattr(self.stack, 'project_id', 'converge'), self.name)
             ud = userdata.encode(ud, endpoint, self.agent_id, token)
+            ud = heat_boot.user_data(self, ud)
         return ud
 
     @property
@@ -888,6 +896,10 @@ class Server(base.Resource):
             observed = self.compute.update_server(server_id, **changes) \
                 or observed
 
+        if props.get('software_config_transport') != \
+                prior.get('software_config_transport'):
+            heat_boot.updated(self)
+
         # a stopped server is started again
         if observed.get('status') == 'SHUTOFF':
             self.compute.start_server(server_id)
@@ -1159,6 +1171,7 @@ class Server(base.Resource):
         shows it. A server already being deleted is only waited for."""
         if self._agents() is not None:
             self._agents().revoke(self.agent_id)
+            heat_boot.revoke(self)
         server = self._get() if self.physical_id else None
         if server is None:
             # also when physical_id is gone: a server booted again under
@@ -1296,7 +1309,7 @@ class Server(base.Resource):
             'accessIPv4': server.get('accessIPv4', ''),
             'accessIPv6': server.get('accessIPv6', ''),
             'console_urls': {},
-            'os_collect_config': {},
+            'os_collect_config': heat_boot.collect_config(self),
             'tags': tags,
             'show': copy.deepcopy(server) if server else None,
         }

@@ -24,11 +24,13 @@ import time
 
 from converge import conf as conf_mod
 from converge import exception
+from converge import transports
 from converge.resources import base
 from converge.resources import component
 from converge.resources import none
 from converge.resources import properties as p
 from converge.resources import structured
+from converge.transports import signals
 
 ACTIONS = ('CREATE', 'UPDATE', 'DELETE', 'SUSPEND', 'RESUME')
 TRANSPORTS = ('CFN_SIGNAL', 'TEMP_URL_SIGNAL', 'HEAT_SIGNAL', 'NO_SIGNAL',
@@ -74,10 +76,13 @@ def derived_inputs(declared_inputs, values, server_id, action,
         'deploy_signal_transport': signal_transport,
     }
     if signal_transport != 'NO_SIGNAL':
+        # the signed URL of the run is put in when the run is written
+        # (transports/signals.py); converge's agent signals on its own
+        # route, heat-config-notify and cfn-signal to this one
         derived['deploy_signal_id'] = (
-            '%s/v1/agent/deployments/%s/signal'
+            '%s/v1/transport/deployments/%s/signal'
             % (conf_mod.api_endpoint(), deployment_id))
-        derived['deploy_signal_verb'] = 'POST'
+        derived['deploy_signal_verb'] = signals.verb(signal_transport)
     for name, value in derived.items():
         if value is None and name in ('deploy_stack_id',
                                       'deploy_resource_name'):
@@ -135,8 +140,10 @@ class SoftwareDeployment(base.Resource):
             update_allowed=True),
         'signal_transport': p.Schema(
             p.STRING, 'How the server should signal to heat with the '
-            'deployment output values. In converge every transport but '
-            'NO_SIGNAL is the agent\'s signal to converge-api.',
+            'deployment output values. converge-agent signals on its own '
+            'route; for Heat\'s tooling deploy_signal_id is a URL on '
+            'converge-api signed for the run (PUT for TEMP_URL_SIGNAL, '
+            'POST otherwise). ZAQAR_SIGNAL needs Zaqar.',
             default='CFN_SIGNAL', allowed_values=TRANSPORTS),
     }
 
@@ -146,6 +153,15 @@ class SoftwareDeployment(base.Resource):
         'deploy_status_code': 'Returned status code from the configuration '
                               'execution.',
     }
+
+    @classmethod
+    def validate_more(cls, values, path):
+        # Heat's ZAQAR_SIGNAL needs a Zaqar: converge configures none
+        if values.get('signal_transport') == transports.ZAQAR_SIGNAL:
+            raise exception.InvalidTemplate(
+                transports.ZAQAR_REFUSED % 'signal_transport ZAQAR_SIGNAL',
+                path=path + ['signal_transport'])
+        return values
 
     #: any output the config declares is an attribute too (the config is
     #: another resource's: its outputs are not known when validating)
@@ -505,6 +521,8 @@ class SoftwareDeployment(base.Resource):
                              {t.id: self._running[t.id] for t in running}))
 
     def _write(self, store, target, action, derived, run, status, reason):
+        derived = signals.with_signal_url(store, derived, target.id, run,
+                                          target.server, target.member)
         store.put(id=target.id, stack_id=self.stack.id,
                   project_id=getattr(self.stack, 'project_id', 'converge'),
                   resource_name=self.name, member=target.member,
