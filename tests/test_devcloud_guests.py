@@ -43,22 +43,6 @@ def _console(env, server_id):
         return ''
 
 
-def _running(argv):
-    """Whether a process with exactly this command line runs on the
-    machine (a guest's process is one of the host's, in namespaces)."""
-    want = ('\0'.join(argv) + '\0').encode()
-    for pid in os.listdir('/proc'):
-        if not pid.isdigit():
-            continue
-        try:
-            with open('/proc/%s/cmdline' % pid, 'rb') as f:
-                if f.read() == want:
-                    return True
-        except OSError:
-            continue
-    return False
-
-
 def _boot(alice, name, user_data):
     image = alice.compute.find_image('cirros')
     flavor = alice.compute.find_flavor('m1.tiny')
@@ -115,7 +99,7 @@ def test_a_servers_user_data_runs_once_confined_and_stops_with_it(
     assert 'marker: written-by-write-files' in console, console
     assert '"id": "v3' in console, console
     assert 'database-unreachable' in console, console
-    assert _running(['sleep', str(mark)])
+    assert realcloud.running(['sleep', str(mark)])
 
     # the guests service restarted: nothing of the first boot runs again
     home = cloud_env['DEVCLOUD_HOME']
@@ -144,11 +128,11 @@ def test_a_servers_user_data_runs_once_confined_and_stops_with_it(
     realcloud.wait_for(
         lambda: _console(cloud_env, server.id).count('runcmd-ran') == 2,
         timeout=300, interval=0.5)
-    realcloud.wait_for(lambda: _running(['sleep', str(mark)]), timeout=60)
+    realcloud.wait_for(lambda: realcloud.running(['sleep', str(mark)]), timeout=60)
 
     # deleted: its guest stops, with what its user data left running
     alice.compute.delete_server(server)
-    realcloud.wait_for(lambda: not _running(['sleep', str(mark)]),
+    realcloud.wait_for(lambda: not realcloud.running(['sleep', str(mark)]),
                        timeout=300, interval=0.5)
     assert 'server deleted' in _console(cloud_env, server.id)
     alice.compute.delete_server(second)
