@@ -43,6 +43,14 @@ def _console(env, server_id):
         return ''
 
 
+def _gone(pid):
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            return f.read().rsplit(')', 1)[1].split()[0] in ('Z', 'X')
+    except FileNotFoundError:
+        return True
+
+
 def _boot(alice, name, user_data):
     image = alice.compute.find_image('cirros')
     flavor = alice.compute.find_flavor('m1.tiny')
@@ -72,7 +80,8 @@ Content-Type: text/x-shellscript; charset="us-ascii"
 echo "script-ran as uid $(id -u), $(ls /proc | grep -c '^[0-9]') processes"
 echo "marker: $(cat /tmp/cc-marker)"
 curl -sS -m 20 %(keystone)s/v3 | grep -o '"id": *"v3[^"]*"'
-curl -sS -m 5 http://127.0.0.1:3306/ > /dev/null 2>&1 || echo database-unreachable
+curl -sS -m 5 http://127.0.0.1:3306/ > /dev/null 2>&1 || \
+  echo database-unreachable
 sleep %(mark)d > /dev/null 2>&1 &
 --==guest==--
 '''
@@ -106,9 +115,7 @@ def test_a_servers_user_data_runs_once_confined_and_stops_with_it(
     with open(os.path.join(home, 'run', 'guests.pid')) as f:
         pid = int(f.read().split()[0])
     os.kill(pid, signal.SIGTERM)
-    realcloud.wait_for(lambda: not os.path.exists('/proc/%d' % pid) or
-                       open('/proc/%d/stat' % pid).read().split(
-                           ')')[1].split()[0] == 'Z', timeout=60)
+    realcloud.wait_for(lambda: _gone(pid), timeout=60)
     subprocess.run([sys.executable, realcloud.DEVCLOUD, 'up'] +
                    realcloud.kept_extras(os.path.join(home)),
                    check=True, capture_output=True, timeout=600)
@@ -128,7 +135,8 @@ def test_a_servers_user_data_runs_once_confined_and_stops_with_it(
     realcloud.wait_for(
         lambda: _console(cloud_env, server.id).count('runcmd-ran') == 2,
         timeout=300, interval=0.5)
-    realcloud.wait_for(lambda: realcloud.running(['sleep', str(mark)]), timeout=60)
+    realcloud.wait_for(lambda: realcloud.running(['sleep', str(mark)]),
+                       timeout=60)
 
     # deleted: its guest stops, with what its user data left running
     alice.compute.delete_server(server)
@@ -179,6 +187,9 @@ def test_a_stacks_server_signals_its_wait_condition_with_curl_cli(
     }
     path = tmp_path / 'signals.yaml'
     path.write_text(yaml.safe_dump(template))
+    # what a run that died left is not this run's
+    _openstack(cloud_env, '--os-cloud', 'devcloud-alice', 'stack', 'delete',
+               '--yes', '--wait', 'guest-signals', check=False)
     _openstack(cloud_env, '--os-cloud', 'devcloud-alice', 'stack', 'create',
                '-t', str(path), '--wait', 'guest-signals')
     try:

@@ -207,7 +207,8 @@ def test_a_stopped_or_deleted_server_stops_its_guest(cloud, service):
     service.booted('d', 'd-ran')
     realcloud.wait_for(lambda: realcloud.running(['sleep', mark]), timeout=60)
     cloud.servers['d']['status'] = 'SHUTOFF'
-    realcloud.wait_for(lambda: not realcloud.running(['sleep', mark]), timeout=60)
+    realcloud.wait_for(lambda: not realcloud.running(['sleep', mark]),
+                       timeout=60)
     service.booted('d', 'is SHUTOFF')
     cloud.servers['d']['status'] = 'ACTIVE'
     console = service.booted('d', 'boot 2')
