@@ -4,6 +4,7 @@ when again (a rebuild), and what it stops. The real cloud:
 tests/test_devcloud_guests.py."""
 
 import base64
+import contextlib
 import http.server
 import json
 import os
@@ -17,10 +18,13 @@ import pytest
 
 from tests import conftest
 from tests import realcloud
+from tests.test_devcloud_heat import devcloud  # noqa: F401 (a fixture)
+from tests.test_devcloud_heat import settings
 
 GUESTS = os.path.join(conftest.REPO, 'tools', 'devcloud.d', 'guests.py')
 
-pytestmark = pytest.mark.skipif(
+#: a guest's root is made by root (rootfs); its script uses curl
+confined = pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which('curl'),
     reason='guests are confined (rootfs): root and curl needed')
 
@@ -163,6 +167,7 @@ curl -s "%s/ping" > /dev/null && echo reached-the-cloud
 '''
 
 
+@confined
 def test_user_data_runs_once_across_restarts_and_again_on_rebuild(
         cloud, service):
     """A server's script runs once, as root of its own root, reaching the
@@ -198,6 +203,7 @@ def test_user_data_runs_once_across_restarts_and_again_on_rebuild(
     assert service.console('building') == ''
 
 
+@confined
 def test_a_stopped_or_deleted_server_stops_its_guest(cloud, service):
     """What the user data left running dies when the server stops; started
     again, it does not run its user data again; deleted, its disk goes."""
@@ -218,3 +224,34 @@ def test_a_stopped_or_deleted_server_stops_its_guest(cloud, service):
     assert not os.path.exists(os.path.join(service.home, 'state', 'guests',
                                            'd'))
 
+
+
+def test_devcloud_runs_the_guests_service_unless_told_not_to(
+        devcloud, monkeypatch):
+    """`up` brings the guests row (and converge's .venv it runs on) by
+    default, `--without-guests` leaves it out; the row reaches every API
+    of the devcloud and watches every fake compute."""
+    seen = []
+    monkeypatch.setattr(devcloud, 'up', lambda args: seen.append(
+        sorted(args.extras)) or 0)
+    made = []
+    monkeypatch.setattr(devcloud, 'ensure_converge',
+                        lambda: made.append(True))
+    monkeypatch.setattr(devcloud, 'locked', contextlib.nullcontext)
+    assert devcloud.main(['up']) == 0
+    assert devcloud.main(['up', '--with-guests', '--with-heat']) == 0
+    assert devcloud.main(['up', '--without-guests']) == 0
+    assert seen == [['guests'], ['guests', 'heat'], []]
+    assert len(made) == 2
+    assert 'guests' not in devcloud.Context(settings(devcloud)).by_name
+
+    s = settings(devcloud, 'guests')
+    s.computes = 2
+    ctx = devcloud.Context(s)
+    argv = ctx.by_name['guests'].argv(ctx)
+    assert argv[:2] == [str(devcloud.converge_python()), GUESTS]
+    pairs = list(zip(argv[2::2], argv[3::2]))
+    assert [v for k, v in pairs if k == '--compute-host'] == [
+        'devcloud-compute1', 'devcloud-compute2']
+    assert [v for k, v in pairs if k == '--endpoint'] == [
+        'http://127.0.0.1:%d' % (17000 + n) for n in range(8)]
