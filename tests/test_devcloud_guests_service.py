@@ -255,3 +255,25 @@ def test_devcloud_runs_the_guests_service_unless_told_not_to(
         'devcloud-compute1', 'devcloud-compute2']
     assert [v for k, v in pairs if k == '--endpoint'] == [
         'http://127.0.0.1:%d' % (17000 + n) for n in range(8)]
+
+
+@confined
+def test_a_script_cut_off_by_a_restart_is_not_run_again(cloud, service):
+    """The service dies while a server's script runs (its root dies with
+    it, a power cut): started again, it records the script interrupted
+    and does not run it a second time."""
+    mark = '%d' % (os.getpid() * 7 + 2000003)
+    cloud.add('e', '#!/bin/sh\necho e-started\nsleep %s\necho e-ended\n'
+              % mark)
+    realcloud.wait_for(lambda: realcloud.running(['sleep', mark]),
+                       timeout=60)
+    service.proc.kill()
+    service.proc.wait()
+    realcloud.wait_for(lambda: not realcloud.running(['sleep', mark]),
+                       timeout=60)
+    service.log.close()
+    service.start()
+    console = service.booted('e', 'interrupted')
+    assert console.count('running part-000') == 1, console
+    assert 'e-ended' not in console
+    assert not realcloud.running(['sleep', mark])
