@@ -112,6 +112,23 @@ def wait_for(predicate, timeout=180, interval=0.1):
     raise AssertionError('condition not met in %ss' % timeout)
 
 
+def running(argv):
+    """Whether a process with exactly this command line runs on the
+    machine (a devcloud guest's processes are the host's, in namespaces
+    of their own)."""
+    want = ('\0'.join(argv) + '\0').encode()
+    for pid in os.listdir('/proc'):
+        if not pid.isdigit():
+            continue
+        try:
+            with open('/proc/%s/cmdline' % pid, 'rb') as f:
+                if f.read() == want:
+                    return True
+        except OSError:
+            continue
+    return False
+
+
 def purge(conn):
     """Leave the project of `conn` as tools/devcloud made it: what an
     earlier run that died left behind would otherwise be counted as this

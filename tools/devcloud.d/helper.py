@@ -127,6 +127,24 @@ def _connect(cloud='devcloud-admin'):
     return openstack.connect(cloud=cloud)
 
 
+def _password_works(conn, user_id, password):
+    """Whether the user logs in with `password`. A user's password is
+    set only when it does not: Keystone revokes every token of a user
+    whose password is updated, even to the same one, and the services'
+    long-lived tokens (nova-conductor's to Placement) then get 401 until
+    they restart (a resize failed after an `up` had run again)."""
+    from keystoneauth1 import exceptions
+    from keystoneauth1 import session
+    from keystoneauth1.identity import v3
+    auth = v3.Password(auth_url=conn.config.get_auth_args()['auth_url'],
+                       user_id=user_id, password=password)
+    try:
+        auth.get_auth_ref(session.Session())
+        return True
+    except exceptions.Unauthorized:
+        return False
+
+
 def _load(path):
     with open(path) as f:
         return json.load(f)
@@ -187,7 +205,7 @@ def cmd_keystone_setup(args):
                                   domain_id=domain.id,
                                   default_project_id=default_project.id)
             log('user %s created' % name)
-        else:
+        elif not _password_works(conn, u.id, password):
             ident.update_user(u, password=password)
         return u
 
@@ -223,7 +241,7 @@ def cmd_keystone_setup(args):
                                       domain_id=hdomain.id)
             log('user %s created in domain %s' % (heat['admin'],
                                                   heat['domain']))
-        else:
+        elif not _password_works(conn, admin.id, heat['password']):
             ident.update_user(admin, password=heat['password'])
         ident.assign_domain_role_to_user(hdomain, admin, roles['admin'])
 
