@@ -41,7 +41,9 @@ SNAPSHOTS = models.StackSnapshot.__table__
 
 
 def _show(row, with_data=True):
-    out = {'id': row.id, 'name': row.name, 'status': row.status,
+    # Heat's snapshot action: CREATE (DELETE while one is deleted)
+    out = {'id': row.id, 'name': row.name, 'action': 'CREATE',
+           'status': row.status,
            'status_reason': row.status_reason,
            'creation_time': time.strftime('%Y-%m-%dT%H:%M:%SZ',
                                           time.gmtime(row.created_at))}
@@ -174,9 +176,16 @@ _Row = collections.namedtuple('_Row', 'name uuid physical_id data')
 
 def _delete_made(engine, stack, row):
     """Each resource's plug-in deletes what its snapshot step made, as its
-    kept data names it."""
-    for name, entry in sorted(((row.data or {}).get('resources')
-                               or {}).items()):
+    kept data names it (a snapshot still in progress: as the steps' rows
+    name it so far)."""
+    resources = copy.deepcopy((row.data or {}).get('resources') or {})
+    if row.status == 'IN_PROGRESS':
+        with engine.db.read() as s:
+            for res in api.resources_live(s, stack.id):
+                taking = (res.data or {}).get('snapshot') or {}
+                if taking.get('of') == row.id and res.name in resources:
+                    resources[res.name]['resource_data'] = dict(res.data)
+    for name, entry in sorted(resources.items()):
         data = entry.get('resource_data') or {}
         cls = engine.plugin_class(entry.get('type') or '')
         if cls is None or not data:
