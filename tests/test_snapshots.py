@@ -126,7 +126,7 @@ def test_a_failed_snapshot_says_why(cli, write):
     assert snap['status_reason'] == shown['stack_status_reason']
     refused = cli.run('stack', 'snapshot', 'restore', 's', snap['id'],
                       check=False)
-    assert refused.returncode != 0
+    assert refused.returncode == 2, refused.stderr
     assert 'FAILED' in refused.stderr
 
 
@@ -146,6 +146,12 @@ def test_a_killed_snapshot_goes_on(cli, write):
         proc.wait()
     assert cli.json('stack', 'show', 's')['stack_status'] == \
         'SNAPSHOT_IN_PROGRESS'
+    # Heat refuses to delete a snapshot in progress
+    [snap] = cli.json('stack', 'snapshot', 'list', 's')
+    refused = cli.run('stack', 'snapshot', 'delete', 's', snap['id'],
+                      '--yes', check=False)
+    assert refused.returncode == 2, refused.stderr
+    assert 'IN_PROGRESS' in refused.stderr
     cli.run('stack', 'converge', 's', '--wait')
     assert cli.json('stack', 'show', 's')['stack_status'] == \
         'SNAPSHOT_COMPLETE'
