@@ -31,8 +31,8 @@ outputs:
 
 
 def _resources(cli, stack):
-    return {r['resource_name']: r for r in cli.json('stack', 'resource', 'list',
-                                                    stack)}
+    return {r['resource_name']: r
+            for r in cli.json('stack', 'resource', 'list', stack)}
 
 
 def _images(cli):

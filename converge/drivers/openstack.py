@@ -803,7 +803,7 @@ class OpenStackCloud(cloud_mod.Cloud):
         self.nova.delete('/servers/%s/os-volume_attachments/%s' % (
             found['server_id'], id))
 
-    # -- Cinder's backups -----------------------------------------------------
+    # -- Cinder's backups ----------------------------------------------------
     def _create_volume_backup(self, body, key):
         body = dict(body, metadata=dict(body.get('metadata') or {},
                                         **{cloud_mod.KEY_NAME: key}))
@@ -831,7 +831,7 @@ class OpenStackCloud(cloud_mod.Cloud):
     def _delete_volume_backup(self, id):
         self.volume.delete('/backups/%s' % id)
 
-    # -- Nova's createImage ----------------------------------------------------
+    # -- Nova's createImage --------------------------------------------------
     def _create_server_image(self, body, key):
         metadata = dict(body.get('metadata') or {},
                         **{cloud_mod.KEY_NAME: key})
