@@ -108,6 +108,7 @@ def test_snapshot_restore_and_delete_on_the_sim(cli, write):
     assert image not in _images(cli)
 
 
+@pytest.mark.long
 def test_a_failed_snapshot_says_why(cli, write):
     cli.run('stack', 'create', '-t', write('s.yaml', STACK), 's', '--wait')
     cli.run('sim', 'fault', 'set', 'volume_backup.create', '--fail-count',
