@@ -6,20 +6,10 @@ deleting the snapshot deletes the image (issue 39)."""
 import pytest
 
 from tests import realcloud
+from tests.test_realcloud import ONE_SERVER
 
 pytestmark = [pytest.mark.realcloud, pytest.mark.slow,
               pytest.mark.xdist_group('realcloud')]
-
-ONE_SERVER = '''\
-heat_template_version: ocata
-resources:
-  box:
-    type: OS::Nova::Server
-    properties:
-      image: cirros
-      flavor: m1.tiny
-      networks: [{allocate_network: none}]
-'''
 
 
 @pytest.fixture(scope='module')
@@ -44,7 +34,7 @@ def test_snapshot_makes_an_image_and_restore_rebuilds_from_it(
     template = tmp_path / 'one.yaml'
     template.write_text(ONE_SERVER)
     run('stack', 'create', 'snapped', '-t', str(template), '--wait')
-    server = json('stack', 'resource', 'show', 'snapped', 'box')[
+    server = json('stack', 'resource', 'show', 'snapped', 'only')[
         'physical_resource_id']
     boot = alice.compute.get_server(server).image['id']
 
@@ -52,7 +42,7 @@ def test_snapshot_makes_an_image_and_restore_rebuilds_from_it(
     assert made['status'] == 'COMPLETE', made
     assert json('stack', 'show', 'snapped')['stack_status'] == \
         'SNAPSHOT_COMPLETE'
-    image_id = made['data']['resources']['box']['resource_data'][
+    image_id = made['data']['resources']['only']['resource_data'][
         'snapshot_image_id']
     image = alice.image.get_image(image_id)
     assert image.status == 'active'
@@ -62,7 +52,7 @@ def test_snapshot_makes_an_image_and_restore_rebuilds_from_it(
     run('stack', 'snapshot', 'restore', 'snapped', made['ID'])
     assert json('stack', 'show', 'snapped')['stack_status'] == \
         'RESTORE_COMPLETE'
-    assert json('stack', 'resource', 'show', 'snapped', 'box')[
+    assert json('stack', 'resource', 'show', 'snapped', 'only')[
         'physical_resource_id'] == server
     assert alice.compute.get_server(server).image['id'] == image_id != boot
 
