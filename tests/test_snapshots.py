@@ -166,3 +166,23 @@ def test_a_killed_snapshot_goes_on(cli, write):
     assert len(snaps) == 1 and snaps[0]['Status'] == 'active'
     assert len([i for i in _images(cli).values()
                 if '-' + snap['id'][:8] in (i['Name'] or '')]) == 1
+
+
+@pytest.mark.long
+def test_deleting_a_stack_mid_snapshot_deletes_its_image(cli, write):
+    """The image a snapshot in progress has asked for so far goes with
+    the stack (it is named in the resource's row only, not yet in the
+    snapshot)."""
+    cli.run('stack', 'create', '-t', write('s.yaml', STACK), 's', '--wait')
+    images = set(_images(cli))
+    cli.run('sim', 'fault', 'set', 'server_image.create', '--latency', '60')
+    proc = cli.popen('stack', 'snapshot', 'create', 's')
+    try:
+        wait_for(lambda: set(_images(cli)) - images, timeout=120)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    cli.run('stack', 'delete', 's', '--yes', '--wait')
+    assert set(_images(cli)) == images
+    assert _backups(cli) == {} or all(
+        b['Status'] == 'deleting' for b in _backups(cli).values())

@@ -931,7 +931,9 @@ class Server(base.Resource):
         """An image of the server (Nova's createImage), made once per
         snapshot (found again by a key of the resource's and the
         snapshot's) and waited for until Glance has it active and Nova
-        no longer uploads it. Heat's ``snapshot_image_id`` names it."""
+        no longer uploads it. Heat's ``snapshot_image_id`` names it;
+        ``data['snapshot']`` the snapshot it was made for, kept once done
+        (a stack deleted mid-snapshot finds every image made so far)."""
         if not self.physical_id:
             return None   # never made: nothing to keep
         cloud = self.clients.cloud
@@ -954,7 +956,6 @@ class Server(base.Resource):
             server = self._get()
             if server is None or not str(
                     _task_state(server) or '').startswith('image_'):
-                self.data.pop('snapshot', None)
                 return None
         taken['polls'] = taken.get('polls', 0) + 1
         return base.Wait(after=min(self.poll_max, self.poll_first *

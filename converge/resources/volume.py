@@ -201,7 +201,9 @@ class Volume(co.CloudObject):
         """A Cinder backup of the volume (forced: it may be in use),
         made once per snapshot (found again by a key of the resource's
         and the snapshot's) and waited for until it is available. Heat's
-        ``backup_id`` names it."""
+        ``backup_id`` names it; ``data['snapshot']`` the snapshot it was
+        made for, kept once done (a stack deleted mid-snapshot finds every
+        backup made so far)."""
         if not self.physical_id:
             return None
         taken = self.data.get('snapshot') or {}
@@ -216,7 +218,6 @@ class Volume(co.CloudObject):
         backup = self.cloud.get('volume_backup', taken['backup'])
         status = (backup or {}).get('status')
         if status == 'available':
-            self.data.pop('snapshot', None)
             return None
         if status in (None, 'error', 'error_deleting', 'deleting'):
             raise exception.ResourceFailure(
