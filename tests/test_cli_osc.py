@@ -130,7 +130,7 @@ def test_snapshot_create_list_show_restore_delete(sides, files):
         cli.run('stack', 'create', '-t', files['value.yaml'], 'snap',
                 '--wait')
         made = cli.json('stack', 'snapshot', 'create', 'snap', '--name',
-                        'first')
+                        'first', '--wait')
         assert list(made) == ['ID', 'name', 'action', 'status',
                               'status_reason', 'data', 'creation_time']
         assert (made['name'], made['status']) == ('first', 'COMPLETE'), side
@@ -149,6 +149,8 @@ def test_snapshot_create_list_show_restore_delete(sides, files):
         restored = cli.run('stack', 'snapshot', 'restore', 'snap',
                            made['ID'], '--wait')
         assert '[v]: UPDATE_COMPLETE' in restored.stdout, side
+        assert cli.json('stack', 'show', 'snap')['stack_status'] == \
+            'RESTORE_COMPLETE', side
         assert cli.json('stack', 'output', 'show', 'snap', 'o')[
             'output_value'] == 'one', side
 

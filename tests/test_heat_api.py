@@ -616,9 +616,11 @@ def test_stacks_per_project_limit(tmp_path):
 
 
 def test_snapshot_and_restore(api):
-    """`stack snapshot create`, list, show; an update that changes a value
-    and adds a resource; restore: the stack is back to the snapshot's
-    definition (the value as it was, the added resource gone)."""
+    """`stack snapshot create` (Heat's: IN_PROGRESS, then the stack
+    SNAPSHOT_COMPLETE), list, show; an update that changes a value and
+    adds a resource; restore: the stack is back to the snapshot's
+    definition (the value as it was, the added resource gone),
+    RESTORE_COMPLETE."""
     from heatclient import exc
     hc = api.client('snap', api.token('snap')['token'])
 
@@ -635,10 +637,13 @@ def test_snapshot_and_restore(api):
                      parameters={'word': 'before'})
     assert _settled(hc, 's').stack_status == 'CREATE_COMPLETE'
     snap = hc.stacks.snapshot('s', 'first')
-    assert snap['status'] == 'COMPLETE' and snap['name'] == 'first'
+    assert snap['status'] == 'IN_PROGRESS' and snap['name'] == 'first'
+    st = _settled(hc, 's')
+    assert st.stack_status == 'SNAPSHOT_COMPLETE', st.stack_status_reason
     assert [x['id'] for x in hc.stacks.snapshot_list('s')['snapshots']] == [
         snap['id']]
     kept = hc.stacks.snapshot_show('s', snap['id'])['snapshot']
+    assert kept['status'] == 'COMPLETE'
     assert kept['data']['resources']['v']['type'] == 'OS::Heat::Value'
 
     # what the update would do, before doing it
@@ -671,13 +676,45 @@ def test_snapshot_and_restore(api):
 
     hc.stacks.restore('s', snap['id'])
     st = _settled(hc, 's')
-    assert st.stack_status == 'UPDATE_COMPLETE', st.stack_status_reason
+    assert st.stack_status == 'RESTORE_COMPLETE', st.stack_status_reason
     assert st.outputs[0]['output_value'] == 'before'
     assert {r.resource_name for r in hc.resources.list('s')} == {'v'}
 
     hc.stacks.snapshot_delete('s', snap['id'])
     with pytest.raises(exc.HTTPNotFound):
         hc.stacks.snapshot_show('s', snap['id'])
+
+
+def test_snapshot_restore_rebuilds_the_server(api):
+    """Heat's test_snapshot_restore on the sim: the snapshot makes an
+    image of the server; restore rebuilds the same server from it, the
+    stack RESTORE_COMPLETE."""
+    hc = api.client('snapsrv', api.token('snapsrv')['token'])
+    hc.stacks.create(stack_name='s', parameters={}, template={
+        'heat_template_version': 'ocata',
+        'resources': {'box': {'type': 'OS::Nova::Server', 'properties': {
+            'image': 'cirros', 'flavor': 'm1.small'}}}})
+    assert _settled(hc, 's').stack_status == 'CREATE_COMPLETE'
+    box = hc.resources.get('s', 'box')
+    server, boot = box.physical_resource_id, box.attributes['show']['image']
+    snap = hc.stacks.snapshot('s')
+    st = _settled(hc, 's')
+    assert st.stack_status == 'SNAPSHOT_COMPLETE', st.stack_status_reason
+    assert hc.resources.get('s', 'box').resource_status == \
+        'SNAPSHOT_COMPLETE'
+    kept = hc.stacks.snapshot_show('s', snap['id'])['snapshot']
+    image = kept['data']['resources']['box']['resource_data'][
+        'snapshot_image_id']
+    assert image and image != boot
+
+    hc.stacks.restore('s', snap['id'])
+    st = _settled(hc, 's')
+    assert st.stack_status == 'RESTORE_COMPLETE', st.stack_status_reason
+    box = hc.resources.get('s', 'box')
+    assert box.physical_resource_id == server
+    assert box.attributes['show']['image'] == image
+    hc.stacks.snapshot_delete('s', snap['id'])
+    assert hc.stacks.snapshot_list('s')['snapshots'] == []
 
 
 def test_rally_task_through_the_api(api, tmp_path):

@@ -1,6 +1,9 @@
 """`converge stack snapshot create|list|show|delete|restore`, as
 `openstack stack snapshot …`: a snapshot keeps the stack's abandon
-document; restore updates the stack back to it (docs/api.md)."""
+document and each resource's own copy (a server's image, a volume's
+backup); restore brings the stack back to it (docs/api.md). Embedded,
+create and restore run to their end; against converge-api, with
+--wait."""
 
 import sys
 
@@ -27,11 +30,24 @@ class CreateSnapshot(show.ShowOne):
                             help='Name or ID of stack')
         parser.add_argument('--name', metavar='<name>',
                             help='Name of snapshot')
+        common.add_wait(parser)
         return parser
 
     def take_action(self, args):
-        snap = self.app.service().stack_snapshot(self.app.context(),
-                                                 args.stack, args.name)
+        started = {}
+
+        def snapshot(svc, ctx):
+            started.update(svc.stack_snapshot(ctx, args.stack, args.name))
+            return {'id': started['stack_id'],
+                    'traversal_id': started['traversal_id']}
+        try:
+            common.run(self.app, args, args.stack, snapshot)
+        finally:
+            if started:   # as it ended (or as far as it got)
+                started.update(self.app.service().stack_snapshot_show(
+                    self.app.context(), started['stack_id'],
+                    started['id']))
+        snap = started
         # Heat's snapshot has an action; converge's are all SNAPSHOTs
         snap.setdefault('action', 'SNAPSHOT')
         return self.COLUMNS, [

@@ -69,6 +69,12 @@ image                name, container_format, disk_format, min_disk,
                      location (a URL the cloud downloads: web-download);
                      update: name, min_disk, min_ram, protected,
                      visibility, tags and the os_* properties
+server_image         server_id, name: an image of the server's disk
+                     (Nova's createImage); what it makes is an ``image``
+                     (get and delete it as one), found by key here
+volume_backup        volume_id, name, description, force (of a volume in
+                     use); status creating -> available; no update; a
+                     volume made with ``backup_id`` is restored from it
 keypair              name, public_key (absent: the cloud makes the pair
                      and returns private_key once), type; its id is its
                      name; no update
@@ -161,7 +167,8 @@ KINDS = ('network', 'subnet', 'port', 'router', 'router_interface',
          'router_gateway', 'vpnservice', 'ikepolicy', 'ipsecpolicy',
          'ipsec_site_connection', 'trunk', 'container', 'alarm',
          'host_aggregate', 'volume_type', 'volume_encryption_type',
-         'domain', 'project', 'user', 'role', 'role_assignment')
+         'domain', 'project', 'user', 'role', 'role_assignment',
+         'server_image', 'volume_backup')
 
 #: kinds whose names are unique within a Keystone domain: ``resolve``
 #: takes ``NAME{DOMAIN}`` for one in another domain than the default
@@ -191,7 +198,8 @@ SETTLING = {
     'volume': {'creating': False, 'available': True, 'in-use': True,
                'error': True, 'extending': False, 'deleting': False,
                'attaching': False, 'detaching': False, 'reserved': False,
-               'downloading': False, 'error_deleting': True,
+               'downloading': False, 'restoring-backup': False,
+               'error_deleting': True, 'error_restoring': True,
                'error_extending': True, 'maintenance': False},
     'image': {'queued': False, 'saving': False, 'importing': False,
               'uploading': False, 'active': True, 'killed': True,
@@ -199,6 +207,9 @@ SETTLING = {
               'deactivated': True},
     'volume_attachment': {'attaching': False, 'attached': True,
                           'detaching': False, 'error': True},
+    'volume_backup': {'creating': False, 'available': True, 'error': True,
+                      'deleting': False, 'restoring': False,
+                      'error_deleting': True},
     # neutron-vpnaas's: a connection is up once its peer answers
     'ipsec_site_connection': {'PENDING_CREATE': False, 'ACTIVE': True,
                               'DOWN': True, 'ERROR': True,

@@ -43,6 +43,8 @@ LOG = logging.getLogger(__name__)
 #: policy (2.64), the flavor embedded in a server (2.47), volume types
 #: in block_device_mapping_v2 (2.67)
 COMPUTE_MICROVERSION = '2.72'
+#: Cinder's microversion whose backups have metadata (converge's key)
+VOLUME_BACKUP_METADATA = '3.43'
 #: Cinder's microversion that extends a volume in use
 VOLUME_EXTEND_IN_USE = '3.42'
 #: seconds a server's state read by the shared list is good for
@@ -452,7 +454,8 @@ class OpenStackCloud(cloud_mod.Cloud):
     def _resolve(self, kind, ref):
         ref = str(ref)
         title = {'image': 'Image', 'flavor': 'Flavor', 'keypair': 'Keypair',
-                 'volume': 'Volume', 'server': 'Server'}.get(kind)
+                 'volume': 'Volume', 'server': 'Server',
+                 'volume_backup': 'Backup'}.get(kind)
         if kind == 'keypair':
             if self._get_keypair(ref) is None:
                 raise exception.CloudNotFound(
@@ -484,6 +487,11 @@ class OpenStackCloud(cloud_mod.Cloud):
                 '/volumes?%s' % _query(name=ref))['volumes']]
         elif kind in KEYSTONE:
             return self._resolve_identity(kind, ref)
+        elif kind == 'volume_backup':
+            if _is_uuid(ref) and self._get_volume_backup(ref):
+                return ref
+            matches = [b['id'] for b in self.volume.get(
+                '/backups?%s' % _query(name=ref))['backups']]
         elif kind == 'volume_type':
             types = self._list_volume_type()
             if any(t['id'] == ref for t in types):
@@ -830,6 +838,53 @@ class OpenStackCloud(cloud_mod.Cloud):
             return
         self.nova.delete('/servers/%s/os-volume_attachments/%s' % (
             found['server_id'], id))
+
+    # -- Cinder's backups ----------------------------------------------------
+    def _create_volume_backup(self, body, key):
+        body = dict(body, metadata=dict(body.get('metadata') or {},
+                                        **{cloud_mod.KEY_NAME: key}))
+        made = self.volume.post('/backups', {'backup': body},
+                                microversion=VOLUME_BACKUP_METADATA)
+        return self._get_volume_backup(made['backup']['id'])
+
+    def _find_volume_backup(self, key, body):
+        # the list filters by volume, not by metadata: the key is matched
+        # here
+        query = {'volume_id': body['volume_id']} if body.get('volume_id') \
+            else {}
+        for backup in self.volume.get(
+                '/backups/detail?%s' % _query(**query),
+                microversion=VOLUME_BACKUP_METADATA)['backups']:
+            if (backup.get('metadata') or {}).get(cloud_mod.KEY_NAME) == key:
+                return backup
+        return None
+
+    def _get_volume_backup(self, id):
+        found = self.volume.get('/backups/%s' % id, ok404=True,
+                                microversion=VOLUME_BACKUP_METADATA)
+        return found['backup'] if found else None
+
+    def _delete_volume_backup(self, id):
+        self.volume.delete('/backups/%s' % id)
+
+    # -- Nova's createImage --------------------------------------------------
+    def _create_server_image(self, body, key):
+        metadata = dict(body.get('metadata') or {},
+                        **{cloud_mod.KEY_NAME: key})
+        made = self.nova.post('/servers/%s/action' % body['server_id'], {
+            'createImage': {'name': body.get('name') or 'snapshot',
+                            'metadata': metadata}})
+        # 2.45 and later answer the image's id in the body
+        return self._get_image(made['image_id'])
+
+    def _find_server_image(self, key, body):
+        return self._find_image(key, body)
+
+    def _get_server_image(self, id):
+        return self._get_image(id)
+
+    def _delete_server_image(self, id):
+        return self._delete_image(id)
 
     # -- Glance ---------------------------------------------------------------
     def _create_image(self, body, key):

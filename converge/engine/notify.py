@@ -125,13 +125,15 @@ class Relay:
                     T.created_at >= after, T.finished_at >= after))).all()
         new = []
         for trav, name, project, template_id in rows:
-            marks = [('IN_PROGRESS', 'Stack %s started' % trav.action)]
+            # the stack's action (a restore's RESTORE, not its UPDATE)
+            action = (trav.options or {}).get('shown_action') or trav.action
+            marks = [('IN_PROGRESS', 'Stack %s started' % action)]
             if trav.finished_at is not None and trav.state in (
                     'complete', 'failed', 'cancelled'):
                 marks.append(('COMPLETE', 'Stack %s completed successfully'
-                              % trav.action) if trav.state == 'complete'
+                              % action) if trav.state == 'complete'
                              else ('FAILED', trav.failure or 'Stack %s %s' %
-                                   (trav.action, trav.state)))
+                                   (action, trav.state)))
             for status, reason in marks:
                 key = ('traversal', trav.id, status)
                 if key in self._seen:
@@ -139,7 +141,7 @@ class Relay:
                 payload = {
                     'stack_identity': trav.stack_id, 'stack_name': name,
                     'tenant_id': project, 'traversal_id': trav.id,
-                    'state': '%s_%s' % (trav.action, status),
+                    'state': '%s_%s' % (action, status),
                     'state_reason': reason,
                     'create_at': _iso(trav.created_at)}
                 when = trav.created_at if status == 'IN_PROGRESS' \
@@ -153,7 +155,7 @@ class Relay:
                         _PHASE[status]
                 else:
                     event_type = 'orchestration.stack.%s.%s' % (
-                        trav.action.lower(), _PHASE[status])
+                        action.lower(), _PHASE[status])
                 new.append((_epoch(when), key, event_type, status,
                             payload, template_id))
         return new

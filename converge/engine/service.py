@@ -307,8 +307,11 @@ class Service:
             self.engine, ident, project_id=self._scope(ctx, ident)))
 
     def stack_delete(self, ctx, ident):
+        project = self._scope(ctx, ident)
+        # its snapshots' images and backups first, as Heat's
+        snapshots.delete_all(self.engine, ident, project_id=project)
         return self._started(*stacks.delete(
-            self.engine, ident, project_id=self._scope(ctx, ident)))
+            self.engine, ident, project_id=project))
 
     def stack_check(self, ctx, ident):
         return self._started(*stacks.check(
@@ -362,6 +365,9 @@ class Service:
 
     # -- snapshots ------------------------------------------------------------
     def stack_snapshot(self, ctx, ident, name=None):
+        """Start a snapshot (engine/snapshots.py): the snapshot as Heat
+        shows it, IN_PROGRESS, with the stack's id and the traversal's
+        (``stack_id``, ``traversal_id``: what a caller follows)."""
         return snapshots.create(self.engine, ident, name,
                                 project_id=self._scope(ctx, ident))
 

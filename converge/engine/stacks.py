@@ -327,20 +327,21 @@ def create(engine, name, bundle, params, disable_rollback=True,
 def update(engine, ident, bundle=None, params=None, existing=False,
            rollback=None, clear_parameters=(), timeout=None, tags=None,
            project_id=None, only=None, converge=False,
-           converge_policy=None):
+           converge_policy=None, shown_action=None):
     """Update the stack to a new template, parameters or both. With
     `converge` (Heat's --converge), against reality: nested stacks are
-    walked too, and every resource observed."""
+    walked too, and every resource observed. `shown_action`: the
+    stack's action, when not UPDATE (a snapshot's RESTORE)."""
     check_timeout(timeout)
     with memory.gc_paused():
         return _update(engine, ident, bundle, params, existing, rollback,
                        clear_parameters, timeout, tags, project_id, only,
-                       converge, converge_policy)
+                       converge, converge_policy, shown_action)
 
 
 def _update(engine, ident, bundle, params, existing, rollback,
             clear_parameters, timeout, tags, project_id, only, converge,
-            converge_policy):
+            converge_policy, shown_action=None):
     old_env = {}
     stack, bundle, params, defn = planned(
         engine, ident, bundle, params, existing, clear_parameters,
@@ -367,7 +368,8 @@ def _update(engine, ident, bundle, params, existing, rollback,
         trav = traversal.start(engine, s, stack, template_id, 'UPDATE',
                                defn, rollback=rollback,
                                prev_template_id=stack.template_id,
-                               only=only, converge=converge)
+                               only=only, converge=converge,
+                               shown_action=shown_action)
     traversal.kick(engine, trav)
     return stack.id, trav.id
 
@@ -526,7 +528,14 @@ def converge(engine, ident, project_id=None):
     with engine.db.read() as s:
         stack = api.stack_get(s, ident, project_id=project_id)
     action = stack.action
-    if stack.status == 'COMPLETE' or action in ('CHECK', 'INIT'):
+    if action == 'SNAPSHOT' and stack.status == 'IN_PROGRESS':
+        # its snapshot goes on where it was (a new traversal would end
+        # it FAILED): what nobody is doing is sent again
+        traversal.resend(engine, [stack.id])
+        return stack.id, stack.current_traversal
+    if stack.status == 'COMPLETE' or action in ('CHECK', 'INIT',
+                                                'SNAPSHOT', 'RESTORE'):
+        # a restore's resources were updated: so are they again
         action = 'UPDATE'
     if action == 'DELETE':
         return delete(engine, stack.id, project_id)

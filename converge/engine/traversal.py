@@ -35,7 +35,7 @@ from converge.graph import plan as plan_mod
 LOG = logging.getLogger(__name__)
 
 #: actions on the resources as they are: no replacement, nothing cleaned up
-IN_PLACE = ('CHECK', 'SUSPEND', 'RESUME')
+IN_PLACE = ('CHECK', 'SUSPEND', 'RESUME', 'SNAPSHOT')
 
 IN_PROGRESS_REASON = 'Stack %s started'
 COMPLETE_REASON = 'Stack %s completed successfully'
@@ -50,7 +50,8 @@ ANALYZE_MIN_NODES = 500
 
 def start(engine, session, stack, template_id, action, defn, rollback=False,
           prev_template_id=None, parent=None, keep_template=False,
-          converge=False, only=None, visit=None, cause=None):
+          converge=False, only=None, visit=None, cause=None, snapshot=None,
+          shown_action=None):
     """Lay out a traversal in the caller's transaction; return it (with
     ``leaves``, the nodes to send once the transaction commits).
 
@@ -63,6 +64,11 @@ def start(engine, session, stack, template_id, action, defn, rollback=False,
     :param cause: what started it, kept in its options (``{'scaling':
         {...}}``: a scaling signal, which notifications name as Heat's
         autoscaling)
+    :param snapshot: a SNAPSHOT traversal's snapshot id (its end ends
+        the snapshot: engine/snapshots.py)
+    :param shown_action: the stack's action while it runs and when it
+        ends, when not `action` (a restore is an UPDATE of the
+        resources, the stack's RESTORE, as Heat's)
     """
     trav_id = api.new_id()
     requires = defn.dependencies() if defn is not None else {}
@@ -122,9 +128,10 @@ def start(engine, session, stack, template_id, action, defn, rollback=False,
         remaining[key] = len(counts)
 
     supersede(session, stack, trav_id)
-    values = dict(current_traversal=trav_id, action=action,
+    shown = shown_action or action
+    values = dict(current_traversal=trav_id, action=shown,
                   status='IN_PROGRESS',
-                  status_reason=IN_PROGRESS_REASON % action,
+                  status_reason=IN_PROGRESS_REASON % shown,
                   updated_at=utcnow())
     if template_id is not None and not keep_template:
         values['template_id'] = template_id
@@ -156,6 +163,10 @@ def start(engine, session, stack, template_id, action, defn, rollback=False,
         options['parent'] = parent
     if cause:
         options['cause'] = cause
+    if snapshot:
+        options['snapshot'] = snapshot
+    if shown_action:
+        options['shown_action'] = shown_action
     if getattr(stack, 'parent_id', None):
         # a nested stack's: whom to wake when it ends (traversal.ended)
         options['parent_stack'] = stack.parent_id
@@ -212,6 +223,11 @@ def supersede(session, stack, new_traversal_id):
     """The running traversal loses the stack; its sync points go."""
     old = stack.current_traversal
     if old:
+        if stack.action == 'SNAPSHOT' and stack.status == 'IN_PROGRESS':
+            # its snapshot will not be finished: it failed
+            _snapshot_ended(session, api.traversal_get(session, old),
+                            'FAILED', 'Stack SNAPSHOT superseded by '
+                            'another operation')
         api.traversal_set_state(session, old, 'superseded',
                                 ['running', 'failing'],
                                 finished_at=utcnow())
@@ -346,9 +362,21 @@ def _parent(trav):
     return (trav.options or {}).get('parent_stack')
 
 
+def shown_action(trav):
+    """The stack's action while `trav` runs (a restore's RESTORE)."""
+    return (trav.options or {}).get('shown_action') or trav.action
+
+
+def _snapshot_ended(session, trav, status, reason):
+    if trav is not None and trav.action == 'SNAPSHOT':
+        # here, not at the top: engine/snapshots.py starts traversals
+        from converge.engine import snapshots
+        snapshots.ended(session, trav, status, reason)
+
+
 def complete(session, traversal, stack_id):
     """The stack node was reached: every node is done."""
-    action = traversal.action
+    action = shown_action(traversal)
     status, reason = 'COMPLETE', COMPLETE_REASON % action
     if cancelled(traversal):   # drained: as it was left
         status, reason = 'FAILED', cancelled(traversal)
@@ -366,6 +394,7 @@ def complete(session, traversal, stack_id):
         extra = {'deleted_at': utcnow(), 'deleted_marker': stack_id}
     if api.stack_set_status(session, stack_id, traversal.id, action, status,
                             reason, **extra):
+        _snapshot_ended(session, traversal, status, reason)
         api.traversal_set_state(session, traversal.id,
                                 'complete' if status == 'COMPLETE'
                                 else 'failed', ['running'],
@@ -404,8 +433,9 @@ def settle(engine, trav, stack):
         api.resources_stop_waiting(s, stack.id, trav.id,
                                    'Stopped waiting: %s' % reason, waiting)
         if not rollback:
-            api.stack_set_status(s, stack.id, trav.id, trav.action,
-                                 'FAILED', reason)
+            api.stack_set_status(s, stack.id, trav.id,
+                                 shown_action(current), 'FAILED', reason)
+            _snapshot_ended(s, current, 'FAILED', reason)
             ended(s, stack.id, _parent(current))
         api.sync_purge(s, trav.id, _sharded(current))
         if rollback:

@@ -66,6 +66,13 @@ class Wait:
             self.after, self.event, self.reason)
 
 
+def snapshot_key(key, snapshot_id):
+    """The key of what a resource's ``snapshot`` step makes for one
+    snapshot (an image, a backup): found again by it should the step
+    run again after a crash."""
+    return '%s.%s' % (key, snapshot_id)
+
+
 @dataclasses.dataclass
 class MemberEvent:
     """Something that happened to one member of a resource (a deployment
@@ -247,6 +254,35 @@ class Resource:
 
     def resume(self, observed):
         """Stack resume: undo suspend. Return None, or a Wait."""
+
+    def snapshot(self, observed, snapshot_id):
+        """Stack snapshot (Heat's handle_snapshot): keep a copy of the
+        real thing's data in the cloud (a server's image, a volume's
+        backup), named in ``self.data`` under the key
+        ``restore_properties`` reads; the snapshot keeps the resource's
+        data as this step leaves it. `snapshot_id` names the snapshot
+        (one copy per snapshot: a step run again after a crash finds the
+        copy it asked for by a key made from it). Return None when the
+        copy is ready, or a Wait (as create). `observed` may be None
+        when the step is run again after a wait. Default: nothing to
+        copy (the snapshot's template and properties restore it)."""
+
+    @classmethod
+    def restore_properties(cls, resource_data):
+        """Stack restore (Heat's handle_restore): the properties that
+        bring the resource back from what its ``snapshot`` step kept in
+        `resource_data`, {name: value} put in place of the snapshot's
+        template's own (None takes one away); the stack's update then
+        makes the real thing so (a server rebuilt from its image).
+        Default: none."""
+        return {}
+
+    def delete_snapshot(self, resource_data):
+        """The snapshot that kept `resource_data` is deleted: delete what
+        ``snapshot`` made (Heat's handle_delete_snapshot). Asking once
+        is enough (the cloud finishes it); gone already is success.
+        Called outside any traversal, with the resource as the snapshot
+        recorded it. Default: nothing."""
 
     def prepare_for_replace(self):
         """Make room for this resource's replacement, which is made before

@@ -1220,6 +1220,58 @@ class Server(base.Resource):
             self.compute.start_server(observed['id'])
         return None
 
+    # -- snapshots (Heat's handle_snapshot, handle_restore) ---------------
+    def snapshot(self, observed, snapshot_id):
+        """An image of the server (Nova's createImage), made once per
+        snapshot (found again by a key of the resource's and the
+        snapshot's) and waited for until Glance has it active and Nova
+        no longer uploads it. Heat's ``snapshot_image_id`` names it;
+        ``data['snapshot']`` the snapshot it was made for, kept once done
+        (a stack deleted mid-snapshot finds every image made so far)."""
+        if not self.physical_id:
+            return None   # never made: nothing to keep
+        cloud = self.clients.cloud
+        taken = self.data.get('snapshot') or {}
+        if taken.get('of') != snapshot_id:
+            image = cloud.create('server_image', {
+                'server_id': self.physical_id,
+                'name': '%s-%s' % (self._server_name(), snapshot_id[:8])},
+                key=base.snapshot_key(self.idempotency_key, snapshot_id))
+            taken = {'of': snapshot_id, 'image': image['id'], 'polls': 0}
+            self.data['snapshot'] = taken
+            self.data['snapshot_image_id'] = image['id']
+        image = cloud.get('image', taken['image'])
+        status = (image or {}).get('status')
+        if status in (None, 'killed', 'deleted', 'pending_delete'):
+            raise exception.ResourceFailure(
+                'Image %s of server %s is %s' % (
+                    taken['image'], self.physical_id, status or 'gone'))
+        if status == 'active':
+            server = self._get()
+            if server is None or not str(
+                    _task_state(server) or '').startswith('image_'):
+                return None
+        taken['polls'] = taken.get('polls', 0) + 1
+        return base.Wait(after=min(self.poll_max, self.poll_first *
+                                   self.poll_growth ** taken['polls']),
+                         reason='image %s of server %s is %s' % (
+                             taken['image'], self.physical_id, status))
+
+    @classmethod
+    def restore_properties(cls, resource_data):
+        image = resource_data.get('snapshot_image_id')
+        # rebuilt from its snapshot's image (or replaced, by its
+        # image_update_policy)
+        return {'image': image} if image else {}
+
+    def delete_snapshot(self, resource_data):
+        image = resource_data.get('snapshot_image_id')
+        if image:
+            try:
+                self.clients.cloud.delete('image', image)
+            except exception.CloudNotFound:
+                pass
+
     def check(self, observed):
         if observed == {} and self.physical_id:  # observing failed: retry
             observed = self._get()

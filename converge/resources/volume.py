@@ -196,6 +196,58 @@ class Volume(co.CloudObject):
             return 'Volume is %s' % obj.get('status')
         return None
 
+    # -- snapshots (Heat's handle_snapshot, handle_restore) ---------------
+    def snapshot(self, observed, snapshot_id):
+        """A Cinder backup of the volume (forced: it may be in use),
+        made once per snapshot (found again by a key of the resource's
+        and the snapshot's) and waited for until it is available. Heat's
+        ``backup_id`` names it; ``data['snapshot']`` the snapshot it was
+        made for, kept once done (a stack deleted mid-snapshot finds every
+        backup made so far)."""
+        if not self.physical_id:
+            return None
+        taken = self.data.get('snapshot') or {}
+        if taken.get('of') != snapshot_id:
+            backup = self.cloud.create('volume_backup', {
+                'volume_id': self.physical_id, 'force': True,
+                'name': '%s-%s' % (self.physical_name(), snapshot_id[:8])},
+                key=base.snapshot_key(self.idempotency_key, snapshot_id))
+            taken = {'of': snapshot_id, 'backup': backup['id'], 'polls': 0}
+            self.data['snapshot'] = taken
+            self.data['backup_id'] = backup['id']
+        backup = self.cloud.get('volume_backup', taken['backup'])
+        status = (backup or {}).get('status')
+        if status == 'available':
+            return None
+        if status in (None, 'error', 'error_deleting', 'deleting'):
+            raise exception.ResourceFailure(
+                'Backup %s of volume %s is %s%s' % (
+                    taken['backup'], self.physical_id, status or 'gone',
+                    ': %s' % backup['fail_reason']
+                    if (backup or {}).get('fail_reason') else ''))
+        taken['polls'] = taken.get('polls', 0) + 1
+        return base.Wait(after=min(5.0, 0.25 * 1.5 ** taken['polls']),
+                         reason='backup %s of volume %s is %s' % (
+                             taken['backup'], self.physical_id, status))
+
+    @classmethod
+    def restore_properties(cls, resource_data):
+        backup = resource_data.get('backup_id')
+        if not backup:
+            return {}
+        # made again from its backup (what it was made from no longer
+        # counts; its size does: a volume grown since goes back)
+        return {'backup_id': backup, 'image': None, 'imageRef': None,
+                'source_volid': None, 'snapshot_id': None}
+
+    def delete_snapshot(self, resource_data):
+        backup = resource_data.get('backup_id')
+        if backup:
+            try:
+                self.cloud.delete('volume_backup', backup)
+            except exception.CloudNotFound:
+                pass
+
     def attributes(self, obj):
         meta = co.user_metadata(obj.get('metadata'))
 

@@ -2,7 +2,7 @@
 
 CREATE, UPDATE, REPLACE, DELETE, CHECK, NOTHING = (
     'CREATE', 'UPDATE', 'REPLACE', 'DELETE', 'CHECK', 'NOTHING')
-SUSPEND, RESUME = 'SUSPEND', 'RESUME'
+SUSPEND, RESUME, SNAPSHOT = 'SUSPEND', 'RESUME', 'SNAPSHOT'
 
 
 def for_update(stack_action, row, plugin, observed):
@@ -12,7 +12,7 @@ def for_update(stack_action, row, plugin, observed):
     :param plugin: the plug-in built with the desired properties
     :param observed: what plugin.observe() saw (None: does not exist)
     """
-    if stack_action in (CHECK, SUSPEND, RESUME):
+    if stack_action in (CHECK, SUSPEND, RESUME, SNAPSHOT):
         return stack_action
     never_created = row.action == 'INIT' or (
         row.action == 'CREATE' and row.status != 'COMPLETE')

@@ -422,14 +422,14 @@ class Unit:
             return self._act(_RESUMABLE[row.action], None)
         if _adopting(row, self.trav.action):
             return self._adopt()
-        if row.action == 'INIT' and self.trav.action not in (
-                'CHECK', 'SUSPEND', 'RESUME'):
+        if row.action == 'INIT' and self.trav.action not in \
+                traversal_mod.IN_PLACE:
             # never claimed, so never acted on: nothing of it can exist
             # yet (a create is claimed before it reaches the cloud)
             return self._paused(decide_mod.CREATE) or \
                 self._act(decide_mod.CREATE, None)
-        if row.type != self.rdef.type and self.trav.action not in (
-                'CHECK', 'SUSPEND', 'RESUME') and not self._alias(row.type):
+        if row.type != self.rdef.type and self.trav.action not in \
+                traversal_mod.IN_PLACE and not self._alias(row.type):
             # another type is another resource (Heat): the new one is
             # made, the old one cleaned up by its own type; the old one is
             # not updated, so no events say it "requires replacement"
@@ -533,7 +533,7 @@ class Unit:
             still=lambda conn: hooks.still_pending(conn, row_id, hook)))
 
     def _act(self, decision, observed):
-        action = decision  # CREATE, UPDATE, CHECK, SUSPEND or RESUME
+        action = decision  # CREATE, UPDATE, CHECK, SUSPEND, RESUME, SNAPSHOT
         plugin = self.plugin
         if self._timed_out():
             return Outcome(FAILED, action, 'Timed out')
@@ -551,6 +551,10 @@ class Unit:
                     result = plugin.suspend(observed)
                 elif decision == decide_mod.RESUME:
                     result = plugin.resume(observed)
+                elif decision == decide_mod.SNAPSHOT:
+                    result = plugin.snapshot(
+                        observed, (self.trav.options or {}).get('snapshot')
+                        or self.trav.id)
                 else:
                     result = self._check(observed)
                 if isinstance(result, base.Wait):
@@ -1318,7 +1322,8 @@ class DependencyData:
 
 #: a waiting row's action -> the decision that runs its step again
 _RESUMABLE = {'CREATE': decide_mod.CREATE, 'UPDATE': decide_mod.UPDATE,
-              'SUSPEND': decide_mod.SUSPEND, 'RESUME': decide_mod.RESUME}
+              'SUSPEND': decide_mod.SUSPEND, 'RESUME': decide_mod.RESUME,
+              'SNAPSHOT': decide_mod.SNAPSHOT}
 
 #: the decisions each hook pauses
 _HOOKED = {'pre-create': (decide_mod.CREATE,),

@@ -68,6 +68,20 @@ class Volume(rows.Kind):
             raise missing('Snapshot %s could not be found.'
                           % body['snapshot_id'])
         size = None if body.get('size') is None else _size(body['size'])
+        backup = None
+        if body.get('backup_id'):
+            # restored from the backup: its size at least (Cinder's)
+            backup = ctx.visible('volume_backup', body['backup_id'])
+            if backup is None:
+                raise missing('Backup %s could not be found.'
+                              % body['backup_id'])
+            ctx.settle(backup)
+            if backup.status != 'available':
+                raise bad('Invalid backup: Backup status must be '
+                          'available, but current status is: %s.'
+                          % backup.status)
+            if size is None or size < backup.body['size']:
+                size = backup.body['size']
         if body.get('source_volid'):
             source = ctx.visible('volume', body['source_volid'])
             if source is None:
@@ -106,8 +120,15 @@ class Volume(rows.Kind):
             'user_id': 'sim', 'links': []}
         if image:
             stored['volume_image_metadata'] = image
+        if backup is not None:
+            stored['backup_id'] = backup.id
+            if backup.body.get('volume_image_metadata'):
+                stored['bootable'] = 'true'
+                stored['volume_image_metadata'] = dict(
+                    backup.body['volume_image_metadata'])
         obj = self.new(ctx, stored, key, **_settling(
-            ctx, 'creating', latency, 'available'))
+            ctx, 'restoring-backup' if backup is not None else 'creating',
+            latency, 'available'))
         return ctx.insert(obj)
 
     def show(self, ctx, obj):
@@ -459,5 +480,69 @@ class VolumeEncryptionType(rows.Kind):
         return ctx.save(obj)
 
 
+class VolumeBackup(rows.Kind):
+    """Cinder's backups: of a volume available (or in use, with force),
+    ``creating`` for the latency of ``volume_backup.create``, then
+    ``available``; a volume made with ``backup_id`` is restored from one
+    (its size, its image's metadata). Its key is in its metadata."""
+
+    name = 'volume_backup'
+    title = 'Backup'
+    key_in = 'metadata'
+    task_ops = ('create', 'delete')
+    fields = ('volume_id', 'name', 'description', 'force', 'incremental',
+              'container', 'metadata', 'snapshot_id')
+
+    def create(self, ctx, body, key, latency):
+        self.check_fields(body, self.fields)
+        volume = ctx.visible('volume', body.get('volume_id'))
+        if volume is None:
+            raise missing('Volume %s could not be found.'
+                          % body.get('volume_id'))
+        ctx.settle(volume)
+        allowed = ('available', 'in-use') if body.get('force') \
+            else ('available',)
+        if volume.status not in allowed or volume.gone_at is not None:
+            raise bad('Invalid volume: Volume to be backed up must be '
+                      'available or in-use, but the current status is "%s".'
+                      % volume.status)
+        metadata = body.get('metadata') or {}
+        stored = {
+            'name': body.get('name'), 'description': body.get('description'),
+            'volume_id': volume.id, 'size': volume.body['size'],
+            'container': body.get('container') or 'volumebackups',
+            'is_incremental': bool(body.get('incremental')),
+            'has_dependent_backups': False, 'snapshot_id': None,
+            'object_count': 0, 'fail_reason': None,
+            'availability_zone': volume.body.get('availability_zone'),
+            'metadata': {str(k): str(v) for k, v in metadata.items()}}
+        if volume.body.get('volume_image_metadata'):
+            stored['volume_image_metadata'] = dict(
+                volume.body['volume_image_metadata'])
+        obj = self.new(ctx, stored, key, **_settling(
+            ctx, 'creating', latency, 'available'))
+        return ctx.insert(obj)
+
+    def show(self, ctx, obj):
+        status, body = obj.state(ctx.now)
+        view = rows.public(body)
+        view.pop('volume_image_metadata', None)
+        view.update(id=obj.id, status=status, created_at=obj.created,
+                    updated_at=obj.updated)
+        if obj.gone_at is not None:
+            view['status'] = 'deleting'
+        return self.with_key(obj, view)
+
+    def delete(self, ctx, obj, latency):
+        if obj.gone_at is not None:
+            return
+        ctx.settle(obj)
+        if obj.status not in ('available', 'error'):
+            raise bad('Invalid backup: Backup status must be available or '
+                      'error')
+        ctx.remove(obj, after=latency)
+
+
 KINDS = {k.name: k for k in (Volume(), VolumeAttachment(), VolumeType(),
+                             VolumeBackup(),
                              VolumeEncryptionType())}

@@ -10,6 +10,7 @@ is not deleted (403). Public and community images are every project's.
 
 import hashlib
 
+from converge.drivers.sim import cinder
 from converge.drivers.sim import rows
 from converge.drivers.sim.rows import bad, forbidden
 
@@ -147,4 +148,54 @@ class Image(rows.Kind):
         ctx.remove(obj)
 
 
-KINDS = {'image': Image()}
+class ServerImage(rows.Kind):
+    """Nova's createImage: an image of a server's disk. What it makes is
+    an ``image`` (Glance's: got, listed and deleted as one), ``queued``
+    for the latency of ``server_image.create``, then ``active``; its
+    properties say where it came from, as Nova's snapshots' do
+    (image_type snapshot, instance_uuid, base_image_ref). Found again
+    by its key (the create's look-up is under this kind)."""
+
+    name = 'server_image'
+    title = 'Image'
+    key_in = 'property'
+    task_ops = ('create',)
+
+    def create(self, ctx, body, key, latency):
+        self.check_fields(body, ('server_id', 'name', 'metadata'))
+        server = cinder.server_row(ctx, body.get('server_id'))
+        if not ctx.admin and server.project_id not in (None,
+                                                       ctx.project_id):
+            raise rows.missing('Instance %s could not be found.'
+                               % body.get('server_id'))
+        name = body.get('name') or 'snapshot'
+        stored = {
+            'name': name, 'container_format': 'bare', 'disk_format': 'raw',
+            'min_disk': 0, 'min_ram': 0, 'protected': False,
+            'visibility': 'private', 'os_hidden': False, 'tags': [],
+            'size': None, 'virtual_size': None, 'checksum': None,
+            'os_hash_algo': None, 'os_hash_value': None,
+            'image_type': 'snapshot', 'instance_uuid': server.id,
+            'base_image_ref': server.image}
+        stored.update({str(k): str(v) for k, v in
+                       (body.get('metadata') or {}).items()})
+        image_id = ctx.new_id('image', '%s:%s' % (name, key))
+        data = _data(image_id, name)
+        if latency > 0:
+            columns = {'status': 'queued', 'ready_at': ctx.now + latency,
+                       'outcome': rows.dumps({'status': 'active',
+                                              'fields': data})}
+        else:
+            stored.update(data)
+            columns = {'status': 'active'}
+        obj = IMAGE.new(ctx, stored, key, id=image_id, **columns)
+        # found again by its key as this kind's (SimCloud.create)
+        obj.live_key = rows.live_key(self.name, key) if key else None
+        return ctx.insert(obj)
+
+    def show(self, ctx, obj):
+        return IMAGE.show(ctx, obj)
+
+
+IMAGE = Image()
+KINDS = {'image': IMAGE, 'server_image': ServerImage()}

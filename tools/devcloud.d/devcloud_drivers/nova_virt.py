@@ -9,9 +9,15 @@ that the database places on this host: FakeDriver keeps its servers only in
 memory, and without this a server built before a restart could no longer be
 stopped, rebooted or have volumes attached.
 
+A snapshot (Nova's createImage) uploads a stand-in disk to the image, as a
+real driver uploads the server's: FakeDriver uploads nothing, which leaves
+the image queued forever, and whoever waits for it (Heat's stack snapshot,
+converge's) waits for it to be active.
+
 Nova loads ``compute_driver`` as ``nova.virt.<value>``, so tools/devcloud
 places a one-line module ``nova/virt/devcloud.py`` re-exporting this class.
 """
+import io
 import time
 
 from oslo_log import log as logging
@@ -60,3 +66,13 @@ class DevcloudFakeDriver(fake.FakeDriverWithoutFakeNodes):
         # leaves it out, older ones call the compute over RPC)
         return ' %s up 1 day,  0 users,  load average: 0.00, 0.00, 0.00' % (
             time.strftime('%H:%M:%S'))
+
+    def snapshot(self, context, instance, image_id, update_task_state):
+        super().snapshot(context, instance, image_id, update_task_state)
+        from nova.image import glance
+        # 1 KiB of raw disk, as the devcloud's cirros image (Glance takes
+        # data only once an image has its formats, which a driver sets)
+        glance.API().update(
+            context, image_id,
+            {'disk_format': 'raw', 'container_format': 'bare'},
+            data=io.BytesIO(b'\0' * 1024))
