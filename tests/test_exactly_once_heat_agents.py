@@ -165,8 +165,8 @@ class Server:
         self.root = self.disk / 'rootfs'
         self.host_log = self.disk.parent / 'agent-host.log'
 
-    def runs(self):
-        return lines(self.root / 'var/lib/runs.log')
+    def runs(self, path='rootfs/var/lib/runs.log'):
+        return lines(self.disk / path)
 
     def notified(self, dep_id):
         path = self.root / 'var/lib/heat-config/deployed' / (
@@ -321,12 +321,15 @@ def test_each_script_runs_once_per_deployment_action_and_inputs(
 
 @pytest.mark.long
 @needs_roots
+@pytest.mark.parametrize('hook_ends', ['once it serves', 'while down'])
 def test_engine_killed_while_a_heat_agents_deployment_runs(
-        tree, cli, tmp_path, monkeypatch):
+        tree, cli, tmp_path, hook_ends):
     """SIGKILL of the engine (the embedded command, which serves
     converge-api) while heat-config runs `b`; `converge stack converge`
-    resumes the create: `b`, let through once converge-api serves again,
-    signals; each script ran once and the stack completes."""
+    resumes the create. `b` ends once converge-api serves again, or
+    while nothing serves (heat-config-notify's retries, about six minutes
+    of them, reach the resumed command); each script ran once and the
+    stack completes with `b`'s outputs."""
     tpl = tmp_path / 't.yaml'
     tpl.write_text(TEMPLATE)
     args = ['--parameter', 'transport=POLL_TEMP_URL', '--parameter',
@@ -350,19 +353,29 @@ def test_engine_killed_while_a_heat_agents_deployment_runs(
             engine.kill()
             engine.wait()
     disk = disks / found[0]
+    gate = disk / 'tmp' / 'gate-world'
+    if hook_ends == 'while down':
+        gate.write_text('')
+        # heat-config wrote b's result and runs heat-config-notify, which
+        # finds no converge-api
+        deployed = disk / 'rootfs/var/lib/heat-config/deployed'
+        wait_until(lambda: len(list(deployed.glob('*.notify.json'))) == 2,
+                   120, 'b to end')
     resumed = cli.popen('stack', 'converge', 's', '--wait')
     try:
         url = (pathlib.Path(cli.home) / 'api.url').read_text().strip()
 
         def serving():
+            # any answer: the resumed command serves (it binds first
+            # and answers once its engine is up)
             try:
-                requests.get(url, timeout=5)
-            except requests.ConnectionError:
+                requests.get(url, timeout=10)
+            except (requests.ConnectionError, requests.Timeout):
                 return False
             return True
         wait_until(serving, 120, 'converge-api to serve again')
-        (disk / 'tmp' / 'gate-world').write_text('')
-        out, err = resumed.communicate(timeout=400)
+        gate.write_text('')
+        out, err = resumed.communicate(timeout=600)
     finally:
         if resumed.poll() is None:
             resumed.kill()
@@ -374,6 +387,65 @@ def test_engine_killed_while_a_heat_agents_deployment_runs(
     assert said == {'a': 'hello world', 'b': 'gated world'}, said
     assert lines(disk / 'rootfs/var/lib/runs.log') == [
         'a world', 'b world']
+
+
+CIRROS = TEMPLATE.replace('image: heat-agents', 'image: cirros').replace(
+    '/var/lib/runs.log', 'runs.log')
+
+
+@pytest.mark.long
+@needs_roots
+def test_the_same_on_cirros_with_converge_agent(api, tmp_path):
+    """The same steps on a `cirros` server with converge's own agent and
+    transport (the script's working directory is the server's disk):
+    a signal sent again to the run's signal URL is not taken; an UPDATE
+    with the same inputs runs nothing, with changed inputs once more;
+    a reboot while a hook runs cuts it off, and converge-agent's journal
+    reports it interrupted (FAILED) instead of running it again."""
+    hc = api.client('once', api.token('once')['token'])
+    params = {'transport': 'CONVERGE_AGENT', 'signal': 'CFN_SIGNAL',
+              'who': 'world'}
+    hc.stacks.create(stack_name='s', template=CIRROS, parameters=params)
+    first = running(hc, 's', ['a', 'b'])
+    server = Server(api, first['a']['values']['deploy_server_id'])
+    wait_until(lambda: server.runs('runs.log') == ['a world', 'b world'],
+               120, 'a to run and b to start')
+    server.open_gate('world')
+    st = _settled(hc, 's', timeout=120)
+    assert st.stack_status == 'CREATE_COMPLETE', st.stack_status_reason
+    assert outputs(hc, 's') == {'a': 'hello world', 'b': 'gated world'}
+
+    # a signal again, by hand, for a run the agent signalled
+    assert resend(first['a'], {'deploy_status_code': 0, 'said': 'x'}) == {
+        'accepted': False, 'reason': 'signalled already'}
+    assert outputs(hc, 's') == {'a': 'hello world', 'b': 'gated world'}
+
+    hc.stacks.update('s', template=CIRROS, parameters=params)
+    st = _settled(hc, 's', timeout=120)
+    assert st.stack_status == 'UPDATE_COMPLETE', st.stack_status_reason
+    assert server.runs('runs.log') == ['a world', 'b world']
+
+    params['who'] = 'again'
+    hc.stacks.update('s', template=CIRROS, parameters=params)
+    wait_until(lambda: server.runs('runs.log')[2:] == ['a again',
+                                                       'b again'],
+               120, 'the update to run a and start b')
+    sim(api, 'reboot', server.id)
+    st = _settled(hc, 's', timeout=120)
+    assert st.stack_status == 'UPDATE_FAILED', st.stack_status_reason
+    assert 'interrupted' in st.stack_status_reason, st.stack_status_reason
+    server.open_gate('again')
+    assert server.runs('runs.log') == [
+        'a world', 'b world', 'a again', 'b again']
+
+    # the operator's retry: changed inputs, each script once more
+    params['who'] = 'third'
+    server.open_gate('third')
+    hc.stacks.update('s', template=CIRROS, parameters=params)
+    st = _settled(hc, 's', timeout=120)
+    assert st.stack_status == 'UPDATE_COMPLETE', st.stack_status_reason
+    assert server.runs('runs.log') == [
+        'a world', 'b world', 'a again', 'b again', 'a third', 'b third']
 
 
 REFUSED = '''
