@@ -77,6 +77,27 @@ def is_heat_agents(image):
         images.NAME, rows.derived_id('image', images.NAME))
 
 
+def heat_agents_mismatch(image, user_data):
+    """Why a server of image heat-agents cannot be served with this
+    user_data, or None. The image runs Heat's os-collect-config, not
+    converge-agent (a real image with Heat's tooling has no converge-agent
+    either): a SOFTWARE_CONFIG server whose transport is converge's own
+    (CONVERGE_AGENT, the default) gets only converge-agent's part and no
+    Heat boot config (cfn-init-data), so nothing on it would ever collect
+    its deployments, which would wait until their timeout. Refused at
+    create, naming the transports to use instead."""
+    if not is_heat_agents(image) or not has_agent(user_data) or \
+            'text/x-cfninitdata' in user_data:
+        return None
+    from converge.agent import image as images
+    return ('Image %s runs Heat\'s guest tooling (os-collect-config), not '
+            'converge-agent: a server of it needs one of Heat\'s '
+            'software_config_transport values (POLL_TEMP_URL, '
+            'POLL_SERVER_CFN or POLL_SERVER_HEAT), not converge\'s own '
+            'CONVERGE_AGENT (the default); or an image with converge-agent '
+            '(cirros)' % images.NAME)
+
+
 def boots(server):
     """Whether the agent host has something to do for `server` (a dict):
     run its agent, or its first boot (converge.agent.firstboot)."""

@@ -649,6 +649,10 @@ class SimCompute:
         # create's own transaction, no call of its own
         networks = _normalise_networks(networks)
         key = str(idempotency_key) if idempotency_key else None
+        refused = agents.heat_agents_mismatch(image, user_data)
+        if refused:
+            # before anything is made: nothing of the server to undo
+            raise exception.CloudError(refused, 400)
         first_boot = agents.first_boot(user_data, image) or None
         with_agent = first_boot or agents.has_agent(user_data) or None
 
