@@ -347,6 +347,20 @@ API_OPTS = [
                     'id and token) may have in progress at once in one '
                     'converge-api process; one more is answered 429 with '
                     'Retry-After. 0: no limit.'),
+    cfg.FloatOpt('signal_queue_timeout', default=30.0, min=0.0,
+                 help='Seconds a signal (a POST or PUT to a route ending in '
+                      '/signal: a resource\'s, a wait condition handle\'s, '
+                      'a deployment\'s; an agent host\'s /v1/agent/signals) '
+                      'beyond max_requests_per_credential waits for one of '
+                      'its credential\'s requests to end before it is '
+                      'answered 429: a boot script signalling one handle '
+                      'many times at once, without retrying, loses no '
+                      'signal. 0: answered 429 at once, as other requests.'),
+    cfg.IntOpt('max_queued_signals_per_credential', default=16, min=0,
+               help='Signals of one credential waiting at once for a slot '
+                    '(signal_queue_timeout); one more is answered 429 at '
+                    'once. Each waiting signal holds a thread of its pool '
+                    '(threads, agent_threads) and no database connection.'),
     cfg.IntOpt('max_response_size', default=80 * 1024 * 1024, min=1024,
                help='Largest answer, in bytes of JSON; a request whose '
                     'answer would be larger is refused (400, '
