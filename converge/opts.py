@@ -286,6 +286,15 @@ SIM_OPTS = [
                      'the hooks fail saying so. False: the software runs '
                      'unconfined, as the agent host\'s user on this '
                      'machine; only for templates you trust.'),
+    cfg.ListOpt('absent_services', default=[],
+                help='Services the simulated cloud answers as absent, as '
+                     'a cloud without them: catalog types (object-store, '
+                     'alarming) or Neutron extensions (network:trunk, '
+                     'network:vpnaas). Their resource types are left out '
+                     'of the resource type list and refused at validate '
+                     '(ResourceTypeUnavailable), as on such a cloud. '
+                     'Default: none, the simulated cloud has every '
+                     'service.'),
     cfg.StrOpt('images_dir',
                help='Where the images sim servers boot from are built, '
                     'once per machine and version, and kept: heat-agents '
@@ -410,6 +419,13 @@ CLOUD_OPTS = [
                      'trusts_delegated_roles), used by every worker and '
                      'observer for everything they do later, deleted with '
                      'the stack (Heat\'s deferred_auth_method = trusts).'),
+    cfg.IntOpt('availability_cache_time', default=300, min=0,
+               help='Seconds converge-api keeps what a cloud answered '
+                    'about its services and Neutron extensions for the '
+                    'resource type list (which types it leaves out), per '
+                    'cloud and project: one question per service, not '
+                    'one per type or per request. 0: asked at every '
+                    'listing.'),
     cfg.ListOpt('trusts_delegated_roles', default=[],
                 help='Roles the trust delegates. Empty: the roles of the '
                      'request that created the stack.'),
