@@ -9,6 +9,10 @@ On the simulator configured without Swift and Neutron's trunk extension
 ([sim] absent_services), through converge-api as heatclient (Heat's
 functional tests' client) reaches it; the in-process service for the cost."""
 
+import http.server
+import json
+import threading
+
 import pytest
 from heatclient import exc
 
@@ -109,3 +113,106 @@ def test_the_cloud_is_asked_once_per_service_not_per_type(
         conf.CONF.clear_override('availability_cache_time', 'cloud')
     assert len(asked) == 8
     assert full - smaller == {'OS::Aodh::Alarm', 'OS::Ceilometer::Alarm'}
+
+
+class _Keystone(http.server.ThreadingHTTPServer):
+    """Keystone's token call (a catalog of Nova and Neutron only) and
+    Neutron's versions and extensions (vpnaas, no trunk); `requests`:
+    (method, path, the token authenticated with) of each."""
+
+    daemon_threads = True
+
+    def __init__(self):
+        super().__init__(('127.0.0.1', 0), _KeystoneHandler)
+        self.url = 'http://127.0.0.1:%d' % self.server_address[1]
+        self.requests = []
+
+
+class _KeystoneHandler(http.server.BaseHTTPRequestHandler):
+
+    def log_message(self, *args):
+        pass
+
+    def _answer(self, code, body, headers=()):
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(
+            int(self.headers.get('Content-Length') or 0)))
+        ks = self.server
+        ks.requests.append(('POST', self.path, body['auth']['identity'].get(
+            'token', {}).get('id')))
+        catalog = [{'type': kind, 'name': kind, 'id': kind, 'endpoints': [{
+            'interface': 'public', 'region': 'RegionOne', 'id': kind,
+            'region_id': 'RegionOne', 'url': '%s/%s' % (ks.url, kind)}]}
+            for kind in ('compute', 'network')]
+        self._answer(201, {'token': {
+            'methods': ['token'], 'expires_at': '2099-01-01T00:00:00Z',
+            'issued_at': '2026-01-01T00:00:00Z',
+            'user': {'id': 'u1', 'name': 'demo',
+                     'domain': {'id': 'default', 'name': 'Default'}},
+            'project': {'id': 'p1', 'name': 'demo',
+                        'domain': {'id': 'default', 'name': 'Default'}},
+            'roles': [{'id': 'r1', 'name': 'member'}],
+            'catalog': catalog}}, [('X-Subject-Token', 'scoped')])
+
+    def do_GET(self):
+        ks = self.server
+        ks.requests.append(('GET', self.path, self.headers['X-Auth-Token']))
+        path = self.path.rstrip('/')
+        if path == '/network':
+            return self._answer(200, {'versions': [{
+                'id': 'v2.0', 'status': 'CURRENT', 'links': [{
+                    'rel': 'self', 'href': ks.url + '/network/v2.0/'}]}]})
+        if path == '/compute':
+            return self._answer(200, {'versions': [{
+                'id': 'v2.1', 'status': 'CURRENT', 'version': '2.90',
+                'min_version': '2.1', 'links': [{
+                    'rel': 'self', 'href': ks.url + '/compute/v2.1/'}]}]})
+        if path == '/network/v2.0/extensions/vpnaas':
+            return self._answer(200, {'extension': {'alias': 'vpnaas'}})
+        self._answer(404, {'NeutronError': {'message': 'not found'}})
+
+
+@pytest.fixture
+def keystone():
+    server = _Keystone()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    conf.CONF.set_override('auth_strategy', 'keystone', 'api')
+    conf.CONF.set_override('use_trusts', True, 'cloud')
+    conf.CONF.set_override('region_name', 'RegionOne', 'cloud')
+    conf.CONF.set_override('auth_url', server.url + '/v3', 'trustee')
+    yield server
+    for name, group in (('auth_strategy', 'api'), ('use_trusts', 'cloud'),
+                        ('region_name', 'cloud'), ('auth_url', 'trustee')):
+        conf.CONF.clear_override(name, group)
+    server.shutdown()
+    server.server_close()
+
+
+def test_with_keystone_trusts_the_users_own_catalog_decides(
+        engine, keystone):
+    """Through a Keystone-authenticated API with trusts, the list is the
+    user's project's catalog (the user's own token: a listing makes no
+    trust): no Swift, no Aodh, Neutron without trunk."""
+    ctx = request.make(project_id='p1', user_id='u1', roles=['member'],
+                       auth_token='user-token')
+    listed = set(service.Service(engine).resource_types(ctx))
+    gone = {'OS::Swift::Container', 'AWS::S3::Bucket', 'OS::Aodh::Alarm',
+            'OS::Neutron::Trunk'}
+    assert not gone & listed, gone & listed
+    assert {'OS::Neutron::VPNService', 'OS::Nova::Server'} <= listed
+    assert [r for r in keystone.requests if r[0] == 'POST'] == [
+        ('POST', '/v3/auth/tokens', 'user-token')]
+    asked = len(keystone.requests)
+    # kept: the next listing asks nothing
+    assert set(service.Service(engine).resource_types(ctx)) == listed
+    assert len(keystone.requests) == asked
