@@ -21,6 +21,7 @@ from converge.drivers.sim import objects
 from converge.engine import availability
 from converge.engine import request
 from converge.engine import service
+from tests import test_devcloud_guests_service as fakes
 from tests import test_heat_api
 
 SMALLER = ('OS::Swift::Container', 'AWS::S3::Bucket', 'OS::Neutron::Trunk')
@@ -128,20 +129,9 @@ class _Keystone(http.server.ThreadingHTTPServer):
         self.requests = []
 
 
-class _KeystoneHandler(http.server.BaseHTTPRequestHandler):
-
-    def log_message(self, *args):
-        pass
-
-    def _answer(self, code, body, headers=()):
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        for name, value in headers:
-            self.send_header(name, value)
-        self.send_header('Content-Type', 'application/json')
-        self.send_header('Content-Length', str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+class _KeystoneHandler(fakes.Handler):
+    """Keystone's and Neutron's answers, in JSON as the guests
+    service's stand-in cloud gives them."""
 
     def do_POST(self):
         body = json.loads(self.rfile.read(
