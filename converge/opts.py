@@ -286,6 +286,15 @@ SIM_OPTS = [
                      'the hooks fail saying so. False: the software runs '
                      'unconfined, as the agent host\'s user on this '
                      'machine; only for templates you trust.'),
+    cfg.ListOpt('absent_services', default=[],
+                help='Services the simulated cloud answers as absent, as '
+                     'a cloud without them: catalog types (object-store, '
+                     'alarming) or Neutron extensions (network:trunk, '
+                     'network:vpnaas). Their resource types are left out '
+                     'of the resource type list and refused at validate '
+                     '(ResourceTypeUnavailable), as on such a cloud. '
+                     'Default: none, the simulated cloud has every '
+                     'service.'),
     cfg.StrOpt('images_dir',
                help='Where the images sim servers boot from are built, '
                     'once per machine and version, and kept: heat-agents '
@@ -347,6 +356,20 @@ API_OPTS = [
                     'id and token) may have in progress at once in one '
                     'converge-api process; one more is answered 429 with '
                     'Retry-After. 0: no limit.'),
+    cfg.FloatOpt('signal_queue_timeout', default=30.0, min=0.0,
+                 help='Seconds a signal (a POST or PUT to a route ending in '
+                      '/signal: a resource\'s, a wait condition handle\'s, '
+                      'a deployment\'s; an agent host\'s /v1/agent/signals) '
+                      'beyond max_requests_per_credential waits for one of '
+                      'its credential\'s requests to end before it is '
+                      'answered 429: a boot script signalling one handle '
+                      'many times at once, without retrying, loses no '
+                      'signal. 0: answered 429 at once, as other requests.'),
+    cfg.IntOpt('max_queued_signals_per_credential', default=16, min=0,
+               help='Signals of one credential waiting at once for a slot '
+                    '(signal_queue_timeout); one more is answered 429 at '
+                    'once. Each waiting signal holds a thread of its pool '
+                    '(threads, agent_threads) and no database connection.'),
     cfg.IntOpt('max_response_size', default=80 * 1024 * 1024, min=1024,
                help='Largest answer, in bytes of JSON; a request whose '
                     'answer would be larger is refused (400, '
@@ -396,6 +419,13 @@ CLOUD_OPTS = [
                      'trusts_delegated_roles), used by every worker and '
                      'observer for everything they do later, deleted with '
                      'the stack (Heat\'s deferred_auth_method = trusts).'),
+    cfg.IntOpt('availability_cache_time', default=300, min=0,
+               help='Seconds converge-api keeps what a cloud answered '
+                    'about its services and Neutron extensions for the '
+                    'resource type list (which types it leaves out), per '
+                    'cloud and project: one question per service, not '
+                    'one per type or per request. 0: asked at every '
+                    'listing.'),
     cfg.ListOpt('trusts_delegated_roles', default=[],
                 help='Roles the trust delegates. Empty: the roles of the '
                      'request that created the stack.'),

@@ -277,3 +277,50 @@ def test_a_script_cut_off_by_a_restart_is_not_run_again(cloud, service):
     assert console.count('running part-000') == 1, console
     assert 'e-ended' not in console
     assert not realcloud.running(['sleep', mark])
+
+
+def _heat_cfntools_user_data(script, metadata):
+    """A HEAT_CFNTOOLS server's user data as Heat's nova plug-in makes it
+    (converge/transports/bootconfig.py: cloud-config, boothook, the part
+    handler writing each text/x-cfninitdata part to /var/lib/heat-cfntools,
+    then the server's parts and cfn-init-data): the user's script as the
+    cfn-userdata part, run by a loguserdata script."""
+    from email.mime import multipart, text
+
+    from converge.transports import bootconfig
+
+    def part(content, filename, subtype):
+        msg = text.MIMEText(content, subtype)
+        msg.add_header('Content-Disposition', 'attachment',
+                       filename=filename)
+        return msg
+    loguserdata = ('#!/bin/sh\n'
+                   'chmod 700 /var/lib/heat-cfntools/cfn-userdata\n'
+                   '/var/lib/heat-cfntools/cfn-userdata '
+                   '>> /var/log/heat-provision.log 2>&1\n'
+                   'code=$?\ncat /var/log/heat-provision.log\nexit $code\n')
+    own = multipart.MIMEMultipart(_subparts=[
+        part(loguserdata, 'loguserdata.py', 'x-shellscript'),
+        part(script, 'cfn-userdata', 'x-cfninitdata')]).as_string()
+    return bootconfig.build(own, metadata)
+
+
+@confined
+def test_heat_cfntools_boot_config_runs_its_part_handler(cloud, service):
+    """Heat's boot config runs as on a VM with cloud-init: the boothook,
+    the part handler writing cfn-userdata and cfn-init-data to
+    /var/lib/heat-cfntools, the script running cfn-userdata (which reads
+    the metadata and reaches the cloud)."""
+    mark = 'meta-%d' % os.getpid()
+    cloud.add('f', _heat_cfntools_user_data(
+        '#!/bin/sh\necho cfn-userdata-ran\n'
+        'cat /var/lib/heat-cfntools/cfn-init-data; echo\n'
+        'curl -s "%s/ping" > /dev/null && echo reached-the-cloud\n'
+        % cloud.url, {'mark': mark}))
+    console = service.booted('f', 'boot 1: user data')
+    for kind in ('text/cloud-config', 'text/cloud-boothook',
+                 'text/part-handler', 'text/x-shellscript'):
+        assert '%s done (exit 0)' % kind in console, console
+    assert 'cfn-userdata-ran' in console, console
+    assert '"mark": "%s"' % mark in console, console
+    assert 'reached-the-cloud' in console and len(cloud.pings) == 1

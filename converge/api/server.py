@@ -188,8 +188,10 @@ class Served:
 
     def _server(self, host, port):
         api = conf_mod.CONF.api
+        #: the per-credential bound (its `queued` signals: tests, stats)
+        self.concurrency = limits.Concurrency(auth.wrap(self.app))
         return _Server(
-            limits.Concurrency(auth.wrap(self.app)), self._agents,
+            self.concurrency, self._agents,
             api.header_timeout, api.body_timeout, map=self._map,
             dispatcher=self._pool, host=host, port=port,
             connection_limit=api.max_connections,

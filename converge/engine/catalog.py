@@ -23,13 +23,16 @@ def hidden(cls):
     return getattr(cls, 'support_status', None) == 'HIDDEN'
 
 
-def resource_types(name=None, with_description=False):
+def resource_types(name=None, with_description=False, usable=None):
     """Names of the registered types (`name`: a glob or a part of one),
-    but for hidden ones."""
+    but for hidden ones and (`usable`, a function of the plug-in class)
+    those the cloud cannot serve."""
     names = [n for n in registry.names() if not hidden(registry.get(n))]
     if name:
         pattern = name if any(c in name for c in '*?[') else '*%s*' % name
         names = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
+    if usable is not None:
+        names = [n for n in names if usable(registry.get(n))]
     if with_description:
         return [{'resource_type': n,
                  'description': _description(registry.get(n))}

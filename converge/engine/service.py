@@ -29,6 +29,7 @@ from converge.db import api
 from converge.drivers import trusts
 from converge.engine import abandon
 from converge.engine import alarms
+from converge.engine import availability
 from converge.engine import catalog
 from converge.engine import exposure
 from converge.engine import group_stack
@@ -197,8 +198,10 @@ class Service:
         return info
 
     def resource_types(self, ctx, name=None, with_description=False):
-        """The types the caller may use (engine/exposure.py)."""
-        found = catalog.resource_types(name, with_description)
+        """The types the caller may use (engine/exposure.py) and the
+        request's cloud can serve (engine/availability.py)."""
+        found = catalog.resource_types(
+            name, with_description, availability.checker(self.engine, ctx))
         return [t for t in found if exposure.allowed(
             ctx, t['resource_type'] if with_description else t)]
 

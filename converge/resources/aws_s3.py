@@ -23,6 +23,9 @@ ACCESS = ('Private', 'PublicRead', 'PublicReadWrite', 'AuthenticatedRead',
 class Bucket(co.CloudObject):
     kind = 'container'
     title = 'Bucket'
+    # Heat's client of the type is Swift's: a cloud without Swift leaves
+    # it out of the type list and refuses it at validate
+    required_service = ('swift', 'object-store', None)
     # a container is its name: a create repeated finds it by that
     natural_identity = True
     name_limit = 256

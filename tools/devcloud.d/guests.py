@@ -9,8 +9,13 @@ Nova's API as the devcloud's admin (microversion 2.3, which shows
 are ACTIVE on the devcloud's fake computes, and runs each one's user data
 once, as cloud-init would: converge's own first boot
 (`converge.agent.firstboot`: a ``#!`` script, ``#cloud-config`` users,
-write_files and runcmd, a MIME multipart's ``text/x-shellscript`` and
-``text/cloud-config`` parts), in a root of the server's own
+write_files and runcmd; a MIME multipart's ``text/x-shellscript``,
+``text/cloud-config`` and ``text/cloud-boothook`` parts, and its
+``text/part-handler`` parts given the parts of their types, as
+`converge.userdata.mime_parts` reads them: so Heat's boot configs,
+HEAT_CFNTOOLS's part handler writing ``cfn-userdata`` and
+``cfn-init-data`` to /var/lib/heat-cfntools and its script running
+them, run too), in a root of the server's own
 (`converge.agent.rootfs`: mount, PID, IPC, user and network namespaces;
 docs/software.md "A simulated server's root"). What the root reaches of
 the network is the devcloud's API endpoints (Keystone, Nova, Neutron,
@@ -51,6 +56,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from converge import userdata
 from converge.agent import firstboot
 from converge.agent import hooks
 from converge.agent import rootfs
@@ -294,12 +300,14 @@ class Guests:
             user_data = base64.b64decode(user_data).decode('utf-8', 'replace')
         except ValueError:
             user_data = ''
-        parts = firstboot.parts(user_data)
+        # every part: boothooks and part handlers too (Heat's boot
+        # configs), as the heat-agents image's cloud-init reads them
+        parts = userdata.mime_parts(user_data)
         console = self.console(server_id)
         console.say('server %s (%s) is ACTIVE on %s: booting, %s' % (
             server_id, server.get('name'),
             server.get('OS-EXT-SRV-ATTR:host'),
-            'user data parts: %s' % ', '.join(k for k, _t in parts)
+            'user data parts: %s' % ', '.join(p[0] for p in parts)
             if parts else 'no user data cloud-init would run'))
         LOG.info('server %s (%s): booting (%d part(s) of user data)',
                  server_id, server.get('name'), len(parts))

@@ -116,6 +116,18 @@ class SimCloud(cloud.Cloud):
         return 'SimCloud(%r, project %s%s)' % (
             self.url, self.project_id, ', admin' if self._admin else '')
 
+    def available(self, service_type, extension=None):
+        """Every service and extension, but those [sim] absent_services
+        names (a smaller cloud, for trying templates against one)."""
+        from converge import conf as conf_mod
+        absent = set(conf_mod.CONF.sim.absent_services)
+        if service_type in absent:
+            return False, 'Service endpoint not in service catalog.'
+        if extension and '%s:%s' % (service_type, extension) in absent:
+            return False, ('Required extension %s in %s service is not '
+                           'available.' % (extension, service_type))
+        return True, None
+
     def admin(self):
         """The same cloud seen by its operator (the ``converge sim``
         commands): every project's objects, no faults, reads not logged
