@@ -315,7 +315,8 @@ class Pool:
                                         for node in nodes])
                 else:
                     # handed here, not taken from the bus
-                    self._endpoint.run_resources(stack_id, trav_id, nodes)
+                    self._endpoint.check_resources(LOCAL, stack_id, trav_id,
+                                                   nodes)
             except Exception:   # the endpoint sends failed nodes again
                 LOG.exception('check_resources %s failed', trav_id)
             finally:
@@ -403,6 +404,12 @@ class Pool:
             self.engine.locks.leave(conf_mod.CONF.coordination.group)
 
 
+#: the context of the Endpoint's calls that no message brought (a message
+#: of several nodes run one by one, an engine's own due waits): not
+#: counted as messages received
+LOCAL = {}
+
+
 class Endpoint:
     """The RPC endpoint: what the message bus may ask of a worker."""
 
@@ -420,17 +427,13 @@ class Endpoint:
         """Several nodes of one traversal (rpc.check_resources): each its
         own unit of work, recorded together (reconcile.check_resources);
         one at a time where a stack's units in flight are capped."""
-        metrics.MESSAGES_RECEIVED.labels('check_resources').inc()
-        self.run_resources(stack_id, traversal_id, nodes)
-
-    def run_resources(self, stack_id, traversal_id, nodes):
-        """check_resources, its nodes not from a message (the engine's
-        own due waits)."""
+        if ctxt is not LOCAL:
+            metrics.MESSAGES_RECEIVED.labels('check_resources').inc()
         engine = self.engine
         if len(nodes) == 1 or \
                 conf_mod.CONF.worker.max_inflight_per_stack:
             for node in nodes:
-                self.run_resource(stack_id, traversal_id, node)
+                self.check_resource(LOCAL, stack_id, traversal_id, node)
             return
         engine.db.keep_connections()
         engine.unit_started()
@@ -453,14 +456,12 @@ class Endpoint:
         if left_out:
             metrics.LOCKS_BUSY.inc(len(left_out))
         for node in left_out:   # locked elsewhere: wait for it alone
-            self.run_resource(stack_id, traversal_id, node)
+            self.check_resource(LOCAL, stack_id, traversal_id, node)
 
     def check_resource(self, ctxt, stack_id, traversal_id, node, attempt=0):
-        metrics.MESSAGES_RECEIVED.labels('check_resource').inc()
-        self.run_resource(stack_id, traversal_id, node, attempt)
-
-    def run_resource(self, stack_id, traversal_id, node, attempt=0):
         # a thread of the bus's pool, bounded by [DEFAULT] worker_threads
+        if ctxt is not LOCAL:
+            metrics.MESSAGES_RECEIVED.labels('check_resource').inc()
         self.engine.db.keep_connections()
         self.engine.unit_started()
         try:
