@@ -4,6 +4,7 @@ they count moves as a stack is created, read with prometheus_client's
 own parser (as Prometheus reads them)."""
 
 import os
+import urllib.error
 import urllib.request
 
 import pytest
@@ -116,3 +117,48 @@ def test_api_and_worker_metrics_move_during_a_create(dist, tmp_path):
         urllib.request.urlopen(req, timeout=30)
     assert err.value.code == 405
     assert os.path.exists(log)
+
+
+@pytest.mark.long
+def test_embedded_api_serves_its_engines_metrics(tmp_path):
+    """An embedded converge-api is its home's engine: its /metrics has
+    the units it ran, the requests it answered by route, its statements;
+    with [metrics] enabled = false there is no /metrics (a 404) and the
+    API works the same."""
+    home = tmp_path / 'home'
+    conf = tmp_path / 'converge.conf'
+    conf.write_text('[DEFAULT]\nhome = %s\n' % home)
+    proc, url = _start_api(str(conf), str(tmp_path / 'api.log'))
+    try:
+        before = scrape(url + '/metrics')
+        api = API(str(conf), url)
+        hc = api.client('e', api.token('e')['token'])
+        template = {'heat_template_version': '2018-08-31', 'resources': {
+            'v%d' % i: {'type': 'OS::Heat::Value',
+                        'properties': {'value': i}} for i in range(3)}}
+        hc.stacks.create(stack_name='here', template=template)
+        assert _settled(hc, 'here').stack_status == 'CREATE_COMPLETE'
+        after = scrape(url + '/metrics')
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert moved(before, after, 'converge_units_ended_total',
+                 outcome='done') >= 3
+    assert moved(before, after, 'converge_api_requests_total',
+                 method='POST', route='/v1/{project_id}/stacks',
+                 status='201') == 1
+    assert moved(before, after, 'converge_db_statements_total') > 0
+
+    off = tmp_path / 'off.conf'
+    off.write_text('[DEFAULT]\nhome = %s\n[metrics]\nenabled = false\n'
+                   % home)
+    proc, url = _start_api(str(off), str(tmp_path / 'api2.log'))
+    try:
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(url + '/metrics', timeout=30)
+        assert err.value.code == 404
+        hc = API(str(off), url).client('e', api.token('e')['token'])
+        assert hc.stacks.get('here').stack_status == 'CREATE_COMPLETE'
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
