@@ -150,7 +150,8 @@ class _Scraped:
         engines = list(_ENGINES)
         inflight = core.GaugeMetricFamily(
             'converge_units_in_flight', 'Units of work running in this '
-            'process now.')
+            'process now (a message\'s batch of nodes, worked through in '
+            'turn, counts as one).')
         inflight.add_metric([], sum(e.inflight for e in engines))
         yield inflight
         if not engines:

@@ -28,7 +28,6 @@ from oslo_log import log as logging
 from converge import exception
 from converge.coordination import filelocks
 from converge import listeners as listeners_mod
-from converge import metrics
 from converge.coordination import redislocks
 
 LOG = logging.getLogger(__name__)
@@ -86,6 +85,9 @@ class Locks:
         lock = self._resource_locks.get_lock(
             self.name(stack_id, resource_name))
         if not lock.acquire(blocking=False):
+            # here, not at the top: the CLI's read-only commands import
+            # this module and need not prometheus_client
+            from converge import metrics
             metrics.LOCK_WAITS.inc()
             start = time.perf_counter()
             with waiting():

@@ -13,7 +13,6 @@ import uuid
 from oslo_log import log as logging
 
 from converge import exception
-from converge import metrics
 from converge.db import api
 from converge.db import software as db_software
 from converge.drivers import facts as drivers_facts
@@ -266,6 +265,7 @@ def _record(engine, conn, dep, run, payload, agent_id):
     if not db_software.deployment_result(conn, deployment_id, run, status,
                                          reason, outputs):
         return {'accepted': False, 'reason': 'signalled already'}, None
+    from converge import metrics   # not for the CLI's read-only commands
     metrics.deployment_ended(status, dep.updated_at)
     day2 = db_software.action_result(conn, run, status, reason, outputs)
     if day2 is not None:
