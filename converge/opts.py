@@ -475,6 +475,36 @@ OBSERVER_OPTS = [
                     'for the next pass.'),
 ]
 
+METRICS_OPTS = [
+    cfg.BoolOpt('enabled', default=True,
+                help='Serve this process\'s Prometheus metrics '
+                     '(docs/operating.md lists them): converge-api under '
+                     '/metrics on its own address, converge-worker and '
+                     'converge-observer on the ports below. They are '
+                     'counted either way (a few microseconds a unit of '
+                     'work).'),
+    cfg.HostAddressOpt('bind_host', default='127.0.0.1',
+                       help='Address the workers\' and observers\' '
+                            'metrics ports listen on (0.0.0.0 for a '
+                            'Prometheus on another host). The metrics are '
+                            'not authenticated.'),
+    cfg.PortOpt('worker_port', default=9620,
+                help='First metrics port of converge-worker: each of its '
+                     'processes ([worker] workers) serves on the first '
+                     'free port from here on, so a host running N worker '
+                     'processes serves worker_port .. worker_port+N-1. '
+                     '0: not served.'),
+    cfg.PortOpt('observer_port', default=9610,
+                help='Metrics port of converge-observer (the first free '
+                     'from here on). 0: not served.'),
+    cfg.PortOpt('cli_port', default=0,
+                help='Metrics port of the embedded CLI, whose process is '
+                     'the engine while a command runs (`converge stack '
+                     'create --wait`, `converge observe --forever`). '
+                     '0 (the default): not served; an embedded '
+                     'converge-api serves its engine\'s under /metrics.'),
+]
+
 
 def _trustee_opts():
     """[trustee]: the user converge acts as in a trust (a service user,
@@ -502,6 +532,7 @@ def list_opts():
         ('trustee', _trustee_opts()),
         ('software', SOFTWARE_OPTS),
         ('observer', OBSERVER_OPTS),
+        ('metrics', METRICS_OPTS),
     ]
 
 

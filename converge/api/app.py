@@ -2,9 +2,15 @@
 error body. Controllers call the engine's service functions only.
 
 Two sets of routes: the agents' (/v1/agent/..., their own credentials)
-and Heat's orchestration API (/v1/{project_id}/..., converge/api/v1)."""
+and Heat's orchestration API (/v1/{project_id}/..., converge/api/v1).
+
+Every request is counted by method, route (the pattern it matched, not its
+path: a stack's id is not a label) and status, and timed; the process's
+Prometheus metrics are served at GET /metrics, unauthenticated, while
+[metrics] enabled (converge/metrics.py)."""
 
 import threading
+import time
 
 import routes
 import routes.middleware
@@ -12,7 +18,9 @@ import webob.dec
 
 from oslo_log import log as logging
 
+from converge import conf as conf_mod
 from converge import exception
+from converge import metrics
 from converge.api import agent
 from converge.api import transport
 from converge.api import v1
@@ -28,6 +36,12 @@ def versions(req):
         'id': 'v1.0', 'status': 'CURRENT',
         'links': [{'rel': 'self', 'href': req.host_url + '/v1/'}]}]},
         status=300)
+
+
+#: request methods counted by name (any other: 'other', so that a client
+#: cannot add label values)
+_METHODS = frozenset(('GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE',
+                      'OPTIONS'))
 
 
 class App:
@@ -47,10 +61,33 @@ class App:
         # multipart body would fail there, outside any error handling
         self._router = routes.middleware.RoutesMiddleware(
             self._dispatch, mapper, use_method_override=False)
+        self._metrics = conf_mod.CONF.metrics.enabled
+        if self._metrics:
+            metrics.watch(engine)
 
     @webob.dec.wsgify
     def __call__(self, req):
-        return self._router
+        if self._metrics and req.path_info == '/metrics':
+            return self._exposition(req)
+        start = time.perf_counter()
+        resp = req.get_response(self._router)
+        route = req.environ.get('routes.route')
+        route = route.routepath if route is not None else 'unmatched'
+        method = req.method if req.method in _METHODS else 'other'
+        metrics.API_REQUESTS.labels(method, route,
+                                    str(resp.status_code)).inc()
+        metrics.API_SECONDS.labels(method, route).observe(
+            time.perf_counter() - start)
+        return resp
+
+    @staticmethod
+    def _exposition(req):
+        if req.method not in ('GET', 'HEAD'):
+            return error_response(405, 'GET /metrics only')
+        body, content_type = metrics.exposition()
+        resp = webob.Response(body=body)
+        resp.headers['Content-Type'] = content_type
+        return resp
 
     @webob.dec.wsgify
     def _dispatch(self, req):

@@ -94,6 +94,10 @@ def run(app, args, ident, operation, until_paused=False):
         # this process is the engine: it runs the traversal's units
         from converge.workers import pool
         pool.start(app.engine(), observe=False)
+        # the CLI is the engine while the command runs: its metrics are
+        # served only when asked ([metrics] cli_port)
+        from converge import metrics
+        metrics.serve('cli')
         # and serves the agents of its servers while it runs
         app.serve_api()
     started = operation(svc, ctx)

@@ -35,6 +35,8 @@ class Observe(lister.Lister):
         # the engine of this process runs the repairs' units, and serves
         # the agents of the servers they recreate
         pool.start(engine, observe=args.forever)
+        from converge import metrics
+        metrics.serve('cli')
         self.app.serve_api()
         if args.forever:
             self.app.resume_hint = None

@@ -20,6 +20,7 @@ import functools
 import hashlib
 import os
 import threading
+import time
 import urllib.parse
 
 from oslo_log import log as logging
@@ -84,10 +85,18 @@ class Locks:
         lock = self._resource_locks.get_lock(
             self.name(stack_id, resource_name))
         if not lock.acquire(blocking=False):
+            # here, not at the top: the CLI's read-only commands import
+            # this module and need not prometheus_client
+            from converge import metrics
+            metrics.LOCK_WAITS.inc()
+            start = time.perf_counter()
             with waiting():
-                if not lock.acquire(blocking=wait):
-                    raise LockTimeout('Resource %s is locked by another '
-                                      'worker' % resource_name)
+                got = lock.acquire(blocking=wait)
+            metrics.LOCK_WAIT_SECONDS.observe(time.perf_counter() - start)
+            if not got:
+                metrics.LOCK_TIMEOUTS.inc()
+                raise LockTimeout('Resource %s is locked by another '
+                                  'worker' % resource_name)
         self.listeners.on_lock(stack_id, resource_name)
         try:
             yield

@@ -265,6 +265,8 @@ def _record(engine, conn, dep, run, payload, agent_id):
     if not db_software.deployment_result(conn, deployment_id, run, status,
                                          reason, outputs):
         return {'accepted': False, 'reason': 'signalled already'}, None
+    from converge import metrics   # not for the CLI's read-only commands
+    metrics.deployment_ended(status, dep.updated_at)
     day2 = db_software.action_result(conn, run, status, reason, outputs)
     if day2 is not None:
         api.event_add(conn, dep.stack_id, None, dep.resource_name,

@@ -13,6 +13,7 @@ import oslo_messaging
 from converge import conf as conf_mod
 from converge.messaging import inproc
 from converge import listeners as listeners_mod
+from converge import metrics
 
 # transport_url and control_exchange with converge's defaults, whatever
 # asks for them first (conf.setup registers them too)
@@ -122,6 +123,7 @@ class WorkerClient(Client):
                        traversal_id=traversal_id, nodes=part)
 
     def _cast(self, method, **kwargs):
+        metrics.MESSAGES_SENT.labels(method).inc()
         if self._exchange is not None:
             inproc.cast(self._exchange, self._topic, {
                 'method': method, 'args': kwargs, 'version': VERSION})

@@ -30,6 +30,9 @@ class ObserverService(service.Service):
         from converge.engine import context
         db_session.forget()  # connections made before fork are not ours
         self.engine = context.Engine(auto_migrate=False)
+        from converge import metrics
+        metrics.watch(self.engine)
+        metrics.serve('observer')
         self._thread = threading.Thread(target=self._run, name='observer',
                                         daemon=True)
         self._thread.start()

@@ -23,6 +23,7 @@ from oslo_log import log as logging
 import oslo_messaging
 
 from converge import conf as conf_mod
+from converge import metrics
 from converge.db import api
 from converge.engine import notify
 from converge.messaging import rpc
@@ -68,6 +69,7 @@ def start(engine, observe=True):
     observe --forever`), not a command that ends with its traversal (a
     repair it started would be left without its engine)."""
     if engine.workers is None:
+        metrics.watch(engine)
         engine.workers = Pool(engine, observe)
         engine.workers.start()
     return engine.workers
@@ -256,6 +258,8 @@ class Pool:
                 taken += [(stack_id, trav_id, node) for node in
                           api.sync_take_many(conn, trav_id, waits,
                                              now + lease)]
+        metrics.waits_fired('soon', len(taken), [
+            now - when for when, *_ in due])
         self._dispatch(taken)
 
     def _dispatch(self, taken):
@@ -310,7 +314,8 @@ class Pool:
                     engine.client.send([(stack_id, trav_id, node)
                                         for node in nodes])
                 else:
-                    self._endpoint.check_resources({}, stack_id, trav_id,
+                    # handed here, not taken from the bus
+                    self._endpoint.check_resources(LOCAL, stack_id, trav_id,
                                                    nodes)
             except Exception:   # the endpoint sends failed nodes again
                 LOG.exception('check_resources %s failed', trav_id)
@@ -351,6 +356,7 @@ class Pool:
                 return []
         with self.engine.db.write() as s:
             due = api.sync_take_due(s, now, lease, due_by=due_by)
+        metrics.waits_fired('tick', len(due))
         self.engine.client.send(due)
         return due
 
@@ -398,6 +404,12 @@ class Pool:
             self.engine.locks.leave(conf_mod.CONF.coordination.group)
 
 
+#: the context of the Endpoint's calls that no message brought (a message
+#: of several nodes run one by one, an engine's own due waits): not
+#: counted as messages received
+LOCAL = {}
+
+
 class Endpoint:
     """The RPC endpoint: what the message bus may ask of a worker."""
 
@@ -415,11 +427,13 @@ class Endpoint:
         """Several nodes of one traversal (rpc.check_resources): each its
         own unit of work, recorded together (reconcile.check_resources);
         one at a time where a stack's units in flight are capped."""
+        if ctxt is not LOCAL:
+            metrics.MESSAGES_RECEIVED.labels('check_resources').inc()
         engine = self.engine
         if len(nodes) == 1 or \
                 conf_mod.CONF.worker.max_inflight_per_stack:
             for node in nodes:
-                self.check_resource(ctxt, stack_id, traversal_id, node)
+                self.check_resource(LOCAL, stack_id, traversal_id, node)
             return
         engine.db.keep_connections()
         engine.unit_started()
@@ -439,11 +453,15 @@ class Endpoint:
         finally:
             engine.units_queued(1 - len(nodes))
             engine.unit_ended()
+        if left_out:
+            metrics.LOCKS_BUSY.inc(len(left_out))
         for node in left_out:   # locked elsewhere: wait for it alone
-            self.check_resource(ctxt, stack_id, traversal_id, node)
+            self.check_resource(LOCAL, stack_id, traversal_id, node)
 
     def check_resource(self, ctxt, stack_id, traversal_id, node, attempt=0):
         # a thread of the bus's pool, bounded by [DEFAULT] worker_threads
+        if ctxt is not LOCAL:
+            metrics.MESSAGES_RECEIVED.labels('check_resource').inc()
         self.engine.db.keep_connections()
         self.engine.unit_started()
         try:

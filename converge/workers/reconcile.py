@@ -41,6 +41,7 @@ from converge import conf as conf_mod
 from converge import exception
 from converge.db import api
 from converge import listeners
+from converge import metrics
 from converge import reasons
 from converge import template as template_mod
 from converge.engine import hooks
@@ -91,6 +92,20 @@ class Lost(Exception):
 @listeners.timed
 def check_resource(engine, stack_id, traversal_id, node):
     """Run one unit of work; returns its Outcome."""
+    start = time.perf_counter()
+    metrics.unit_started()
+    ended = 'error'   # unless it ends as below
+    try:
+        outcome, ended = _check_resource(engine, stack_id, traversal_id,
+                                         node)
+        return outcome
+    finally:
+        _counted(ended, start)
+
+
+def _check_resource(engine, stack_id, traversal_id, node):
+    """check_resource's unit: its Outcome, and how it ended for the
+    metrics (_counted: DROP, LOST, or the Unit that handled it)."""
     name = plan.resource_name(node)
     # lock the resource (by name: all its versions), then load; a node that
     # is done or whose traversal is over is dropped
@@ -98,15 +113,15 @@ def check_resource(engine, stack_id, traversal_id, node):
             stack_id, name, engine.lock_wait, waiting=engine.gate.released):
         unit = Unit.load(engine, traversal_id, node, name)
         if unit is None:
-            return Outcome(DROP)
+            return Outcome(DROP), DROP
         try:
             outcome = unit.converge() if unit.is_update else unit.clean_up()
             unit.handle(outcome)
         except Lost:
             LOG.debug('%s: another unit of work got there first', name)
-            return Outcome(LOST)
+            return Outcome(LOST), LOST
     unit.tell()
-    return outcome
+    return outcome, unit
 
 
 def check_resources(engine, stack_id, traversal_id, nodes, failed):
@@ -128,6 +143,7 @@ def check_resources(engine, stack_id, traversal_id, nodes, failed):
     together, left_out, names = [], [], {}
     with contextlib.ExitStack() as held, engine.gate.held():
         start = time.perf_counter()
+        metrics.unit_started(len(nodes))
         wanted, seen = {}, set()
         for node in nodes:
             name = plan.resource_name(node)
@@ -149,11 +165,11 @@ def check_resources(engine, stack_id, traversal_id, nodes, failed):
             LOG.exception('check_resources %s failed', traversal_id)
             units = {}
             for node in names:
-                _heard(engine, traversal_id, node, start)
+                _heard(engine, traversal_id, node, start, 'error')
                 failed(node)
         for node, unit in units.items():
             if unit is None:   # DROP
-                _heard(engine, traversal_id, node, start)
+                _heard(engine, traversal_id, node, start, DROP)
                 continue
             try:
                 outcome = unit.converge() if unit.is_update \
@@ -164,11 +180,11 @@ def check_resources(engine, stack_id, traversal_id, nodes, failed):
                 unit.handle(outcome)
                 together.append((unit, None, start))
             except Lost:
-                _heard(engine, traversal_id, node, start)
+                _heard(engine, traversal_id, node, start, LOST)
             except Exception:
                 LOG.exception('check_resource %s %s failed', traversal_id,
                               node)
-                _heard(engine, traversal_id, node, start)
+                _heard(engine, traversal_id, node, start, 'error')
                 failed(node)
         _record_together(engine, together, failed)
     for unit, outcome, start in together:
@@ -178,8 +194,9 @@ def check_resources(engine, stack_id, traversal_id, nodes, failed):
             except Exception:
                 LOG.exception('check_resource %s %s failed', traversal_id,
                               unit.sp.node)
+                unit.ended = 'error'
                 failed(unit.sp.node)
-        _heard(engine, traversal_id, unit.sp.node, start)
+        _heard(engine, traversal_id, unit.sp.node, start, unit)
     return left_out
 
 
@@ -205,6 +222,7 @@ def _record_together(engine, together, failed):
         except Exception:
             LOG.exception('check_resource %s %s failed', unit.trav.id,
                           unit.sp.node)
+            unit.ended = 'error'
             together[i] = (unit, False, start)
             failed(unit.sp.node)
             continue
@@ -235,10 +253,12 @@ def _record_together(engine, together, failed):
         try:
             unit.handle(outcome)
         except Lost:
+            unit.ended = LOST
             together[i] = (unit, False, together[i][2])
         except Exception:
             LOG.exception('check_resource %s %s failed', unit.trav.id,
                           unit.sp.node)
+            unit.ended = 'error'
             together[i] = (unit, False, together[i][2])
             failed(unit.sp.node)
 
@@ -317,11 +337,27 @@ class _Batch:
                 unit.ready = ready[i]
 
 
-def _heard(engine, traversal_id, node, start):
-    """What check_resource's `listeners.timed` tells of each unit."""
+def _heard(engine, traversal_id, node, start, ended):
+    """What check_resource's `listeners.timed` tells of each unit, and
+    its count in the metrics (_counted)."""
+    seconds = _counted(ended, start)
     if engine.listeners:
-        engine.listeners.on_unit(traversal_id, node,
-                                 time.perf_counter() - start)
+        engine.listeners.on_unit(traversal_id, node, seconds)
+
+
+def _counted(ended, start):
+    """Count a unit of work that ended in the metrics: `ended` is how
+    (DROP, LOST, 'error'), or the Unit that handled its outcome (its
+    `ended`, set where the outcome is handled). Returns its seconds."""
+    seconds = time.perf_counter() - start
+    if isinstance(ended, Unit):
+        unit, ended = ended, ended.ended
+        if unit.drift:
+            metrics.DRIFT_FOUND.inc()
+        if unit.repaired:
+            metrics.DRIFT_REPAIRED.inc()
+    metrics.unit_ended(ended, seconds)
+    return seconds
 
 
 class Unit:
@@ -349,6 +385,8 @@ class Unit:
         self.before = None    # the row as loaded (Outcome.keep)
         self.shared = None    # the batch whose transaction this shares
         self._prepared = None  # its DONE record, made before (prepare)
+        self.ended = 'error'   # how it ended, once handled (metrics)
+        self.repaired = False  # it was drifted, and is converged again
 
     @classmethod
     def load(cls, engine, traversal_id, node, name):
@@ -858,12 +896,17 @@ class Unit:
                 except exception.RequestLimitExceeded as exc:
                     # raised before the record's transaction began
                     self._failed(self.refused(outcome, exc))
+                    self.ended = FAILED
+                    return
             else:
                 self._drop(outcome)
         elif outcome.kind == FAILED:
             self._failed(outcome)
         elif outcome.kind == WAIT:
             self._wait(outcome)
+        # handled (a batch that fails handles its units again, each
+        # alone: counted once, where the unit ends)
+        self.ended = outcome.kind
 
     def prepare(self, outcome):
         """What a DONE update unit records, made before its transaction:
@@ -951,6 +994,8 @@ class Unit:
         if action == 'CHECK' or (action and observed is not None):
             # checked, or just acted on and seen: as applied
             values.update(drift=None, observed_at=time.time())
+            # drifted, and acted on (not only looked at): repaired
+            self.repaired = bool(row.drift) and action != 'CHECK'
         events = []
         if action:
             reason = plugin.status_note or 'state changed'

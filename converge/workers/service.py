@@ -32,6 +32,8 @@ class WorkerService(service.Service):
         self.engine = context.Engine(auto_migrate=False)
         from converge.workers import pool
         pool.start(self.engine)
+        from converge import metrics
+        metrics.serve('worker')   # in each process, after the fork
         # what start-up made lives as long as the process: out of the
         # cyclic collector's way, whose full collections otherwise walk it
         # all (80-120 ms each, in the middle of a traversal's busiest
