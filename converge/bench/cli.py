@@ -205,7 +205,8 @@ def parse_args(argv):
                          "(default %(default)s)")
     ap.add_argument('--home', default=None,
                     help='engine home, kept afterwards (default: a '
-                         'temporary directory, removed afterwards); in '
+                         'temporary directory, removed afterwards; with '
+                         'more than one run, HOME/1, HOME/2... in order); in '
                          'distributed mode the directory of the run (its '
                          'configuration, sim.db, logs)')
     ap.add_argument('--json', metavar='FILE', default=None,
@@ -507,7 +508,8 @@ def run(args, on_row=None):
     tmp = tempfile.mkdtemp(prefix='converge-bench-')
     rows = []
     try:
-        for count, (name, size, image) in enumerate(plan(args), 1):
+        planned = plan(args)
+        for count, (name, size, image) in enumerate(planned, 1):
             rowdir = os.path.join(tmp, str(count))
             os.makedirs(rowdir)
             latency = args.latency if args.latency is not None else \
@@ -517,7 +519,13 @@ def run(args, on_row=None):
                 image=image,
                 transport=getattr(args, 'transport', None)
                 if name in NODES else None)
-            new = measure_one(args, scenario, rowdir,
+            # each run's engine and servers a --home of their own: a
+            # disk left by the run before would be counted as this one's
+            row_args = args
+            if args.home and len(planned) > 1:
+                row_args = argparse.Namespace(**vars(args))
+                row_args.home = os.path.join(args.home, str(count))
+            new = measure_one(row_args, scenario, rowdir,
                               'bench-%s-%d-%d' % (name, size, count))
             rows.extend(new)
             for row in new:
