@@ -4,6 +4,8 @@ report what each traversal cost.
     converge-bench --scenario wide --n 1000
     converge-bench --scenario deep fanin --n 200 1000 --json out.json
     converge-bench --scenario tripleo --nodes 1000
+    converge-bench --scenario tripleo --nodes 200 --image cirros heat-agents \
+        --transport POLL_TEMP_URL
     converge-bench --scenario latency --n 40 --latency 0.5
     converge-bench --scenario latency --shape wide --n 2000 --latency 30
     converge-bench --scenario rolling --n 1000 --batch 100 --latency 30
@@ -60,7 +62,10 @@ COLUMNS = [
     ('hooks_cpu_s', 'hooks_cpu', '%.1f'),
     ('batches', 'batches', '%s'),
     ('busy_max', 'busy', '%d'),
+    ('run_counts_text', 'runs_each', '%s'),
     ('exactly_once', 'once', '%s'),
+    ('mem_added_peak_mb', 'mem_mb', '%.0f'),
+    ('load_max', 'load', '%.1f'),
     ('x_heat', 'x_heat', '%.1f'),
     ('status', 'status', '%s'),
 ]
@@ -142,6 +147,21 @@ def parse_args(argv):
                          '--n says the same)' % ', '.join(
                              '%s %d' % (name, scenarios.DEFAULT_N[name])
                              for name in NODES))
+    ap.add_argument('--image', nargs='+', default=None,
+                    help="the tripleo and update scenarios' servers' "
+                         "image, a run each: %s (Heat's own tooling: "
+                         "os-collect-config and heat-config's hooks, "
+                         "with --transport) or any other (converge-agent; "
+                         "default %s)" % (scenarios.HEAT_AGENTS,
+                                          scenarios.DEFAULT_IMAGE))
+    ap.add_argument('--transport', choices=sorted(scenarios.TRANSPORTS),
+                    default=None,
+                    help="the tripleo and update scenarios' servers' "
+                         "software_config_transport, their deployments' "
+                         "signal_transport its pair (%s); default: "
+                         "converge-agent's own" % ', '.join(
+                             '%s + %s' % kv
+                             for kv in scenarios.TRANSPORTS.items()))
     ap.add_argument('--repeat', type=int, default=1,
                     help='runs of each scenario and n (default 1)')
     ap.add_argument('--latency', type=float, default=None,
@@ -185,7 +205,8 @@ def parse_args(argv):
                          "(default %(default)s)")
     ap.add_argument('--home', default=None,
                     help='engine home, kept afterwards (default: a '
-                         'temporary directory, removed afterwards); in '
+                         'temporary directory, removed afterwards; with '
+                         'more than one run, HOME/1, HOME/2... in order); in '
                          'distributed mode the directory of the run (its '
                          'configuration, sim.db, logs)')
     ap.add_argument('--json', metavar='FILE', default=None,
@@ -200,6 +221,15 @@ def parse_args(argv):
         ap.error('the update scenario needs at least %d nodes (its first '
                  '3 are controllers, then %s)' % (
                      scenarios.UPDATE_MIN_NODES, scenarios.UPDATE_NODE))
+    if (args.image or args.transport) and not (
+            args.scenario and set(args.scenario) <= set(NODES)):
+        ap.error('--image and --transport go with the tripleo and update '
+                 'scenarios')
+    if scenarios.HEAT_AGENTS in (args.image or ()) and not args.transport:
+        ap.error('--image %s needs --transport (its os-collect-config '
+                 'polls with one of Heat\'s: %s)' % (
+                     scenarios.HEAT_AGENTS, ', '.join(
+                         sorted(scenarios.TRANSPORTS))))
     if args.batch is not None and args.batch < 1:
         ap.error('--batch must be at least 1')
     if args.latency is not None and args.latency < 0:
@@ -234,14 +264,18 @@ NODES = ('tripleo', 'update')
 
 
 def plan(args):
-    """(scenario name, size) pairs, in order."""
+    """(scenario name, size, image) triples, in order (image None: the
+    scenario's own)."""
     out = []
     for name in args.scenario:
+        images = [None]
         if name in NODES:
             sizes = args.nodes or args.n or [scenarios.DEFAULT_N[name]]
+            images = getattr(args, 'image', None) or [None]
         else:
             sizes = args.n or [scenarios.DEFAULT_N[name]]
-        out.extend((name, size) for size in sizes for _ in range(args.repeat))
+        out.extend((name, size, image) for size in sizes
+                   for image in images for _ in range(args.repeat))
     return out
 
 
@@ -265,10 +299,18 @@ def engine_options(args):
 
 def label(scenario):
     """The scenario as the table names it: the latency scenario with its
-    shape when it is not the default one."""
+    shape when it is not the default one; the tripleo and update ones
+    with their servers' image and transport when given."""
     if scenario.shape and scenario.shape != scenarios.DEFAULT_SHAPE:
         return '%s/%s' % (scenario.name, scenario.shape)
-    return scenario.name
+    name = scenario.name
+    image = getattr(scenario, 'image', None)
+    transport = getattr(scenario, 'transport', None)
+    if image:
+        name += '@' + image
+    if transport:
+        name += '/' + transport
+    return name
 
 
 def engine_label(h):
@@ -306,9 +348,14 @@ def run_one(h, scenario, stack_name):
     bound = scenario.bound_s
     update = scenario.update_params
     scenario.prepare(engine)
+    from converge.bench import software
+    sampler = software.Sampler() if scenario.deployments else None
     try:
-        created = timed = _timed(
-            h, lambda: stacks.create(engine, stack_name, bundle, {}))
+        try:
+            created = timed = _timed(
+                h, lambda: stacks.create(engine, stack_name, bundle, {}))
+        finally:
+            sampled = sampler.stop() if sampler else {}
         stack_id, create = created.stack_id, created.result
         updated = None
         if update and create == ('CREATE', 'COMPLETE'):
@@ -333,10 +380,11 @@ def run_one(h, scenario, stack_name):
     # the counts of the timed traversal: the create's, or the update's
     # (every traversal: the group's members are a stack of their own)
     row.update(_counts(timed, None if updated else timed.trav))
-    from converge.bench import software
     if scenario.deployments:
         row.update(software.figures(engine, scenario.deployments,
-                                    created.wall))
+                                    created.wall,
+                                    scenario.deployment_names))
+        row.update(sampled)
     for key, value in list(software.NONE.items()) + list(
             rollout.NONE.items()):
         row.setdefault(key, value)   # (rolling gives exactly_once)
@@ -387,7 +435,8 @@ def run_steps(h, scenario, stack_name):
     created = step('create', lambda: stacks.create(engine, stack_name,
                                                    bundle, {}))
     rows[0].update(_created(h, scenario, created))
-    rows[0].update(software.ran(seen, scenario.deployments, created.wall))
+    rows[0].update(software.ran(seen, scenario.deployments, created.wall,
+                                scenario.deployment_names))
     reached = created.result
     for name, params, observe in scenario.steps:
         if reached not in (CREATED, UPDATED):
@@ -409,7 +458,8 @@ def _about(h, scenario):
     """What every row of a scenario says of it and of the engine."""
     return dict(scenario=scenario.name, shape=scenario.shape,
                 label=label(scenario), engine=engine_label(h), mode=h.mode,
-                workers=h.processes(), n=scenario.n, nodes=scenario.nodes)
+                workers=h.processes(), n=scenario.n, nodes=scenario.nodes,
+                image=scenario.image, transport=scenario.transport)
 
 
 def _created(h, scenario, created):
@@ -458,14 +508,24 @@ def run(args, on_row=None):
     tmp = tempfile.mkdtemp(prefix='converge-bench-')
     rows = []
     try:
-        for count, (name, size) in enumerate(plan(args), 1):
+        planned = plan(args)
+        for count, (name, size, image) in enumerate(planned, 1):
             rowdir = os.path.join(tmp, str(count))
             os.makedirs(rowdir)
             latency = args.latency if args.latency is not None else \
                 scenarios.default_latency(name)
-            scenario = scenarios.write(name, size, rowdir, latency,
-                                       args.shape, args.batch)
-            new = measure_one(args, scenario, rowdir,
+            scenario = scenarios.write(
+                name, size, rowdir, latency, args.shape, args.batch,
+                image=image,
+                transport=getattr(args, 'transport', None)
+                if name in NODES else None)
+            # each run's engine and servers a --home of their own: a
+            # disk left by the run before would be counted as this one's
+            row_args = args
+            if args.home and len(planned) > 1:
+                row_args = argparse.Namespace(**vars(args))
+                row_args.home = os.path.join(args.home, str(count))
+            new = measure_one(row_args, scenario, rowdir,
                               'bench-%s-%d-%d' % (name, size, count))
             rows.extend(new)
             for row in new:

@@ -34,12 +34,14 @@ DEFAULT_SHAPE = 'deep'
 
 class Scenario:
     def __init__(self, name, n, doc, deps, latency=0.0, nodes=None,
-                 shape=None, batch=0):
+                 shape=None, batch=0, image=None, transport=None):
         self.name, self.n, self.doc, self.deps = name, n, doc, deps
         self.latency = latency
         self.nodes = nodes
         self.shape = shape
         self.batch = batch
+        self.image = image
+        self.transport = transport
 
     def write(self, directory):
         """Write the template; return its path."""
@@ -64,6 +66,12 @@ class Written:
     shape: str = None   # the latency scenario's: deep or wide
     deployments: int = 0   # script runs the create should make (tripleo)
     batch: int = 0      # the rolling scenario's max_batch_size
+    #: the tripleo servers' image and software_config_transport (None:
+    #: the defaults, converge-agent's)
+    image: str = None
+    transport: str = None
+    #: the deployments the create runs, by resource name (tripleo)
+    deployment_names: tuple = ()
 
     @property
     def batches(self):
@@ -113,14 +121,17 @@ class Written:
 
 
 def write(name, n, directory, latency=DEFAULT_LATENCY, shape=DEFAULT_SHAPE,
-          batch=None):
+          batch=None, image=None, transport=None):
     """Generate a scenario and write its template into `directory`."""
-    sc = make(name, n, latency=latency, shape=shape, batch=batch)
-    deployments = sum(1 for r in sc.doc['resources'].values()
-                      if r['type'] == 'OS::Heat::SoftwareDeployment')
+    sc = make(name, n, latency=latency, shape=shape, batch=batch,
+              image=image, transport=transport)
+    names = tuple(sorted(
+        k for k, r in sc.doc['resources'].items()
+        if r['type'] == 'OS::Heat::SoftwareDeployment'))
     return Written(sc.name, sc.n, sc.nodes, sc.latency,
                    measure.longest_chain(sc.deps), sc.write(directory),
-                   sc.shape, deployments, sc.batch)
+                   sc.shape, len(names), sc.batch, sc.image, sc.transport,
+                   names)
 
 
 def default_latency(name):
@@ -249,6 +260,29 @@ OTHER_CONFIGS = {'Network': '{node}NetworkConfig',
                  'Hosts': 'AllNodesConfig', 'AllNodes': 'AllNodesConfig'}
 #: on each server's disk: one line per script run, "<deployment> <action>"
 RUNS_LOG = 'runs.log'
+#: the image whose servers run Heat's own tooling (os-collect-config,
+#: heat-config's script hook) instead of converge-agent
+HEAT_AGENTS = 'heat-agents'
+#: the tripleo servers' image when --image is not given (converge-agent)
+DEFAULT_IMAGE = 'overcloud-full'
+#: where a heat-agents server's scripts write: heat-config's script hook
+#: runs them in the root's / (a tmpfs, gone at the next boot), so they go
+#: to /var/lib, whose changes are kept on the disk under rootfs/var/lib
+HEAT_AGENTS_DIR = '/var/lib'
+#: where the bench reads each server's RUNS_LOG, relative to its disk:
+#: converge-agent's scripts run in the disk itself; heat-agents' in
+#: HEAT_AGENTS_DIR, on the disk under rootfs/
+RUNS_LOGS = (RUNS_LOG, 'rootfs' + HEAT_AGENTS_DIR + '/' + RUNS_LOG)
+#: Heat's config transports a tripleo server may poll with, and the
+#: signal transport its deployments then use (Heat's pairs)
+TRANSPORTS = {'POLL_TEMP_URL': 'TEMP_URL_SIGNAL',
+              'POLL_SERVER_CFN': 'CFN_SIGNAL',
+              'POLL_SERVER_HEAT': 'HEAT_SIGNAL'}
+#: os-collect-config's polling interval on the tripleo servers of a
+#: Heat transport (the metadata's os-collect-config.polling_interval, as
+#: a template sets it): its own default, 30 s, would add up to 30 s to
+#: every wave of deployments of a create that takes seconds
+POLLING_INTERVAL = 5
 #: the script of every deployment: its inputs to a file of its own, and one
 #: line in RUNS_LOG (the bench counts them: every deployment ran once).
 #: Shell builtins only: the scripts' own processes are not what is measured
@@ -271,6 +305,19 @@ def role_sizes(nodes):
             ('CephStorage', storage)]
 
 
+def _in_dir(body, workdir):
+    """`body` (a script, or a str_replace of one) run in `workdir`."""
+    if workdir is None:
+        return body
+    cd = 'cd %s || exit 1\n' % workdir
+    if isinstance(body, str):
+        head, rest = body.split('\n', 1)
+        return '%s\n%s%s' % (head, cd, rest)
+    inner = body['str_replace']
+    return {'str_replace': dict(inner, template=_in_dir(inner['template'],
+                                                          workdir))}
+
+
 def _script(data=None):
     """A script config's body: SCRIPT, and when the config carries data
     (the node's network or hieradata, the list of all nodes: a
@@ -289,17 +336,28 @@ def _script(data=None):
         'params': {'$data': data}}}
 
 
-def _config(body):
+def _config_of(body):
     return {'group': 'script', 'config': body,
             'inputs': [{'name': 'node_name'}, {'name': 'role_name'}],
             'outputs': [{'name': 'result'}]}
 
 
-def tripleo_doc(nodes, knobs=False):
+def tripleo_doc(nodes, knobs=False, image=None, transport=None):
     """The tripleo scenario's document; with `knobs`, the update
     scenario's: the parameters NODE_PARAM and ROLE_PARAM too, whose
-    defaults leave every resource's value as it is without them."""
+    defaults leave every resource's value as it is without them. Its
+    servers boot from `image` (DEFAULT_IMAGE) with the
+    software_config_transport `transport` (one of TRANSPORTS, its
+    deployments then signalling with the transport's pair; None:
+    converge-agent's)."""
+    if transport is not None and transport not in TRANSPORTS:
+        raise ValueError('unknown transport %r (one of %s)' % (
+            transport, ', '.join(TRANSPORTS)))
+    workdir = HEAT_AGENTS_DIR if image == HEAT_AGENTS else None
     res = {}
+
+    def _config(body):
+        return _config_of(_in_dir(body, workdir))
 
     def add(name, rtype, props=None, depends_on=None):
         r = {'type': rtype}
@@ -333,14 +391,18 @@ def tripleo_doc(nodes, knobs=False):
                      'template': '#cloud-config\nhostname: $h\n',
                      'params': {'$h': {'get_attr': [node + 'Hostname',
                                                     'value']}}}}})
-            add(node, 'OS::Nova::Server',
-                {'name': {'get_attr': [node + 'Hostname', 'value']},
-                 'image': 'overcloud-full', 'flavor': 'baremetal',
-                 'user_data_format': 'SOFTWARE_CONFIG',
-                 'user_data': {'get_resource': node + 'UserData'},
-                 'metadata': {'role': role,
-                              'port': {'get_attr': [node + 'Port',
-                                                    'value']}}})
+            server = {'name': {'get_attr': [node + 'Hostname', 'value']},
+                      'image': image or DEFAULT_IMAGE, 'flavor': 'baremetal',
+                      'user_data_format': 'SOFTWARE_CONFIG',
+                      'user_data': {'get_resource': node + 'UserData'},
+                      'metadata': {'role': role,
+                                   'port': {'get_attr': [node + 'Port',
+                                                         'value']}}}
+            if transport:
+                server['software_config_transport'] = transport
+                server['metadata']['os-collect-config'] = {
+                    'polling_interval': POLLING_INTERVAL}
+            add(node, 'OS::Nova::Server', server)
             add(node + 'NetworkConfig', 'OS::Heat::SoftwareConfig',
                 _config(_script({'get_attr': [node + 'Port', 'value']})))
             hieradata = {'template': 'role: %s\npassword: $p\n' % role,
@@ -365,12 +427,15 @@ def tripleo_doc(nodes, knobs=False):
         for d in PER_NODE_DEPLOYMENTS:
             config = OTHER_CONFIGS.get(
                 d, node.rstrip('0123456789') + 'Config').format(node=node)
+            props = {'server': server, 'config': {'get_resource': config},
+                     'input_values': {
+                         'node_name': {'get_attr': [node + 'Hostname',
+                                                    'value']},
+                         'role_name': node.rstrip('0123456789')}}
+            if transport:
+                props['signal_transport'] = TRANSPORTS[transport]
             add(node + d + 'Deployment', 'OS::Heat::SoftwareDeployment',
-                {'server': server, 'config': {'get_resource': config},
-                 'input_values': {
-                     'node_name': {'get_attr': [node + 'Hostname',
-                                                'value']},
-                     'role_name': node.rstrip('0123456789')}})
+                props)
     for k in range(1, STEPS + 1):
         for node in names:
             before = (['Step%dComplete' % (k - 1)] if k > 1 else
@@ -434,10 +499,12 @@ def deps_of(doc):
     return defn.dependencies()
 
 
-def make(name, n, latency=DEFAULT_LATENCY, shape=DEFAULT_SHAPE, batch=None):
+def make(name, n, latency=DEFAULT_LATENCY, shape=DEFAULT_SHAPE, batch=None,
+         image=None, transport=None):
     """The scenario `name` of `n` resources (`nodes` for tripleo, group
     members for rolling); `latency` and `shape` are the latency
-    scenario's, `latency` and `batch` the rolling one's."""
+    scenario's, `latency` and `batch` the rolling one's, `image` and
+    `transport` the tripleo and update ones' (their servers')."""
     if name == 'wide':
         deps = wide_deps(n)
         return Scenario(name, n, hot(deps), deps)
@@ -455,9 +522,10 @@ def make(name, n, latency=DEFAULT_LATENCY, shape=DEFAULT_SHAPE, batch=None):
                   {'image': 'cirros', 'flavor': 'm1.tiny'})
         return Scenario(name, n, doc, deps, latency=latency, shape=shape)
     if name in ('tripleo', 'update'):
-        doc = tripleo_doc(n, knobs=name == 'update')
+        doc = tripleo_doc(n, knobs=name == 'update', image=image,
+                          transport=transport)
         return Scenario(name, len(doc['resources']), doc, deps_of(doc),
-                        nodes=n)
+                        nodes=n, image=image, transport=transport)
     if name == 'rolling':
         batch = batch or default_batch(n)
         return Scenario(name, n, rolling_doc(n, batch), {'group': set()},

@@ -172,6 +172,16 @@ def resources_live(session, stack_id):
                            .order_by(models.Resource.id)).all()
 
 
+def resources_named(session, stack_id, names):
+    """The resource rows (all versions) of the stack named one of
+    `names`: what resolving one resource's values reads, without the
+    properties and attributes of every other row of the stack."""
+    return session.scalars(sa.select(models.Resource)
+                           .where(models.Resource.stack_id == stack_id,
+                                  models.Resource.name.in_(sorted(names)))
+                           .order_by(models.Resource.id)).all()
+
+
 _LAYOUT = sa.select(
     RESOURCES.c.id, RESOURCES.c.name, RESOURCES.c.requires,
     RESOURCES.c.replaces, RESOURCES.c.replaced_by, RESOURCES.c.template_id,

@@ -355,11 +355,20 @@ def resource_details(engine, st):
 
 
 def resource_metadata(engine, st, name):
-    """The resource's metadata as its template resolves it now."""
-    rows = resources(engine, st)
+    """The resource's metadata as its template resolves it now. Only the
+    rows it reads are loaded (its own and those it requires): a server's
+    os-collect-config asks for this every polling interval, and reading
+    every row of a stack of thousands at each request made the polls of
+    N servers cost N x the stack's size (issue 40)."""
+    defn = _definition(engine, st)
+    wanted = {name}
+    if defn is not None and name in defn.resources:
+        wanted |= defn.dependencies().get(name, frozenset())
+    with engine.db.read() as s:
+        rows = current_rows(api.resources_named(s, st.id, wanted),
+                            st.template_id)
     if name not in rows:
         raise exception.ResourceNotFound(st.name, name)
-    defn = _definition(engine, st)
     if defn is None or name not in defn.resources:
         return {}
     try:
