@@ -17,7 +17,8 @@ cache directory (``[sim] images_dir``; default
 ``$XDG_CACHE_HOME/converge/images``), and reused by every server:
 
 - ``usr/local``: a virtualenv of os-collect-config, os-refresh-config,
-  os-apply-config and heat-cfntools, installed from PyPI (its scripts'
+  os-apply-config, heat-cfntools and ansible-core (the ``ansible`` hook's
+  ansible-playbook), installed from PyPI (its scripts'
   ``#!`` lines name ``/usr/local/bin/python3``, where the server sees
   it), plus heat-agents' ``heat-config-notify``;
 - ``usr/libexec/os-refresh-config/configure.d``: heat-agents' heat-config
@@ -55,10 +56,13 @@ LOG = logging.getLogger(__name__)
 NAME = 'heat-agents'
 #: what is installed from PyPI (pinned: the cache is keyed by the recipe)
 PACKAGES = ('os-collect-config==14.1.0', 'os-refresh-config==14.1.0',
-            'os-apply-config==14.1.0', 'heat-cfntools==2.0.0')
+            'os-apply-config==14.1.0', 'heat-cfntools==2.0.0',
+            # heat-config's ansible hook runs ansible-playbook (an image
+            # built with Heat's heat-config-ansible element has it)
+            'ansible-core==2.19.14')
 HEAT_AGENTS = 'heat-agents==13.0.0'
 #: the recipe's own version: change it when what `build` does changes
-RECIPE = 1
+RECIPE = 2
 READY = 'READY.json'
 #: the directories of the image a server sees; those with a writable
 #: layer (on its disk) and those only read
@@ -154,6 +158,7 @@ def build(directory, uid, log=None):
               HEAT_AGENTS], log)
         _install_elements(src, tree)
         _relocate(local)
+        _install_locale(tree, log)
         os.makedirs(os.path.join(tree, 'etc'))
         with open(os.path.join(tree, 'etc', 'os-collect-config.conf'),
                   'w') as f:
@@ -221,6 +226,34 @@ def _install_elements(src, tree):
             if name.startswith('hook-') and name.endswith('.py'):
                 _install(os.path.join(install_d, name), os.path.join(
                     hooks, name[len('hook-'):-len('.py')]), 0o755)
+
+
+#: the locale of the image's services (Fedora's images' default, in
+#: /etc/locale.conf): ansible-playbook refuses any but UTF-8, and
+#: os-collect-config sets back the locale Python names (en_US.UTF-8 for
+#: C.UTF-8 too), which must exist
+LOCALE = 'en_US.UTF-8'
+
+
+def _install_locale(tree, log):
+    """`LOCALE`, compiled into the image's /usr/lib/locale (the server
+    sees the host's /usr under the image's, and hosts often have none
+    but C.UTF-8); the host's C.utf8 copied under that name where
+    localedef cannot make it."""
+    target = os.path.join(tree, 'usr', 'lib', 'locale', LOCALE)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    done = subprocess.run(['localedef', '-i', 'en_US', '-f', 'UTF-8',
+                           target], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT) \
+        if shutil.which('localedef') else None
+    if done is not None and log is not None:
+        log.write(done.stdout)
+    if done is None or done.returncode not in (0, 1) or \
+            not os.path.isdir(target):
+        # (exit 1: made, with warnings)
+        shutil.rmtree(target, ignore_errors=True)
+        if os.path.isdir('/usr/lib/locale/C.utf8'):
+            shutil.copytree('/usr/lib/locale/C.utf8', target)
 
 
 def _relocate(local):

@@ -84,11 +84,12 @@ def env():
     """A service's environment: systemd's, not the agent host's."""
     found = {k: v for k, v in rootfs.base_env().items()
              if k not in ('LANG', 'LANGUAGE') and not k.startswith('LC_')}
-    # The C locale, not coerced to C.UTF-8: Python's locale.getlocale()
-    # names that one en_US.UTF-8, which os-collect-config's local
-    # collector then sets back, and fails where it is not installed
+    # The image's locale (UTF-8: ansible-playbook, the ansible hook's
+    # tool, refuses any other), which the image carries: Python's
+    # locale.getlocale() names it, and os-collect-config's local
+    # collector sets back what it names
     found.update(PATH=image.PATH, HOME='/root', USER='root',
-                 LOGNAME='root', LANG='C', PYTHONCOERCECLOCALE='0')
+                 LOGNAME='root', LANG=image.LOCALE, PYTHONCOERCECLOCALE='0')
     return found
 
 
