@@ -33,11 +33,19 @@ _WHERE = {
 
 
 def __getattr__(name):
-    try:
-        module, attr = _WHERE[name]
-    except KeyError:
-        raise AttributeError('module %r has no attribute %r'
-                             % (__name__, name)) from None
+    if name not in _WHERE:
+        # a submodule (`template.loader.Loader`), as when this package
+        # imported them all
+        try:
+            value = importlib.import_module(__name__ + '.' + name)
+        except ModuleNotFoundError as exc:
+            if exc.name != __name__ + '.' + name:
+                raise
+            raise AttributeError('module %r has no attribute %r'
+                                 % (__name__, name)) from None
+        globals()[name] = value
+        return value
+    module, attr = _WHERE[name]
     value = getattr(importlib.import_module(module), attr)
     globals()[name] = value
     return value
