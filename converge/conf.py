@@ -3,7 +3,6 @@
 import os
 
 from oslo_config import cfg
-from oslo_log import log as logging
 
 from converge import masking
 from converge import opts
@@ -11,9 +10,21 @@ from converge import private
 
 CONF = cfg.CONF
 opts.register(CONF)
-logging.register_options(CONF)
 
-_DONE = {'setup': False, 'messaging': False}
+_DONE = {'setup': False, 'messaging': False, 'log': False}
+
+
+def log_options():
+    """Register oslo.log's options (debug, log_file...) on CONF, once:
+    setup(log=True) does, before the command line is parsed. oslo.log
+    and what it imports are a sixth of a second of a process's start; the
+    CLI logs to stderr its own way (converge/cmd/cli.py) and does
+    without (issue 41). Returns oslo.log's log module."""
+    from oslo_log import log as logging
+    if not _DONE['log']:
+        logging.register_options(CONF)
+        _DONE['log'] = True
+    return logging
 
 
 def messaging_options():
@@ -49,6 +60,9 @@ def setup(argv=(), home=None, default_config_files=None, log=True,
     if _DONE['setup']:
         CONF.reset()
         CONF.clear()
+    if log:
+        # its command-line options too: before CONF parses the line
+        logging = log_options()
     CONF(list(argv), project='converge',
          default_config_files=default_config_files or [])
     if home:

@@ -6,12 +6,14 @@ deployment's long outputs are indented and cut to their last lines
 
 import json
 
-import yaml
 from cliff import columns
 
 
 class YamlColumn(columns.FormattableColumn):
     def human_readable(self):
+        # PyYAML imported here: most commands print no map or list in a
+        # table, and each is a process of its own (issue 41)
+        import yaml
         return yaml.safe_dump(self._value, default_flow_style=False)
 
 

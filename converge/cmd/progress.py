@@ -29,6 +29,30 @@ class Outcome:
         self.paused = paused
 
 
+def duration(seconds):
+    """M:SS, or H:MM:SS from an hour."""
+    seconds = int(max(seconds, 0))
+    hours, rest = divmod(seconds, 3600)
+    if hours:
+        return '%d:%02d:%02d' % (hours, rest // 60, rest % 60)
+    return '%d:%02d' % (rest // 60, rest % 60)
+
+
+def progress_line(action, status, done, total, busy, failed, elapsed):
+    """The terminal's progress line: the counts, the time since following
+    started and, while the traversal runs, an estimate of what is left
+    at the pace so far (unknown until a resource is done)."""
+    line = '%s_%s  %d/%d done, %d in progress, %d failed, %s elapsed' % (
+        action, status, done, total, busy, failed, duration(elapsed))
+    if status == 'IN_PROGRESS' and total:
+        if done and done < total:
+            line += ', about %s left' % duration(
+                elapsed / done * (total - done))
+        elif not done:
+            line += ', ? left'
+    return line
+
+
 def event_line(ev):
     ts = ev['timestamp']
     stamp = time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(ts))
@@ -105,6 +129,7 @@ def follow(svc, ctx, stack_id, traversal_id, out=None, tty=None,
     shown = ''
     done = total = busy = failed = 0
     counted = 0.0
+    started = time.monotonic()
     while True:
         status = svc.traversal_status(ctx, stack_id, traversal_id)
         stack, nxt = status['stack'], status['superseded_by']
@@ -127,8 +152,8 @@ def follow(svc, ctx, stack_id, traversal_id, out=None, tty=None,
                     done, total = p['done'], p['total']
                 elif stack.status == 'COMPLETE':
                     done = total
-            line = '%s_%s  %d/%d done, %d in progress, %d failed' % (
-                stack.action, stack.status, done, total, busy, failed)
+            line = progress_line(stack.action, stack.status, done, total,
+                                 busy, failed, time.monotonic() - started)
             if line != shown:
                 out.write('\r\x1b[K' + line)
                 out.flush()

@@ -10,9 +10,13 @@ import hashlib
 import json
 import uuid
 
+from converge import lazy
 from converge import exception
-from converge import template
-from converge.template import providers
+
+# imported at first use (converge/lazy.py): a read-only CLI command,
+# a process of its own, builds an engine and uses none of these (issue 41)
+template = lazy.module('converge.template')
+providers = lazy.module('converge.template.providers')
 
 #: child stack ids are derived from the owning resource's uuid, so a
 #: create asked again (a unit that died after asking) finds its child

@@ -11,8 +11,8 @@ import threading
 import time
 import uuid
 
+from converge import lazy
 from converge import conf as conf_mod
-from converge import template
 from converge.db import migrate
 from converge.db import session as db_session
 from converge.drivers import clients as clients_mod
@@ -22,8 +22,12 @@ from converge import listeners as listeners_mod
 from converge.coordination import locks as locks_mod
 from converge.engine import nested
 from converge.resources import base
-from converge.resources import nested as nested_resource
 from converge.resources import registry
+
+# imported at first use (converge/lazy.py): a read-only CLI command,
+# a process of its own, builds an engine and uses none of these (issue 41)
+template = lazy.module('converge.template')
+nested_resource = lazy.module('converge.resources.nested')
 
 
 #: seconds an engine whose threads were all busy still counts as saturated

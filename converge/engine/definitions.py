@@ -9,10 +9,14 @@ ones do.
 import collections
 import threading
 
+from converge import lazy
 from converge import conf as conf_mod
 from converge import masking
-from converge import template
 from converge.db import api
+
+# imported at first use (converge/lazy.py): a read-only CLI command,
+# a process of its own, builds an engine and uses none of these (issue 41)
+template = lazy.module('converge.template')
 
 
 def limits():

@@ -16,17 +16,21 @@ import datetime
 
 import sqlalchemy as sa
 
-from converge import template
+from converge import lazy
 from converge.db import api
 from converge.db import models
-from converge.engine import abandon
-from converge.engine import changes
 from converge.engine import children
 from converge.engine import definitions
 from converge.engine import rows as rows_mod
-from converge.engine import stacks
-from converge.engine import traversal
-from converge.engine import views
+
+# imported at first use (converge/lazy.py): a read-only CLI command,
+# a process of its own, builds an engine and uses none of these (issue 41)
+template = lazy.module('converge.template')
+abandon = lazy.module('converge.engine.abandon')
+changes = lazy.module('converge.engine.changes')
+stacks = lazy.module('converge.engine.stacks')
+traversal = lazy.module('converge.engine.traversal')
+views = lazy.module('converge.engine.views')
 
 _STACKS = models.Stack.__table__
 _RUNNING = sa.select(_STACKS.c.status, _STACKS.c.current_traversal,

@@ -15,13 +15,17 @@ import threading
 
 import sqlalchemy as sa
 
+from converge import lazy
 from converge import masking
 from converge.db import models
 from converge.drivers import tokens
-from converge.transports import credentials as transport_credentials
 from converge.resources import base
 from converge.resources import registry
-from converge.template import formats
+
+# imported at first use (converge/lazy.py): a read-only CLI command,
+# a process of its own, builds an engine and uses none of these (issue 41)
+transport_credentials = lazy.module('converge.transports.credentials')
+formats = lazy.module('converge.template.formats')
 
 _TRUE = ('true', 'yes', 'on', '1', 't', 'y')
 

@@ -24,30 +24,35 @@ from sqlalchemy import exc as sa_exc
 from converge import breakpoints
 from converge import conf
 from converge import exception
+from converge import lazy
 from converge import masking
 from converge.db import api
-from converge.drivers import trusts
-from converge.engine import abandon
-from converge.engine import alarms
-from converge.engine import availability
-from converge.engine import catalog
-from converge.engine import exposure
-from converge.engine import group_stack
-from converge.engine import health
-from converge.engine import hooks
-from converge.engine import listing
-from converge.engine import preview
 from converge.engine import request
-from converge.engine import rollouts
-from converge.engine import scaling
-from converge.engine import secrecy
-from converge.engine import snapshots
-from converge.engine import software
-from converge.engine import standalone
-from converge.engine import stacks
-from converge.engine import views
-from converge.graph import plan as plan_mod
-from converge.transports import stack_user
+
+# imported at first use: each serves a few operations, and a read-only
+# command (a process of its own, issue 41) uses none of most of them
+# (converge/lazy.py)
+trusts = lazy.module('converge.drivers.trusts')
+abandon = lazy.module('converge.engine.abandon')
+alarms = lazy.module('converge.engine.alarms')
+availability = lazy.module('converge.engine.availability')
+catalog = lazy.module('converge.engine.catalog')
+exposure = lazy.module('converge.engine.exposure')
+group_stack = lazy.module('converge.engine.group_stack')
+health = lazy.module('converge.engine.health')
+hooks = lazy.module('converge.engine.hooks')
+listing = lazy.module('converge.engine.listing')
+preview = lazy.module('converge.engine.preview')
+rollouts = lazy.module('converge.engine.rollouts')
+scaling = lazy.module('converge.engine.scaling')
+secrecy = lazy.module('converge.engine.secrecy')
+snapshots = lazy.module('converge.engine.snapshots')
+software = lazy.module('converge.engine.software')
+standalone = lazy.module('converge.engine.standalone')
+stacks = lazy.module('converge.engine.stacks')
+views = lazy.module('converge.engine.views')
+plan_mod = lazy.module('converge.graph.plan')
+stack_user = lazy.module('converge.transports.stack_user')
 
 #: dropped connections in a row a read survives
 DROPPED_RETRIES = 5

@@ -8,10 +8,10 @@ import re
 import sqlalchemy as sa
 from oslo_log import log as logging
 
+from converge import lazy
 from converge import conf
 from converge import exception
 from converge import memory
-from converge import template
 from converge.db import api
 from converge.db import models
 from converge.engine import children
@@ -21,6 +21,10 @@ from converge.engine import stack_size
 from converge.engine import traversal
 from converge.graph import dependencies
 from converge.template import formats
+
+# imported at first use (converge/lazy.py): a read-only CLI command,
+# a process of its own, builds an engine and uses none of these (issue 41)
+template = lazy.module('converge.template')
 
 LOG = logging.getLogger(__name__)
 

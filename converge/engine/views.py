@@ -6,6 +6,7 @@ import uuid
 
 import sqlalchemy as sa
 
+from converge import lazy
 from converge import exception
 from converge.db import api
 from converge.db import models
@@ -13,8 +14,11 @@ from converge.engine import policies
 from converge.engine import rows as rows_mod
 from converge.graph import dot as dot_mod
 from converge.resources import base
-from converge.resources import nested as nested_res
-from converge.transports import metadata as transport_metadata
+
+# imported at first use (converge/lazy.py): a read-only CLI command,
+# a process of its own, builds an engine and uses none of these (issue 41)
+nested_res = lazy.module('converge.resources.nested')
+transport_metadata = lazy.module('converge.transports.metadata')
 
 
 def parameters_shown(defn):
