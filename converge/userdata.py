@@ -16,6 +16,9 @@ import email.mime.text
 import json
 
 CONTENT_TYPE = 'text/x-converge-agent'
+#: the simulator's image whose servers run Heat's guest tooling
+#: (converge/agent/image.py builds it; the sim's drivers only name it)
+HEAT_AGENTS_IMAGE = 'heat-agents'
 _SUBTYPE = CONTENT_TYPE.split('/', 1)[1]
 
 

@@ -86,8 +86,8 @@ outputs:
   size: {value: {get_attr: [volume, size]}}
 '''
 
-#: what the sim starts with (drivers/sim/seed.py): not the stack's
-SEEDED = {'network': 2, 'subnet': 2, 'image': 3, 'flavor': 5}
+#: what the sim starts with (drivers/sim/seed.py: IMAGES...): not the stack's
+SEEDED = {'network': 2, 'subnet': 2, 'image': 4, 'flavor': 5}
 
 
 def _cloud(cli):

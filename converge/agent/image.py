@@ -51,9 +51,11 @@ import tarfile
 import tempfile
 import time
 
+from converge import userdata
+
 LOG = logging.getLogger(__name__)
 
-NAME = 'heat-agents'
+NAME = userdata.HEAT_AGENTS_IMAGE
 #: what is installed from PyPI (pinned: the cache is keyed by the recipe)
 PACKAGES = ('os-collect-config==14.1.0', 'os-refresh-config==14.1.0',
             'os-apply-config==14.1.0', 'heat-cfntools==2.0.0',

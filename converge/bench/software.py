@@ -167,7 +167,8 @@ NONE = dict.fromkeys(('script_runs', 'runs_per_s', 'agent_requests',
                       'agent_requests_per_deployment', 'agent_rss_mb',
                       'agent_cpu_s', 'hooks_cpu_s', 'exactly_once',
                       'deployment_runs', 'run_counts', 'run_counts_text',
-                      'heat_config_deployed', 'image', 'transport'))
+                      'heat_config_deployed', 'image', 'transport',
+                      'mem_used_peak_mb', 'mem_added_peak_mb', 'load_max'))
 
 
 def figures(engine, expected, create_s, names=()):

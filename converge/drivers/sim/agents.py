@@ -71,10 +71,10 @@ def first_boot(user_data, image=None):
 def is_heat_agents(image):
     """Whether a server's image (its name, or the sim's id of it) is
     heat-agents, whose software is Heat's (converge/agent/image.py)."""
-    from converge.agent import image as images
     from converge.drivers.sim import rows
+    name = userdata.HEAT_AGENTS_IMAGE
     return bool(image) and str(image) in (
-        images.NAME, rows.derived_id('image', images.NAME))
+        name, rows.derived_id('image', name))
 
 
 def heat_agents_mismatch(image, user_data):
@@ -89,13 +89,12 @@ def heat_agents_mismatch(image, user_data):
     if not is_heat_agents(image) or not has_agent(user_data) or \
             'text/x-cfninitdata' in user_data:
         return None
-    from converge.agent import image as images
     return ('Image %s runs Heat\'s guest tooling (os-collect-config), not '
             'converge-agent: a server of it needs one of Heat\'s '
             'software_config_transport values (POLL_TEMP_URL, '
             'POLL_SERVER_CFN or POLL_SERVER_HEAT), not converge\'s own '
             'CONVERGE_AGENT (the default); or an image with converge-agent '
-            '(cirros)' % images.NAME)
+            '(cirros)' % userdata.HEAT_AGENTS_IMAGE)
 
 
 def boots(server):
