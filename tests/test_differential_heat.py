@@ -405,16 +405,18 @@ class View:
     def events(self):
         """The kinds of the stack's events: (resource, status, reason),
         but for converge's deliberate extra ones (docs/compatibility.md)."""
-        return sorted({(self._norm(e.resource_name), e.resource_status,
-                        reason_kind(e.resource_status_reason))
-                       for e in self.client.events.list(self.id)} -
-                      EXTRA_EVENTS)
+        return sorted(kind for kind in {
+            (self._norm(e.resource_name), e.resource_status,
+             reason_kind(e.resource_status_reason))
+            for e in self.client.events.list(self.id)}
+            if not kind[2].startswith(EXTRA_EVENTS.get(kind[:2], '\0')))
 
 
 #: events only converge sends, on purpose (docs/compatibility.md, "Where
-#: converge answers otherwise"): an update's change set
-EXTRA_EVENTS = {('<stack_name>', 'UPDATE_IN_PROGRESS',
-                 'Stack UPDATE change set')}
+#: converge answers otherwise"): an update's change set, by the start of
+#: its reason (what follows names what it visits)
+EXTRA_EVENTS = {('<stack_name>', 'UPDATE_IN_PROGRESS'):
+                'Stack UPDATE change set: '}
 
 
 def _after_failure(seen, events):
