@@ -125,6 +125,7 @@ def _table_columns(out):
     return [c.strip() for c in header.strip('|').split('|')]
 
 
+@pytest.mark.long  # among the slowest of ./run-tests
 def test_snapshot_create_list_show_restore_delete(sides, files):
     def on(side, cli):
         cli.run('stack', 'create', '-t', files['value.yaml'], 'snap',
@@ -161,6 +162,7 @@ def test_snapshot_create_list_show_restore_delete(sides, files):
     both(sides, on)
 
 
+@pytest.mark.long  # among the slowest of ./run-tests
 def test_stack_list_filters_tags_sort_page_long(sides, files):
     def on(side, cli):
         made = {}
@@ -365,6 +367,7 @@ def test_stack_failures_list(sides, files):
     both(sides, on)
 
 
+@pytest.mark.long  # among the slowest of ./run-tests
 def test_software_config_and_deployment(sides, files):
     def on(side, cli):
         made = cli.json('software', 'config', 'create', 'greet',

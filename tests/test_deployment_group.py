@@ -178,6 +178,7 @@ def _event_times(events):
     return out
 
 
+@pytest.mark.long  # among the slowest of ./run-tests
 def test_rolling_update_stops_at_a_failed_batch_and_resumes_on_a_fix(
         cli, write, tmp_path):
     log = LOG

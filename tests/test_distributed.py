@@ -248,6 +248,7 @@ def test_database_connections_dropped_mid_traversal(dist, tmp_path):
     assert len(dist.json('sim', 'server', 'list')) == SERVERS
 
 
+@pytest.mark.long  # among the slowest of ./run-tests
 def test_mariadb_backend(tmp_path):
     require('mariadb', 'rabbitmq', 'redis')
     d = Deployment(tmp_path, db='mariadb')

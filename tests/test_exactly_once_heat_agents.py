@@ -319,7 +319,7 @@ def test_each_script_runs_once_per_deployment_action_and_inputs(
     assert server.runs() == ['a world', 'b world', 'a again', 'b again']
 
 
-@pytest.mark.long
+@pytest.mark.soak
 @needs_roots
 @pytest.mark.parametrize('hook_ends', ['once it serves', 'while down'])
 def test_engine_killed_while_a_heat_agents_deployment_runs(

@@ -24,6 +24,7 @@ resources:
 '''
 
 
+@pytest.mark.long  # among the slowest of ./run-tests
 def test_not_found_exits_3_whatever_the_verb(cli, write):
     verbs = [
         ('stack', 'show', 'nope'),

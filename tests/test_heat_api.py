@@ -256,6 +256,7 @@ def test_heatclient_drives_a_stack_through_its_life(api, tmp_path):
         hc.stacks.get('app')
 
 
+@pytest.mark.long  # among the slowest of ./run-tests
 def test_openstack_stack_commands(api, tmp_path):
     """The README's commands: `openstack stack create --wait` of the
     demo, then list, resource list, event list, output show, delete

@@ -249,6 +249,7 @@ def test_refusals_exit_as_embedded(api, tmp_path, write):
         stop_agents(local.home)
 
 
+@pytest.mark.long  # among the slowest of ./run-tests
 def test_tokens_and_projects(api, tmp_path, write):
     """A wrong token exits non-zero saying the token was refused;
     another project's stack, by name or id, is not found; the project

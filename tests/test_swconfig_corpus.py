@@ -44,7 +44,7 @@ def _run(name, column, tmp_path):
 
 
 @needs_corpus
-@pytest.mark.long
+@pytest.mark.soak
 @pytest.mark.parametrize('column', ['heat-agents/TEMP_URL',
                                     'heat-agents/CFN'])
 @pytest.mark.parametrize('name', MUST)
@@ -54,14 +54,14 @@ def test_example_converges_on_heat_agents(heat_agents_image, tmp_path,
 
 
 @needs_corpus
-@pytest.mark.long
+@pytest.mark.soak
 @pytest.mark.parametrize('name', [n for n in MUST if n != 'os-apply-config'])
 def test_example_converges_on_cirros(tmp_path, name):
     _run(name, 'cirros', tmp_path)
 
 
 @needs_corpus
-@pytest.mark.long
+@pytest.mark.soak
 def test_os_apply_config_on_cirros_fails_naming_the_group(tmp_path):
     """converge-agent has no os-apply-config hook (nor has cirros the
     tool): the deployment fails at once saying so, as the stack shows."""
