@@ -8,7 +8,7 @@ import pytest
 
 from tests import realcloud
 
-pytestmark = [pytest.mark.realcloud, pytest.mark.slow,
+pytestmark = [pytest.mark.realcloud, pytest.mark.soak, pytest.mark.slow,
               pytest.mark.xdist_group('realcloud')]
 
 CLOUD = ('--os-cloud', 'devcloud-alice')
