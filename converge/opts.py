@@ -332,6 +332,15 @@ API_OPTS = [
                     'hold a database connection (an agent host\'s '
                     'signals do): with `threads` and the engine\'s own, '
                     'keep them within the database pool (64).'),
+    cfg.IntOpt('stream_threads', default=16, min=1,
+               help='Event streams (a stack\'s /event_stream, which the '
+                    'dashboard follows: docs/dashboard.md) served at once, '
+                    'on threads of their own: an open stream takes one of '
+                    'these, never one of `threads`; more wait their turn.'),
+    cfg.FloatOpt('max_stream_time', default=600.0, min=1.0,
+                 help='Seconds an event stream is kept open; then it ends '
+                      'and the client resumes it (Last-Event-ID), so a '
+                      'stream forgotten in a tab gives its thread back.'),
     cfg.IntOpt('max_connections', default=1000, min=1,
                help='Connections converge-api keeps open at once; beyond '
                     'them it accepts no more until one closes. Requests '

@@ -22,6 +22,7 @@ from converge import conf as conf_mod
 from converge import exception
 from converge import metrics
 from converge.api import agent
+from converge.api import dashboard
 from converge.api import transport
 from converge.api import v1
 from converge.api.wsgi import Error, error_response, json_response
@@ -55,7 +56,8 @@ class App:
         mapper.connect('/', handler=versions, conditions={'method': ['GET']})
         agent.add_routes(mapper, agent.Controller(engine, self.stopping))
         transport.add_routes(mapper, transport.Controller(engine))
-        v1.add_routes(mapper, engine)
+        v1.add_routes(mapper, engine, self.stopping)
+        dashboard.add_routes(mapper)
         # no method override from a form field: it would parse every
         # POST body as a form (a JSON API has none), and a malformed
         # multipart body would fail there, outside any error handling

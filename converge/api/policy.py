@@ -54,7 +54,8 @@ ADMIN = ('stacks:global_index', 'service:index')
 CONVERGE_READ = (
     'converge:stack_graph', 'converge:stack_drift',
     'converge:traversal_show', 'converge:deployment_action_list',
-    'converge:deployment_action_show',
+    'converge:deployment_action_show', 'converge:stack_overview',
+    'converge:event_stream',
 )
 CONVERGE_WRITE = (
     'converge:stack_converge', 'converge:stack_resume_rollout',

@@ -11,9 +11,11 @@ lacks is a deadline for a request as a whole (its channel_timeout is
 reset by every byte): `_Channel` and `_Server.maintenance` add one for
 the headers and one for the body.
 
-Two pools of threads: the agents' routes (/v1/agent/..., whose long polls
-are held up to [api] max_poll_wait) have their own, so however many
-agents poll, the orchestration API keeps its threads. A request waits in
+Three pools of threads: the agents' routes (/v1/agent/..., whose long
+polls are held up to [api] max_poll_wait) have their own, and so have the
+event streams (a stack's /event_stream, held up to [api]
+max_stream_time: converge/api/v1/live.py), so however many agents poll
+and dashboards follow, the orchestration API keeps its threads. A request waits in
 its pool's queue, which holds at most one request per open connection,
 and connections are at most [api] max_connections.
 
@@ -47,6 +49,8 @@ LOG = logging.getLogger(__name__)
 
 #: the routes served by the agents' pool
 AGENT_PREFIX = '/v1/agent/'
+#: the routes served by the streams' pool: their paths end so
+STREAM_SUFFIX = '/event_stream'
 
 
 class _Deferred:
@@ -116,8 +120,9 @@ class _Channel(waitress_channel.HTTPChannel):
 class _Server(waitress_server.TcpWSGIServer):
     channel_class = _Channel
 
-    def __init__(self, app, agents, header_timeout, body_timeout, **kw):
-        self.agents = agents
+    def __init__(self, app, agents, streams, header_timeout, body_timeout,
+                 **kw):
+        self.agents, self.streams = agents, streams
         self.header_timeout, self.body_timeout = header_timeout, body_timeout
         super().__init__(app, **kw)
 
@@ -125,6 +130,9 @@ class _Server(waitress_server.TcpWSGIServer):
         requests = getattr(channel, 'requests', None)
         if requests and requests[0].path.startswith(AGENT_PREFIX):
             self.agents.add_task(channel)
+        elif requests and requests[0].path.rstrip('/').endswith(
+                STREAM_SUFFIX):
+            self.streams.add_task(channel)
         else:
             self.task_dispatcher.add_task(channel)
 
@@ -168,6 +176,7 @@ class Served:
             self.app = app_mod.App(engine)
         self._pool = _pool(threads or api.threads)
         self._agents = _pool(api.agent_threads)
+        self._streams = _pool(api.stream_threads)
         # how often the loop looks for a stop and for late requests:
         # stopping waited half of it on average, at the end of every
         # command that served the agents
@@ -191,7 +200,7 @@ class Served:
         #: the per-credential bound (its `queued` signals: tests, stats)
         self.concurrency = limits.Concurrency(auth.wrap(self.app))
         return _Server(
-            self.concurrency, self._agents,
+            self.concurrency, self._agents, self._streams,
             api.header_timeout, api.body_timeout, map=self._map,
             dispatcher=self._pool, host=host, port=port,
             connection_limit=api.max_connections,
@@ -218,6 +227,7 @@ class Served:
     def _shutdown(self):
         self._pool.shutdown(timeout=5)
         self._agents.shutdown(timeout=5)
+        self._streams.shutdown(timeout=5)
         wasyncore.close_all(self._map, ignore_all=True)
 
 

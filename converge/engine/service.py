@@ -42,6 +42,7 @@ group_stack = lazy.module('converge.engine.group_stack')
 health = lazy.module('converge.engine.health')
 hooks = lazy.module('converge.engine.hooks')
 listing = lazy.module('converge.engine.listing')
+live = lazy.module('converge.engine.live')
 preview = lazy.module('converge.engine.preview')
 rollouts = lazy.module('converge.engine.rollouts')
 scaling = lazy.module('converge.engine.scaling')
@@ -796,6 +797,110 @@ class Service:
         self._status(ctx, stack_id)
         with self.engine.db.read() as s:
             return api.event_ids(s, stack_id, after_id, traversal_ids)
+
+    # -- a live view of a stack tree (converge-api's dashboard) -------------
+    def _texts_masked(self, ctx, stack_id, items):
+        """`items` (dicts) with the secrets of the stack's tree masked in
+        their texts; their numbers (an event's id, a box's place) are
+        left as they are, whatever a hidden value may be."""
+        mask = self._mask(ctx, stack_id)
+        if not mask:
+            return items
+        return [{k: mask.text(v) if isinstance(v, str) else v
+                 for k, v in item.items()} for item in items]
+
+    @staticmethod
+    def _tree_event(ev, names):
+        return dict(_event(ev), stack_id=ev.stack_id,
+                    stack_name=names.get(ev.stack_id, ''))
+
+    @_read
+    def stack_overview(self, ctx, ident, last=200):
+        """The stack's tree at a glance (engine/live.py): {'stacks': the
+        stack and its live nested stacks, parents first; 'resources':
+        each name's current row, briefly; 'events': the last `last`
+        events of the tree; 'last_event_id': the highest event id of the
+        tree}. That id is read first, so an event after it (which the
+        event stream sends) may be shown by the rows already: sent again,
+        it changes nothing."""
+        st = self._stack(ctx, ident)
+        with self.engine.db.read() as s:
+            stacks = live.tree(s, st.id)
+            ids = [x.id for x in stacks]
+            high = live.last_event_id(s, ids)
+            rows = live.resources(s, stacks)
+            events = [e for e in live.events(s, ids, last=last)
+                      if e.id <= high] if last else []
+        names = {x.id: x.name for x in stacks}
+        return {
+            'stacks': self._texts_masked(ctx, st.id, [{
+                'id': x.id, 'stack_name': x.name, 'parent': x.parent_id,
+                'parent_resource': x.parent_resource,
+                'stack_status': '%s_%s' % (x.action, x.status),
+                'stack_status_reason': x.status_reason or '',
+                'current_traversal': x.current_traversal,
+                'updated_time': views.iso(x.updated_at or x.created_at)}
+                for x in stacks]),
+            'resources': self._texts_masked(ctx, st.id, rows),
+            'events': self._texts_masked(ctx, st.id, [
+                self._tree_event(e, names) for e in events]),
+            'last_event_id': high}
+
+    @_read
+    def tree_events_since(self, ctx, stack_id, after_id=0, ids=None):
+        """The events of the stack and its live nested stacks above
+        `after_id` (among `ids` if given), in id order, each with its
+        stack_id and stack_name: what the event stream sends."""
+        self._status(ctx, stack_id)
+        with self.engine.db.read() as s:
+            stacks = live.tree(s, stack_id)
+            found = live.events(s, [x.id for x in stacks],
+                                after_id=after_id, ids=ids)
+        names = {x.id: x.name for x in stacks}
+        return self._texts_masked(ctx, stack_id, [
+            self._tree_event(e, names) for e in found]) if found else []
+
+    @_read
+    def tree_event_ids_since(self, ctx, stack_id, after_id=0):
+        """Ids of the events of the stack's tree above `after_id`; with
+        tree_events_since, what reads each event exactly once
+        (converge/following.py)."""
+        self._status(ctx, stack_id)
+        with self.engine.db.read() as s:
+            return live.event_ids(s, api.stack_tree(s, stack_id), after_id)
+
+    @_read
+    def tree_last_event_id(self, ctx, stack_id):
+        """The highest event id of the stack's tree (0: none yet)."""
+        self._status(ctx, stack_id)
+        with self.engine.db.read() as s:
+            return live.last_event_id(s, api.stack_tree(s, stack_id))
+
+    @_read
+    def stack_layout(self, ctx, ident):
+        """The stack's dependency graph laid out for a view (its own
+        resources: a nested stack is a box of its own, opened by its id):
+        engine/live.py layout, with the stack's id and name."""
+        st = self._stack(ctx, ident)
+        defn = None
+        if st.template_id is not None:
+            try:
+                defn = self.engine.definition(st.template_id, st)
+            except exception.ConvergeError:
+                pass
+        with self.engine.db.read() as s:
+            names = live.names(s, st.id)
+        data = live.layout(defn.dependencies() if defn else {}, names)
+        data.update(id=st.id, stack_name=st.name)
+        return data
+
+    @_read
+    def stack_rollouts(self, ctx, ident):
+        """The groups of the stack's tree rolling out: where each is, its
+        batches, its health gate and failure budget (views.rollouts)."""
+        st = self._stack(ctx, ident)
+        return self._texts_masked(ctx, st.id,
+                                  views.rollouts(self.engine, st))
 
     # -- following a traversal ----------------------------------------------
     @_read

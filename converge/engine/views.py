@@ -198,26 +198,56 @@ def stack(engine, st, with_outputs=True):
 def rollouts(engine, st):
     """The groups rolling out in the stack and its nested stacks: where
     each is (batch n of m, its members, what is left, what failed, or
-    what it waits for)."""
+    what it waits for); its plan as kept (the batches' sizes and the
+    current one's members, the phase: running, checking (its health
+    gate), pause, canary; the failure budget) and its policy's
+    health_check."""
     R, S = models.Resource, models.Stack
     out = []
     with engine.db.read() as s:
         ids = api.stack_tree(s, st.id)
         rows = s.execute(
-            sa.select(S.name, R.name, R.status_reason, R.data)
+            sa.select(S.id, S.name, S.project_id, S.template_id, R.name,
+                      R.status_reason, R.data)
             .join(S, S.id == R.stack_id)
             .where(R.stack_id.in_(ids), R.status == 'IN_PROGRESS')).all()
-    for stack_name, name, reason, data in rows:
+    for stack_id, stack_name, project, template_id, name, reason, data \
+            in rows:
         plan = (data or {}).get('rollout')
         if not isinstance(plan, dict) or 'batches' not in plan:
             continue
-        out.append({'stack': stack_name, 'resource': name,
-                    'batch': min(plan.get('done', 0) + 1,
-                                 len(plan['batches'])),
-                    'batches': len(plan['batches']),
+        batches = plan['batches']
+        done = min(plan.get('done', 0), max(len(batches) - 1, 0))
+        out.append({'stack': stack_name, 'stack_id': stack_id,
+                    'resource': name,
+                    'batch': min(plan.get('done', 0) + 1, len(batches)),
+                    'batches': len(batches),
                     'failed': list(plan.get('failed') or ()),
-                    'progress': reason})
+                    'progress': reason,
+                    'kind': 'batch create' if plan.get('create')
+                    else 'rolling update',
+                    'phase': plan.get('phase'),
+                    'budget': plan.get('budget', 0),
+                    'sizes': [len(b) for b in batches],
+                    'current': list(batches[done]) if batches else [],
+                    'health_check': _health_check(
+                        engine, api.Record(id=stack_id, name=stack_name,
+                                           project_id=project),
+                        template_id, name)})
     return sorted(out, key=lambda r: (r['stack'], r['resource']))
+
+
+def _health_check(engine, st, template_id, name):
+    """Whether the group's update policy checks each batch's members
+    (its health gate)."""
+    try:
+        defn = engine.definition(template_id, st) if template_id else None
+    except exception.ConvergeError:
+        return False
+    rdef = defn.resources.get(name) if defn is not None else None
+    return any(isinstance(v, dict) and bool(v.get('health_check'))
+               for v in (getattr(rdef, 'update_policy', None) or {}
+                         ).values())
 
 
 def resources(engine, st):

@@ -83,26 +83,48 @@ def layers(requires):
     return depth
 
 
+def layout(requires, box=(BOX_W, BOX_H), gap=(GAP_X, GAP_Y), top=24,
+           columns=None, key=None, wrap_gap=None):
+    """Where each resource's box goes: ({resource: (x, y)}, width,
+    height). Layer by layer (`layers`), each centred; a layer of more
+    than `columns` resources is cut into rows of that many (a group's
+    nested stack of 1,000 members side by side would be 200,000 px
+    wide), `wrap_gap` apart (default: as layers are). `top`: room above
+    the first row (a title); `key`: the order of a layer's resources
+    (default: by name)."""
+    (box_w, box_h), (gap_x, gap_y) = box, gap
+    wrap_gap = gap_y if wrap_gap is None else wrap_gap
+    depth = layers(requires)
+    by_layer = {}
+    for res in sorted(depth, key=key):
+        by_layer.setdefault(depth[res], []).append(res)
+    rows = []   # (the row's resources, the gap above it)
+    for level in sorted(by_layer):
+        members = by_layer[level]
+        step = columns or len(members) or 1
+        rows += [(members[i:i + step], gap_y if i == 0 else wrap_gap)
+                 for i in range(0, len(members), step)]
+    widest = max((len(r) for r, _ in rows), default=0)
+    width = 2 * MARGIN + max(widest, 1) * (box_w + gap_x) - gap_x
+    where = {}
+    y = MARGIN + top
+    for n, (members, above) in enumerate(rows):
+        y += above if n else 0
+        row_w = len(members) * (box_w + gap_x) - gap_x
+        x0 = (width - row_w) / 2
+        for i, res in enumerate(members):
+            where[res] = (x0 + i * (box_w + gap_x), y)
+        y += box_h
+    return where, width, max(y, MARGIN + top + box_h) + MARGIN
+
+
 def render(name, requires, types=None, states=None):
     """The graph as an SVG document (text). Each resource is a <g
     class="node"> with data-resource (its name), its box and its name and
     type; each dependency a <g class="edge"> with data-from/data-to."""
     types = types or {}
     states = states or {}
-    depth = layers(requires)
-    rows = {}
-    for res in sorted(depth):
-        rows.setdefault(depth[res], []).append(res)
-    widest = max((len(r) for r in rows.values()), default=0)
-    width = 2 * MARGIN + max(widest, 1) * (BOX_W + GAP_X) - GAP_X
-    height = 2 * MARGIN + 24 + max(len(rows), 1) * (BOX_H + GAP_Y) - GAP_Y
-    where = {}
-    for level, members in rows.items():
-        row_w = len(members) * (BOX_W + GAP_X) - GAP_X
-        x0 = (width - row_w) / 2
-        for i, res in enumerate(members):
-            where[res] = (x0 + i * (BOX_W + GAP_X),
-                          MARGIN + 24 + level * (BOX_H + GAP_Y))
+    where, width, height = layout(requires)
     q, e = saxutils.quoteattr, saxutils.escape
     out = ['<?xml version="1.0" encoding="UTF-8"?>',
            '<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '

@@ -4,6 +4,7 @@ Every controller calls the engine's service layer only."""
 
 from converge.api.v1 import catalog
 from converge.api.v1 import extensions
+from converge.api.v1 import live
 from converge.api.v1 import resources
 from converge.api.v1 import software
 from converge.api.v1 import stacks
@@ -16,7 +17,7 @@ _LOOKUP = (r'(resources|events|template|environment|files|outputs|actions'
 _ANY = ('GET', 'POST', 'PUT', 'PATCH', 'DELETE')
 
 
-def add_routes(mapper, engine):
+def add_routes(mapper, engine, stopping=None):
     st = stacks.Controller(engine)
     rs = resources.Controller(engine)
     cat = catalog.Controller(engine)
@@ -33,6 +34,8 @@ def add_routes(mapper, engine):
     # converge's own routes first: its actions route takes converge's
     # verbs and hands Heat's to Heat's controller
     extensions.add_routes(route, engine, st)
+    # a live view's (the dashboard's): its overview, layout, event stream
+    live.add_routes(route, engine, st, stopping)
     # the collection, and names that are not stacks
     route(p + '/stacks', st.index, 'GET')
     route(p + '/stacks', st.create, 'POST')
