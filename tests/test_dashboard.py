@@ -112,10 +112,10 @@ def _stack(tokens, name, wait=0):
 
 
 def _settled(client, path, status):
-    got = _until('%s %s' % (path, status), lambda: (lambda s: s if not s.endswith(
-        'IN_PROGRESS') else None)(client.get(path).json()['stack'][
-            'stack_status']))
-    assert got == status
+    def done():
+        now = client.get(path).json()['stack']['stack_status']
+        return None if now.endswith('IN_PROGRESS') else now
+    assert _until('%s %s' % (path, status), done) == status
 
 
 class Stream:
@@ -248,7 +248,7 @@ def test_the_event_stream_resumes_and_follows_an_update(tokens):
         created['current_traversal']
 
 
-# -- in a browser ---------------------------------------------------------------
+# -- in a browser ------------------------------------------------------------
 
 CHROMIUM = '/usr/bin/chromium'
 CHROMEDRIVER = '/usr/bin/chromedriver'
@@ -286,14 +286,36 @@ def _shot(driver, name):
 
 
 def _node(driver, name):
-    """(status, drift) of the resource's box in the graph, or None."""
+    """(status, drift) of the resource's box in the graph, or None (not
+    drawn, or drawn anew as it was read)."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
-    found = driver.find_elements(
-        By.CSS_SELECTOR, 'g.node[data-resource="%s"]' % name)
-    if not found:
+    try:
+        found = driver.find_elements(
+            By.CSS_SELECTOR, 'g.node[data-resource="%s"]' % name)
+        if not found:
+            return None
+        return found[0].get_attribute('data-status'), \
+            found[0].get_attribute('data-drift') == 'true'
+    except StaleElementReferenceException:
         return None
-    return found[0].get_attribute('data-status'), \
-        found[0].get_attribute('data-drift') == 'true'
+
+
+def _click(driver, name=None, link=None):
+    """Click the resource's box, or a link (again if it was drawn anew
+    meanwhile)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    where = (By.LINK_TEXT, link) if link else (
+        By.CSS_SELECTOR, 'g.node[data-resource="%s"]' % name)
+
+    def clicked():
+        try:
+            driver.find_element(*where).click()
+            return True
+        except StaleElementReferenceException:
+            return False
+    _until('%s clicked' % (name or link), clicked)
 
 
 def _text(driver, element_id):
@@ -316,7 +338,7 @@ def test_a_user_watches_a_stack_roll_out_drift_and_heal(api, tokens,
     driver.find_element(By.CSS_SELECTOR, '#login-form button').click()
     _until('the stack listed', lambda: driver.find_elements(
         By.CSS_SELECTOR, '#stack-rows tr[data-stack="watched"]'))
-    driver.find_element(By.LINK_TEXT, 'watched').click()
+    _click(driver, link='watched')
     _until('the graph drawn', lambda: _node(driver, 'web') == (
         'CREATE_COMPLETE', False))
     assert _until('live', lambda: _text(driver, 'live') == 'live')
@@ -370,25 +392,25 @@ def test_a_user_watches_a_stack_roll_out_drift_and_heal(api, tokens,
     _shot(driver, '5-repaired')
 
     # the group opens on a click: its members, one each
-    driver.find_element(By.CSS_SELECTOR,
-                        'g.node[data-resource="group"]').click()
+    _click(driver, 'group')
     _until('the members drawn', lambda: _node(driver, '3') == (
         'UPDATE_COMPLETE', False))
     assert [a.text for a in driver.find_elements(
         By.CSS_SELECTOR, '#crumbs a')] == ['watched', 'group']
-    driver.find_element(By.CSS_SELECTOR, 'g.node[data-resource="3"]').click()
+    _click(driver, '3')
     _until('a member shown', lambda: '"value": "two"' in _text(
         driver, 'detail'))
     # back up, and a resource holding a hidden value: masked
-    driver.find_element(By.LINK_TEXT, 'watched').click()
+    _click(driver, link='watched')
     _until('the stack again', lambda: _node(driver, 'vault'))
-    driver.find_element(By.CSS_SELECTOR,
-                        'g.node[data-resource="vault"]').click()
+    _click(driver, 'vault')
     _until('the vault shown', lambda: _text(driver, 'detail').startswith(
         'vault\n') and 'Properties' in _text(driver, 'detail'))
     detail = _text(driver, 'detail')
     assert '"value": "******"' in detail and SECRET not in detail
     _shot(driver, '6-masked')
-    # all of it without a reload
+    # all of it without a reload, and nothing went wrong in the page
     assert driver.execute_script('return window.sameLoad') is True
     assert stack_id in driver.current_url
+    assert [e for e in driver.get_log('browser')
+            if e['level'] == 'SEVERE'] == []

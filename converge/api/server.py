@@ -15,9 +15,9 @@ Three pools of threads: the agents' routes (/v1/agent/..., whose long
 polls are held up to [api] max_poll_wait) have their own, and so have the
 event streams (a stack's /event_stream, held up to [api]
 max_stream_time: converge/api/v1/live.py), so however many agents poll
-and dashboards follow, the orchestration API keeps its threads. A request waits in
-its pool's queue, which holds at most one request per open connection,
-and connections are at most [api] max_connections.
+and dashboards follow, the orchestration API keeps its threads. A
+request waits in its pool's queue, which holds at most one request per
+open connection, and connections are at most [api] max_connections.
 
 Embedded, the command that runs the engine serves the agents' routes while
 it runs, at one address kept in the home ($home/api.url): chosen free the

@@ -227,8 +227,8 @@ class StackView {
           while ((end = buf.indexOf('\n\n')) >= 0) {
             const block = buf.slice(0, end);
             buf = buf.slice(end + 2);
-            const r = this.received(block);
-            if (r) retry = r;
+            const hint = this.received(block);
+            if (hint) retry = hint;
           }
         }
       } catch (err) {
@@ -377,6 +377,14 @@ class StackView {
     if (focus !== (this.stacks.has(this.focus) ? this.focus : this.id)) return;  // moved on meanwhile
     this.focus = focus;
     $('graph').className = $('fit').checked ? 'graph fit' : 'graph';
+    // the same picture as drawn (the stack read again after a traversal):
+    // its boxes recoloured, not drawn anew under the user's pointer
+    const drawn = focus + JSON.stringify(layout);
+    if (this.drawn === drawn && this.update) {
+      for (const n of layout.nodes) this.update(n.name);
+      return;
+    }
+    this.drawn = drawn;
     this.update = Graph.draw($('graph'), layout, (name) => this.info(focus, name),
                              (name) => this.clicked(focus, name));
   }
