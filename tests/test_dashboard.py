@@ -318,6 +318,18 @@ def _click(driver, name=None, link=None):
     _until('%s clicked' % (name or link), clicked)
 
 
+def _column(driver, n):
+    """The texts of the event log's n-th column (None: drawn anew as it
+    was read)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    try:
+        return {td.text for td in driver.find_elements(
+            By.CSS_SELECTOR, '#event-rows td:nth-child(%d)' % n)}
+    except StaleElementReferenceException:
+        return None
+
+
 def _text(driver, element_id):
     from selenium.webdriver.common.by import By
     return driver.find_element(By.ID, element_id).text
@@ -329,7 +341,7 @@ def test_a_user_watches_a_stack_roll_out_drift_and_heal(api, tokens,
     from selenium.webdriver.common.by import By
     driver = browser
     member, reader = tokens['member'], tokens['reader']
-    path = _stack(tokens, 'watched', wait=1)
+    path = _stack(tokens, 'watched', wait=2)
     stack_id = path.rsplit('/', 1)[1]
     # a reader signs in: the dashboard only reads
     driver.get(api.url + '/dashboard/')
@@ -350,11 +362,16 @@ def test_a_user_watches_a_stack_roll_out_drift_and_heal(api, tokens,
     # its batches shown as they go, then done
     assert member.send('PATCH', path, {'parameters': {
         'stamp': 'two'}}).status_code == 202
-    _until('the rollout shown', lambda: 'rolling update, batch' in _text(
-        driver, 'rollouts'))
-    assert _node(driver, 'group')[0] == 'UPDATE_IN_PROGRESS'
-    assert _text(driver, 'stack-status') == 'UPDATE_IN_PROGRESS'
-    rollout = _text(driver, 'rollouts')
+
+    def rolling():
+        # the page at one moment: the stack and its group in progress,
+        # the rollout's batches and failure budget shown
+        shown = (_text(driver, 'stack-status'), _node(driver, 'group'),
+                 _text(driver, 'rollouts'))
+        return shown[2] if shown[:2] == (
+            'UPDATE_IN_PROGRESS', ('UPDATE_IN_PROGRESS', False)) and \
+            'rolling update, batch' in shown[2] else None
+    rollout = _until('the rollout shown as it goes', rolling)
     assert 'failure budget: 0 of 1 used' in rollout
     _shot(driver, '2-rolling')
     _until('the update done', lambda: _text(
@@ -365,8 +382,7 @@ def test_a_user_watches_a_stack_roll_out_drift_and_heal(api, tokens,
     assert 'rolling update: batch 2 of 2 (1, 0) started' in events
     # the log filtered by a resource's name
     driver.find_element(By.ID, 'f-name').send_keys('web')
-    assert {td.text for td in driver.find_elements(
-        By.CSS_SELECTOR, '#event-rows td:nth-child(3)')} == {'web'}
+    _until('the log filtered', lambda: _column(driver, 3) == {'web'})
     driver.find_element(By.ID, 'f-name').clear()
     driver.execute_script(
         "document.getElementById('f-name').dispatchEvent("

@@ -182,6 +182,7 @@ class StackView {
                                  this.abort.signal);
     this.stacks = new Map(overview.stacks.map((s) => [s.id, s]));
     this.res = new Map(overview.resources.map((r) => [r.stack_id + '/' + r.resource_name, r]));
+    this.counts = null;
     this.applied = new Map();
     if (!this.lastId) {
       this.events = overview.events.reverse();
@@ -306,6 +307,7 @@ class StackView {
 
   // what an event says of its resource's state
   apply(ev) {
+    this.counts = null;
     const key = ev.stack_id + '/' + ev.resource_name;
     let r = this.res.get(key);
     if (!r) {
@@ -399,16 +401,24 @@ class StackView {
     const top = this.stacks.get(this.id);
     if (top && top.stack_status.endsWith('_IN_PROGRESS') && r.updated_time &&
         Date.parse(r.updated_time) < Date.parse(top.updated_time)) i.waiting = true;
-    if (r.nested) {
-      i.counts = {};
+    if (r.nested) i.counts = this.counted().get(r.nested) || {};
+    return i;
+  }
+
+  // each stack's resources by status, counted in one pass over them all
+  // (again after any change): what a folded box shows
+  counted() {
+    if (!this.counts) {
+      this.counts = new Map();
       for (const m of this.res.values()) {
-        if (m.stack_id !== r.nested) continue;
         const c = Graph.statusClass(m.resource_status).slice(3);
         const k = ['COMPLETE', 'IN_PROGRESS', 'FAILED'].includes(c) ? c : 'other';
-        i.counts[k] = (i.counts[k] || 0) + 1;
+        if (!this.counts.has(m.stack_id)) this.counts.set(m.stack_id, {});
+        const counts = this.counts.get(m.stack_id);
+        counts[k] = (counts[k] || 0) + 1;
       }
     }
-    return i;
+    return this.counts;
   }
 
   drawCrumbs(focus) {

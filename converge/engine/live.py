@@ -121,9 +121,11 @@ def natural(name):
             for p in re.split(r'(\d+)', name) if p]
 
 
-def events(session, stack_ids, after_id=0, ids=None, last=None):
+def events(session, stack_ids, after_id=0, ids=None, last=None,
+           first=None):
     """The events of `stack_ids` above `after_id` (among `ids` if
-    given) in id order; with `last`, only the last that many."""
+    given) in id order; with `last`, only the last that many, with
+    `first` the first."""
     found = []
     for part in _chunks(stack_ids):
         q = sa.select(E).where(E.stack_id.in_(part), E.id > after_id)
@@ -131,9 +133,11 @@ def events(session, stack_ids, after_id=0, ids=None, last=None):
             q = q.where(E.id.in_(list(ids)))
         if last:
             q = q.order_by(E.id.desc()).limit(last)
+        elif first:
+            q = q.order_by(E.id).limit(first)
         found += session.scalars(q).all()
     found.sort(key=lambda e: e.id)
-    return found[-last:] if last else found
+    return found[-last:] if last else found[:first] if first else found
 
 
 def event_ids(session, stack_ids, after_id):

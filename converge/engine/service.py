@@ -847,15 +847,17 @@ class Service:
             'last_event_id': high}
 
     @_read
-    def tree_events_since(self, ctx, stack_id, after_id=0, ids=None):
+    def tree_events_since(self, ctx, stack_id, after_id=0, ids=None,
+                          limit=None):
         """The events of the stack and its live nested stacks above
         `after_id` (among `ids` if given), in id order, each with its
-        stack_id and stack_name: what the event stream sends."""
+        stack_id and stack_name, the first `limit` of them: what the
+        event stream sends."""
         self._status(ctx, stack_id)
         with self.engine.db.read() as s:
             stacks = live.tree(s, stack_id)
             found = live.events(s, [x.id for x in stacks],
-                                after_id=after_id, ids=ids)
+                                after_id=after_id, ids=ids, first=limit)
         names = {x.id: x.name for x in stacks}
         return self._texts_masked(ctx, stack_id, [
             self._tree_event(e, names) for e in found]) if found else []
@@ -899,8 +901,8 @@ class Service:
         """The groups of the stack's tree rolling out: where each is, its
         batches, its health gate and failure budget (views.rollouts)."""
         st = self._stack(ctx, ident)
-        return self._texts_masked(ctx, st.id,
-                                  views.rollouts(self.engine, st))
+        return self._texts_masked(ctx, st.id, views.rollouts(
+            self.engine, st, detail=True))
 
     # -- following a traversal ----------------------------------------------
     @_read

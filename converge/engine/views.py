@@ -195,13 +195,13 @@ def stack(engine, st, with_outputs=True):
     return data
 
 
-def rollouts(engine, st):
+def rollouts(engine, st, detail=False):
     """The groups rolling out in the stack and its nested stacks: where
     each is (batch n of m, its members, what is left, what failed, or
-    what it waits for); its plan as kept (the batches' sizes and the
-    current one's members, the phase: running, checking (its health
-    gate), pause, canary; the failure budget) and its policy's
-    health_check."""
+    what it waits for). With `detail` (a live view's), its plan as kept
+    too: the batches' sizes and the current one's members, the phase
+    (running, checking: its health gate, pause, canary), the failure
+    budget, and whether its policy checks each batch (health_check)."""
     R, S = models.Resource, models.Stack
     out = []
     with engine.db.read() as s:
@@ -217,23 +217,25 @@ def rollouts(engine, st):
         if not isinstance(plan, dict) or 'batches' not in plan:
             continue
         batches = plan['batches']
-        done = min(plan.get('done', 0), max(len(batches) - 1, 0))
-        out.append({'stack': stack_name, 'stack_id': stack_id,
-                    'resource': name,
-                    'batch': min(plan.get('done', 0) + 1, len(batches)),
-                    'batches': len(batches),
-                    'failed': list(plan.get('failed') or ()),
-                    'progress': reason,
-                    'kind': 'batch create' if plan.get('create')
-                    else 'rolling update',
-                    'phase': plan.get('phase'),
-                    'budget': plan.get('budget', 0),
-                    'sizes': [len(b) for b in batches],
-                    'current': list(batches[done]) if batches else [],
-                    'health_check': _health_check(
-                        engine, api.Record(id=stack_id, name=stack_name,
-                                           project_id=project),
-                        template_id, name)})
+        found = {'stack': stack_name, 'resource': name,
+                 'batch': min(plan.get('done', 0) + 1, len(batches)),
+                 'batches': len(batches),
+                 'failed': list(plan.get('failed') or ()),
+                 'progress': reason}
+        if detail:
+            now = min(plan.get('done', 0), max(len(batches) - 1, 0))
+            found.update(
+                stack_id=stack_id,
+                kind='batch create' if plan.get('create')
+                else 'rolling update',
+                phase=plan.get('phase'), budget=plan.get('budget', 0),
+                sizes=[len(b) for b in batches],
+                current=list(batches[now]) if batches else [],
+                health_check=_health_check(
+                    engine, api.Record(id=stack_id, name=stack_name,
+                                       project_id=project),
+                    template_id, name))
+        out.append(found)
     return sorted(out, key=lambda r: (r['stack'], r['resource']))
 
 

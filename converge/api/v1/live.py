@@ -41,6 +41,9 @@ POLL = 0.5
 HEARTBEAT = 15.0
 #: what a client waits before it resumes a stream that ended (ms)
 RETRY_MS = 1000
+#: events read at one look at most: a client resuming far behind (or from
+#: 0) catches up a batch a look, never the whole events table at once
+BATCH = 2000
 
 #: the stream's path ends so: converge/api/server.py gives it its pool
 STREAM = '/event_stream'
@@ -120,7 +123,7 @@ class Controller(common.Controller):
         svc = self.service
         follow = following.EventStream(
             lambda above, ids=None: svc.tree_events_since(
-                ctx, stack_id, above, ids=ids),
+                ctx, stack_id, above, ids=ids, limit=BATCH),
             lambda above: svc.tree_event_ids_since(ctx, stack_id, above))
         follow.floor = follow.high = after
         ends = time.monotonic() + conf_mod.CONF.api.max_stream_time
