@@ -159,6 +159,41 @@ def test_agents_long_polls_have_a_pool_of_their_own(engine, api, tmp_path):
     assert answers.empty(), 'a held long poll answered early'
 
 
+def test_event_streams_have_a_pool_of_their_own(engine, api, tmp_path):
+    """40 dashboards following a stack's event stream (without the
+    per-credential cap) take every thread of the streams' pool (16) and
+    wait for one, and none of the API's: a listing answers at once."""
+    conf.CONF.set_override('max_requests_per_credential', 0, 'api')
+    stack_id, trav = stacks.create(engine, 'watched', et.bundle(
+        tmp_path, et.hot({'v': {'type': 'OS::Heat::Value',
+                                'properties': {'value': 1}}})), {})
+    et.wait(engine, stack_id, trav)
+    _, token = api_tokens.create(engine.db, 'converge')
+    url = '%s/v1/converge/stacks/watched/%s/event_stream' % (api.url,
+                                                           stack_id)
+    socks = []
+    try:
+        for _ in range(40):
+            sock = socket.create_connection((api.host, api.port))
+            sock.sendall(('GET %s HTTP/1.1\r\nHost: x\r\n'
+                          'X-Auth-Token: %s\r\n\r\n' % (
+                              url[len(api.url):], token)).encode())
+            socks.append(sock)
+        deadline = time.monotonic() + 30
+        while api._streams.active_count < 16:
+            assert time.monotonic() < deadline, api._streams.active_count
+            time.sleep(0.02)  # waiting for the streams to be held
+        code, body, took = _timed_stacks(api, token)
+        assert code == 200 and took < 1.0, (code, took)
+        assert json.loads(body)['stacks'][0]['stack_name'] == 'watched'
+        # a stream held answers as a stream does
+        socks[0].settimeout(10)
+        assert socks[0].recv(4096).startswith(b'HTTP/1.1 200 OK')
+    finally:
+        for sock in socks:
+            sock.close()
+
+
 def test_headers_too_slow_are_cut_off(api):
     """A connection still sending its headers after [api] header_timeout
     is closed (slow clients cannot keep a connection for ever)."""

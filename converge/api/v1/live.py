@@ -30,6 +30,7 @@ import webob
 from converge import conf as conf_mod
 from converge import exception
 from converge import following
+from converge.api import server
 from converge.api.v1 import common
 from converge.api.v1.common import action
 from converge.engine import views
@@ -45,8 +46,8 @@ RETRY_MS = 1000
 #: 0) catches up a batch a look, never the whole events table at once
 BATCH = 2000
 
-#: the stream's path ends so: converge/api/server.py gives it its pool
-STREAM = '/event_stream'
+#: the stream's path ends so, and so its own pool serves it
+STREAM = server.STREAM_SUFFIX
 
 
 def _last_id(req):
