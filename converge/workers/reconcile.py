@@ -332,7 +332,7 @@ class _Batch:
             unit = ended[0]
             ready = walker.release_together(
                 self.conn, unit.trav, unit.stack.id,
-                {i: u.sp.dependents for i, u in enumerate(ended)})
+                {i: marked[u.sp.node] for i, u in enumerate(ended)})
             for i, unit in enumerate(ended):
                 unit.ready = ready[i]
 
@@ -1268,8 +1268,7 @@ class Unit:
             self.shared.ending.append((self, resource_id))
             return
         self.ready = walker.finish(conn, self.trav, self.stack.id,
-                                   self.sp.node, self.sp.dependents,
-                                   resource_id=resource_id)
+                                   self.sp.node, resource_id=resource_id)
         if self.ready is not None:
             self._ask_failing(conn)
 
