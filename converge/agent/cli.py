@@ -74,7 +74,9 @@ def _parser():
                           'templates only)')
     parser.add_argument('--log-file', metavar='PATH',
                         help='Default: agent.log in the disk, '
-                             'agent-host.log in the disks directory')
+                             'agent-host.log in the disks directory; '
+                             '"-": standard error (journald under '
+                             'systemd)')
     parser.add_argument('--poll-wait', metavar='SECONDS', type=int,
                         default=30,
                         help='How long converge-api may hold a poll')
@@ -87,10 +89,16 @@ def _parser():
 
 
 def _logging(path, debug):
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    handler = logging.FileHandler(path)
-    handler.setFormatter(logging.Formatter(
-        '%(asctime)s %(process)d %(levelname)s %(name)s %(message)s'))
+    if path == '-':
+        # journald stamps each line with the time and the process itself
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter(
+            '%(levelname)s %(name)s %(message)s'))
+    else:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        handler = logging.FileHandler(path)
+        handler.setFormatter(logging.Formatter(
+            '%(asctime)s %(process)d %(levelname)s %(name)s %(message)s'))
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(logging.DEBUG if debug else logging.INFO)
