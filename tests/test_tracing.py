@@ -211,6 +211,54 @@ def test_one_stack_update_is_one_trace(engine, spans, carried):
         for c in carried if c), carried
 
 
+@pytest.mark.parametrize('batch', [False, True], ids=['alone', 'batched'])
+def test_an_agents_signal_joins_its_stack_operations_trace(
+        engine, spans, tmp_path, batch):
+    """A software deployment's run is given to its agent with the trace
+    of the operation it belongs to; the agent's signal (alone, or an
+    agent host's batch) carries it back as its traceparent header, and
+    converge-api's span of that request is in the operation's trace."""
+    from converge import userdata
+    from converge.agent import runner
+    from converge.engine import stacks
+    from tests import enginetools as et
+    from tests.test_software_deployment import _servers, _template
+    served = api_server.Served(engine, '127.0.0.1', 0, threads=8)
+    conf.CONF.set_override('public_endpoint', served.url, 'api')
+    conf.CONF.set_override('boot_agents', False, 'sim')
+    host = runner.Host(batch=batch, wait=2)
+    try:
+        stack_id, trav_id = stacks.create(
+            engine, 'sw', et.bundle(tmp_path, _template()), {})
+        [server] = _servers(engine, 1)
+        host.start(userdata.decode(server['user_data']),
+                   str(tmp_path / 'disk'))
+        assert et.status(et.wait(engine, stack_id, trav_id).stack) == \
+            'CREATE_COMPLETE'
+    finally:
+        host.stop()
+        served.stop()
+        conf.CONF.clear_override('boot_agents', 'sim')
+        conf.CONF.clear_override('public_endpoint', 'api')
+    finished = spans.get_finished_spans()
+    [trav] = [s for s in finished if s.name == tracing.TRAVERSAL]
+    route = '/v1/agent/signals' if batch else \
+        '/v1/agent/deployments/{deployment_id}/signal'
+    [signal] = [s for s in finished if s.name == 'POST ' + route]
+    assert signal.context.trace_id == trav.context.trace_id
+    assert signal.parent.span_id == trav.context.span_id
+    assert signal.attributes['http.response.status_code'] == 200
+    # the agent's polls, which carry no trace, make no span
+    assert not [s for s in finished
+                if s.attributes.get('http.route', '').endswith(
+                    ('/poll', '/v1/agent/deployments'))]
+    # the unit the signal woke is in the trace too
+    [deployed] = [s for s in finished if s.name == tracing.UNIT and
+                  s.attributes['converge.resource.name'] == 'deployment' and
+                  s.attributes['converge.outcome'] == 'done']
+    assert deployed.context.trace_id == trav.context.trace_id
+
+
 def test_off_makes_no_span_and_carries_nothing(engine, carried, tmp_path):
     """The default: no span, no context in the messages, and the
     traversal keeps none."""
