@@ -183,12 +183,18 @@ def _request(method, headers):
         yield span
 
 
+#: the servers' routes: converge-agent's, and Heat's transports'
+#: (os-collect-config's metadata polls, cfn's)
+SERVERS_ROUTES = ('/v1/agent/', '/v1/transport/', '/v1/cfn/')
+
+
 def request(method, path, headers):
     """The span of one API request (current while it is handled), or a
-    no-op: the agents' routes are traced only when the request carries a
-    traceparent (their signals do; their long polls would be thousands
-    of spans of no stack operation). Name it with `answered`."""
-    if not enabled or (path.startswith('/v1/agent/')
+    no-op: the servers' routes are traced only when the request carries
+    a traceparent (converge-agent's signals do; the servers' polls would
+    be thousands of spans of no stack operation). Name it with
+    `answered`."""
+    if not enabled or (path.startswith(SERVERS_ROUTES)
                        and 'traceparent' not in headers):
         return _NOOP
     return _request(method, headers)
