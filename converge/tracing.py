@@ -285,7 +285,7 @@ def work(name, ctxt, stack_id, traversal_id, stored, **attrs):
     no-op when tracing is off or the traversal has no trace."""
     if not enabled:
         return _NOOP
-    value = ctxt.get('traceparent') if ctxt else None
+    value = ctxt.get('traceparent') if isinstance(ctxt, dict) else None
     if value:
         remember(traversal_id, value)
     else:

@@ -13,6 +13,8 @@ spans over OTLP/HTTP to a collector in the test."""
 import gzip
 import http.server
 import os
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -266,13 +268,22 @@ def test_off_makes_no_span_and_carries_nothing(engine, carried, tmp_path):
     from tests import enginetools as et
     assert not tracing.enabled
     stack_id, trav = stacks.create(engine, 'quiet', et.bundle(
-        tmp_path, TEMPLATE), {})
+        tmp_path, et.hot({'v%d' % i: {'type': 'OS::Heat::Value',
+                                      'properties': {'value': i}}
+                          for i in range(3)})), {})
     assert et.status(et.wait(engine, stack_id, trav).stack) == \
         'CREATE_COMPLETE'
-    assert any(carried) and all(c == {} for c in carried)
+    assert carried and all(c == {} for c in carried)
     from converge.db import api
     with engine.db.read() as s:
         assert 'trace' not in (api.traversal_get(s, trav).options or {})
+    # nor is OpenTelemetry imported by what makes spans when on
+    subprocess.run([sys.executable, '-c', (
+        'import sys\n'
+        'import converge.api.app, converge.workers.pool, converge.tracing\n'
+        'import converge.engine.traversal, converge.agent.runner\n'
+        'assert not [m for m in sys.modules '
+        'if m.startswith("opentelemetry")]')], check=True)
 
 
 @pytest.mark.distributed
