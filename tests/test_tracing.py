@@ -261,6 +261,51 @@ def test_an_agents_signal_joins_its_stack_operations_trace(
     assert deployed.context.trace_id == trav.context.trace_id
 
 
+def test_a_failed_update_and_its_rollback_are_one_trace(
+        engine, spans, tmp_path):
+    """Where no request starts it (the CLI's engine), the traversal's
+    span starts the trace; the unit that fails it is an error, the
+    traversal's end says failed, and the rollback it starts is in the
+    same trace, to its own end."""
+    from converge.engine import stacks
+    from tests import enginetools as et
+
+    def version(a, b):
+        return et.bundle(tmp_path, et.hot({
+            'a': {'type': 'OS::Heat::TestResource',
+                  'properties': {'value': a}},
+            'b': {'type': 'OS::Heat::TestResource', 'properties': b,
+                  'depends_on': 'a'}}), 'v%s.yaml' % a)
+    stack = et.run(engine, stacks.create, 'rb', version('one', {}), {})
+    wait_for(lambda: engine.idle.is_set(), timeout=30, interval=0.05)
+    spans.clear()
+    stack = et.run(engine, stacks.update, stack.id,
+                   version('two', {'fail': True}), {}, rollback=True)
+    assert et.status(stack) == 'ROLLBACK_COMPLETE'
+    wait_for(lambda: engine.idle.is_set() and len([
+        s for s in spans.get_finished_spans()
+        if s.name == tracing.TRAVERSAL_END]) == 2, timeout=30,
+        interval=0.05)
+    finished = spans.get_finished_spans()
+    travs = {s.attributes['converge.traversal.action']: s for s in finished
+             if s.name == tracing.TRAVERSAL}
+    update, rollback = travs['UPDATE'], travs['ROLLBACK']
+    assert update.parent is None   # the trace's root
+    assert {s.context.trace_id for s in finished} == \
+        {update.context.trace_id}
+    [failed] = [s for s in finished if s.name == tracing.UNIT and
+                s.attributes.get('converge.outcome') == 'failed']
+    assert failed.attributes['converge.resource.name'] == 'b'
+    assert not failed.status.is_ok
+    ends = {s.attributes['converge.traversal.state']: s for s in finished
+            if s.name == tracing.TRAVERSAL_END}
+    assert ends['failed'].parent.span_id == update.context.span_id
+    assert ends['complete'].parent.span_id == rollback.context.span_id
+    # the rollback was started by the unit that settled the failure
+    by_id = {s.context.span_id: s for s in finished}
+    assert by_id[rollback.parent.span_id].name == tracing.UNIT
+
+
 def test_off_makes_no_span_and_carries_nothing(engine, carried, tmp_path):
     """The default: no span, no context in the messages, and the
     traversal keeps none."""
