@@ -25,6 +25,7 @@ from oslo_log import log as logging
 
 from converge import conf as conf_mod
 from converge import exception
+from converge import tracing
 from converge.db import api
 from converge.db import models
 from converge.db.models import utcnow
@@ -48,10 +49,7 @@ COMPLETE_REASON = 'Stack %s completed successfully'
 ANALYZE_MIN_NODES = 500
 
 
-def start(engine, session, stack, template_id, action, defn, rollback=False,
-          prev_template_id=None, parent=None, keep_template=False,
-          converge=False, only=None, visit=None, cause=None, snapshot=None,
-          shown_action=None):
+def start(engine, session, stack, template_id, action, defn, **kwargs):
     """Lay out a traversal in the caller's transaction; return it (with
     ``leaves``, the nodes to send once the transaction commits).
 
@@ -69,7 +67,19 @@ def start(engine, session, stack, template_id, action, defn, rollback=False,
     :param shown_action: the stack's action while it runs and when it
         ends, when not `action` (a restore is an UPDATE of the
         resources, the stack's RESTORE, as Heat's)
+
+    With tracing on, its span (tracing.traversal) is a child of the
+    current one, and its traceparent is kept in its options.
     """
+    with tracing.traversal(stack.id, action) as trace:
+        return _start(engine, session, stack, template_id, action, defn,
+                      trace=trace, **kwargs)
+
+
+def _start(engine, session, stack, template_id, action, defn, trace=None,
+           rollback=False, prev_template_id=None, parent=None,
+           keep_template=False, converge=False, only=None, visit=None,
+           cause=None, snapshot=None, shown_action=None):
     trav_id = api.new_id()
     requires = defn.dependencies() if defn is not None else {}
     rows = api.resources_layout(session, stack.id)
@@ -127,6 +137,7 @@ def start(engine, session, stack, template_id, action, defn, rollback=False,
     for key, counts in shards.items():
         remaining[key] = len(counts)
 
+    superseded = stack.current_traversal
     supersede(session, stack, trav_id)
     shown = shown_action or action
     values = dict(current_traversal=trav_id, action=shown,
@@ -172,13 +183,14 @@ def start(engine, session, stack, template_id, action, defn, rollback=False,
         options['parent_stack'] = stack.parent_id
     if stack.timeout_mins and action not in ('DELETE', 'ROLLBACK'):
         options['deadline'] = time.time() + stack.timeout_mins * 60
+    # resources it walks (a name may have an update node and cleanup
+    # nodes): what progress counts
+    total = len({plan_mod.resource_name(k) for k in plan.nodes})
+    if trace is not None:
+        options['trace'] = trace.started(trav_id, total, superseded)
     trav = models.Traversal(id=trav_id, stack_id=stack.id, action=action,
                             template_id=template_id, state='running',
-                            options=options,
-                            # resources it walks (a name may have an update
-                            # node and cleanup nodes): what progress counts
-                            total=len({plan_mod.resource_name(k)
-                                       for k in plan.nodes}))
+                            options=options, total=total)
     session.add(trav)
     session.flush()
     now = time.time()
@@ -402,10 +414,11 @@ def complete(session, traversal, stack_id):
                                     status, reason, **extra)
     if done:
         _snapshot_ended(session, traversal, status, reason)
-        api.traversal_set_state(session, traversal.id,
-                                'complete' if status == 'COMPLETE'
-                                else 'failed', ['running'],
+        state = 'complete' if status == 'COMPLETE' else 'failed'
+        api.traversal_set_state(session, traversal.id, state, ['running'],
                                 finished_at=utcnow())
+        if tracing.enabled:
+            tracing.traversal_ended(traversal, state, reason)
         api.sync_purge(session, traversal.id, _sharded(traversal))
         ended(session, stack_id, _parent(traversal))
 
@@ -458,6 +471,8 @@ def settle(engine, trav, stack):
             if not api.traversal_set_state(s, trav.id, 'failed', ['failing'],
                                            finished_at=utcnow()):
                 return False
+            if tracing.enabled:
+                tracing.traversal_ended(current, 'failed', reason)
             api.resources_stop_waiting(s, stack.id, trav.id,
                                        'Stopped waiting: %s' % reason,
                                        waiting)
