@@ -10,8 +10,12 @@ A column is an image and a transport pair:
   root), ``POLL_TEMP_URL`` + ``TEMP_URL_SIGNAL``;
 - ``heat-agents/CFN``: the same, ``POLL_SERVER_CFN`` + ``CFN_SIGNAL``;
 - ``heat-agents/HEAT``: ``POLL_SERVER_HEAT`` + ``HEAT_SIGNAL``, which needs
-  a Keystone: ``--config-file`` naming a converge.conf with ``[trustee]``
-  (the devcloud's, ``tools/devcloud``), else the column is skipped;
+  a Keystone: ``--config-file`` naming a converge.conf with ``[trustee]``,
+  ``[api] auth_strategy = keystone`` and a fixed ``bind_port``, and
+  ``[cloud] region_name`` naming a region whose ``orchestration`` endpoint
+  is that port (the servers find converge-api in the catalog):
+  tests/realcloud.py ``home_in_catalog`` writes one for the devcloud;
+  without ``--config-file`` the column is skipped;
 - ``cirros``: image cirros (converge-agent), the templates' transports as
   published (none named: converge's own).
 
