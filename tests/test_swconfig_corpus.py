@@ -72,12 +72,20 @@ def test_example_converges_on_heat_agents_with_keystone(
     converge-api in a region of its own (tests/realcloud.py
     `home_in_catalog`)."""
     from tests import realcloud
+    identity = realcloud.connect(devcloud, 'devcloud-admin').identity
+
+    def server_users():
+        return {u.id for u in identity.users()
+                if u.name.startswith('converge-server-')}
+    before = server_users()
     with realcloud.home_in_catalog(devcloud,
                                    tmp_path / 'converge.conf') as made:
         outcome, detail = swconfig_corpus.run_one(
             name, 'heat-agents/HEAT', str(tmp_path / 'run'), [made['path']])
     assert (outcome, detail) == ('ok', ''), '%s on heat-agents/HEAT: %s' % (
         name, detail)
+    # the stack deleted, its servers' users are gone
+    assert server_users() <= before
 
 
 @needs_corpus

@@ -34,7 +34,8 @@ deployment group example, published with NO_SIGNAL and no inputs (Heat
 shows no outputs for it), is given its inputs and signals.
 
 Each example is a stack in an embedded home of its own (``converge stack
-create --wait``), then checked: the stack's outputs (``stack output
+create --wait``; deleted afterwards in the heat-agents/HEAT column, so
+its servers' Keystone users go), then checked: the stack's outputs (``stack output
 show``), each deployment's (``software deployment output show``), and
 each hook ran once (the files it wrote on the server's disk; heat-config's
 ``deployed`` records, converge-agent's journal). Prints a markdown table
@@ -327,6 +328,9 @@ def run_one(name, column, work, config_files=()):
     except subprocess.TimeoutExpired as e:
         return 'FAILED', 'timed out: %s' % e
     finally:
+        if transport == 'POLL_SERVER_HEAT':
+            # its servers' Keystone users go with the stack
+            cli.run('stack', 'delete', 's', '--yes', '--wait')
         cli.stop()
 
 
