@@ -430,7 +430,12 @@ CLOUD_OPTS = [
                 help='Roles the trust delegates. Empty: the roles of the '
                      'request that created the stack.'),
     cfg.StrOpt('region_name',
-               help='Region of the services a trust-scoped engine uses.'),
+               help='Region of the services a trust-scoped engine uses, '
+                    'and the one a POLL_SERVER_HEAT server\'s '
+                    'os-collect-config and heat-config-notify look '
+                    'Heat\'s API up in, in Keystone\'s catalog (its '
+                    'orchestration endpoint there must be this '
+                    'converge-api).'),
 ]
 
 SOFTWARE_OPTS = [

@@ -60,6 +60,12 @@ def _parser():
                           'a confined server\'s software may reach of '
                           'the network, forwarded into its own (may be '
                           'repeated)')
+    sim.add_argument('--reach', metavar='URL', action='append', default=[],
+                     help='Another service a confined server\'s software '
+                          'may reach, forwarded as converge-api is: the '
+                          'Keystone of [trustee], where a POLL_SERVER_HEAT '
+                          'server\'s collector and HEAT_SIGNAL log in '
+                          '(may be repeated)')
     sim.add_argument('--api-url-file', metavar='PATH',
                      help='A file holding one more such URL, read as '
                           'servers\' roots are made (an embedded home\'s '
@@ -125,7 +131,7 @@ def _sim_host(args, url):
     simhost.serve(url, args.disks, wait=args.poll_wait,
                   backoff_max=args.max_backoff,
                   confine=not args.unconfined, uid=args.server_uid,
-                  endpoints=args.api_endpoint,
+                  endpoints=args.api_endpoint, reach=args.reach,
                   endpoint_file=args.api_url_file,
                   images_dir=args.images_dir)
     return 0
