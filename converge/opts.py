@@ -439,7 +439,12 @@ CLOUD_OPTS = [
                 help='Roles the trust delegates. Empty: the roles of the '
                      'request that created the stack.'),
     cfg.StrOpt('region_name',
-               help='Region of the services a trust-scoped engine uses.'),
+               help='Region of the services a trust-scoped engine uses, '
+                    'and the one a POLL_SERVER_HEAT server\'s '
+                    'os-collect-config and heat-config-notify look '
+                    'Heat\'s API up in, in Keystone\'s catalog (its '
+                    'orchestration endpoint there must be this '
+                    'converge-api).'),
 ]
 
 SOFTWARE_OPTS = [
@@ -515,6 +520,37 @@ METRICS_OPTS = [
 ]
 
 
+TRACING_OPTS = [
+    cfg.BoolOpt('enabled', default=False,
+                help='Make OpenTelemetry spans (docs/operating.md, '
+                     '"Tracing"): an API request, the traversal it starts, '
+                     'each unit of work, with the trace context carried in '
+                     'the messages between processes and kept with the '
+                     'traversal, so one stack operation is one trace across '
+                     'converge-api, the workers and the agents\' signals. '
+                     'Needs `pip install \'converge[tracing]\'`. False: '
+                     'OpenTelemetry is not imported.'),
+    cfg.URIOpt('otlp_endpoint', schemes=['http', 'https'],
+               help='Where spans are sent, over OTLP/HTTP (protobuf): the '
+                    'collector\'s traces URL, e.g. '
+                    'http://collector:4318/v1/traces. Unset: the '
+                    'exporter\'s own default '
+                    '($OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else '
+                    'http://localhost:4318/v1/traces).'),
+    cfg.StrOpt('service_name', default='converge',
+               help='The service.name of the spans, followed by the '
+                    'process\'s kind: converge-api, converge-worker, '
+                    'converge-observer; the CLI\'s embedded engine is '
+                    'this name alone.'),
+    cfg.FloatOpt('sample_ratio', default=1.0, min=0.0, max=1.0,
+                 help='The fraction of traces kept, decided where a trace '
+                      'starts (an API request, a CLI command, an '
+                      'observer\'s repair) and followed by every span of '
+                      'it, in every process; a request that brings a '
+                      'traceparent follows its caller\'s decision.'),
+]
+
+
 def _trustee_opts():
     """[trustee]: the user converge acts as in a trust (a service user,
     as Heat's [trustee]), authenticated by password."""
@@ -542,6 +578,7 @@ def list_opts():
         ('software', SOFTWARE_OPTS),
         ('observer', OBSERVER_OPTS),
         ('metrics', METRICS_OPTS),
+        ('tracing', TRACING_OPTS),
     ]
 
 

@@ -6,13 +6,17 @@ and left running (`tools/devcloud down` stops it).
 Where MariaDB or RabbitMQ is missing the tests skip, naming it; with
 CI=true they fail, because CI must run them for real."""
 
+import configparser
+import contextlib
 import json
 import os
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import time
+import uuid
 
 import pytest
 
@@ -169,3 +173,56 @@ def purge(conn):
         conn.compute.delete_server_group(group, ignore_missing=True)
     wait_for(lambda: not list(conn.block_storage.volumes()), timeout=300,
              interval=0.5)
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def home_in_catalog(env, path, cloud='devcloud-alice'):
+    """A converge.conf at `path` for an embedded home (its cloud the
+    simulator, its stacks in `cloud`'s project) whose converge-api the
+    devcloud's Keystone names: a region of its own whose `orchestration`
+    endpoint is the home's converge-api (at a port fixed here), and
+    [cloud] region_name naming it. A POLL_SERVER_HEAT server's `heat`
+    collector and heat-config-notify find Heat's API in the catalog by
+    that region, so they reach this home, not the devcloud's own
+    converge-api. Tokens are checked and servers' users made as the
+    devcloud's converge does ([keystone_authtoken], [trustee]). The
+    region, its service and endpoint go on exit; the clouds of
+    clouds.yaml name RegionOne and never see them."""
+    # its [DEFAULT] (the devcloud's home) kept out of the sections read
+    devcloud = configparser.ConfigParser(interpolation=None,
+                                         default_section='no default')
+    devcloud.read(os.path.join(env['DEVCLOUD_HOME'], 'etc', 'converge',
+                               'converge.conf'))
+    ident = connect(env, 'devcloud-admin').identity
+    project = connect(env, cloud).current_project_id
+    port = free_port()
+    region = 'converge-home-%s' % uuid.uuid4().hex[:8]
+    ident.create_region(id=region, description='an embedded converge '
+                        'home of a test')
+    service = ident.create_service(name=region, type='orchestration',
+                                   is_enabled=True)
+    try:
+        ident.create_endpoint(
+            service_id=service.id, interface='public', region_id=region,
+            url='http://127.0.0.1:%d/v1/%%(project_id)s' % port)
+        conf = configparser.ConfigParser(interpolation=None)
+        conf['DEFAULT'] = {'project_id': project}
+        conf['api'] = {'auth_strategy': 'keystone', 'bind_port': str(port)}
+        for section in ('keystone_authtoken', 'trustee'):
+            conf[section] = dict(devcloud[section])
+        conf['cloud'] = {'region_name': region}
+        with open(path, 'w') as f:
+            conf.write(f)
+        yield {'path': str(path), 'region': region, 'project_id': project,
+               'port': port}
+    finally:
+        for endpoint in list(ident.endpoints(service_id=service.id)):
+            ident.delete_endpoint(endpoint, ignore_missing=True)
+        ident.delete_service(service, ignore_missing=True)
+        ident.delete_region(region, ignore_missing=True)

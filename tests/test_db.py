@@ -109,7 +109,7 @@ def test_sync_point_released_exactly_once_under_concurrency(tmp_path):
     def finish(i):
         barrier.wait()
         with db.begin() as conn:  # as a unit records: Core, one transaction
-            assert api.sync_mark_done(conn, 't1', 'u:p%d' % i)
+            assert api.sync_mark_done(conn, 't1', 'u:p%d' % i) == ['u:join']
             released.extend(api.sync_release(conn, 't1', ['u:join']))
 
     threads = [threading.Thread(target=finish, args=(i,)) for i in range(n)]
@@ -125,9 +125,9 @@ def test_a_node_is_done_once(tmp_path):
         s.add(models.SyncPoint(traversal_id='t1', node='u:r', stack_id='s1',
                                remaining=0, dependents=[], done=False))
     with db.write() as s:
-        assert api.sync_mark_done(s, 't1', 'u:r')
+        assert api.sync_mark_done(s, 't1', 'u:r') == []
     with db.write() as s:
-        assert not api.sync_mark_done(s, 't1', 'u:r')
+        assert api.sync_mark_done(s, 't1', 'u:r') is None
 
 
 def test_migrations_match_the_models(tmp_path):
@@ -208,7 +208,7 @@ def test_nodes_marked_done_or_waiting_together_in_any_number(any_db):
     with db.begin() as conn:
         done = api.sync_mark_done_many(conn, 't1',
                                        [(n, None) for n in nodes[:3]])
-    assert done == {'u:n1', 'u:n2'}
+    assert done == {'u:n1': [], 'u:n2': []}
     with db.read() as s:
         found = {r.node: r for r in s.scalars(sa.select(models.SyncPoint))}
     assert [n for n in nodes if found[n].done] == nodes[:3]

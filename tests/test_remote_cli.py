@@ -9,12 +9,16 @@ import re
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 
 import pytest
 
 from tests.conftest import CLI, stop_agents
 from tests import test_heat_api
 from tests.test_heat_api import NESTED, TOP
+from tests.test_top import WAITING
 
 pytestmark = pytest.mark.xdist_group('heat_api')
 
@@ -471,3 +475,54 @@ def test_update_resume_moves_a_canary_rollout_on_remote(api, tmp_path):
     assert again.returncode == 4, again.stderr
     assert 'Stack c has no rolling update waiting to be resumed' in \
         again.stderr
+
+
+def _activity(api, project, token, **query):
+    """GET /v1/PROJECT/activity: (status, body)."""
+    url = '%s/v1/%s/activity' % (api.url, project)
+    if query:
+        url += '?' + urllib.parse.urlencode(query)
+    req = urllib.request.Request(url, headers={'X-Auth-Token': token})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+@pytest.mark.long  # 5-9 s: five commands (tests/test_top.py has the fast one)
+def test_top_once_shows_the_projects_work_only(api, tmp_path):
+    """`converge top --once` against converge-api (GET /activity): the
+    project's running traversal with its progress and its wait coming
+    due. Another project sees none of it; every project's only an admin,
+    who asks."""
+    carol = _remote(api, tmp_path, 'carol')
+    tmpl = str(tmp_path / 'slow.yaml')
+    with open(tmpl, 'w') as f:
+        f.write(WAITING)
+    carol.run('stack', 'create', '-t', tmpl, 'slow')
+    deadline = time.monotonic() + 60
+    while True:
+        out = carol.run('top', '--once', '--due', '60').stdout
+        if re.search(r'^slow +CREATE +running +1/3 ', out, re.M) and \
+                re.search(r'^slow +sleepy +in \d+\.\d s', out, re.M):
+            break
+        assert time.monotonic() < deadline, out
+        time.sleep(0.2)
+    assert out.startswith('converge top  project carol  %s' % carol.url)
+
+    status, body = _activity(api, 'carol', carol.token, all_projects='true')
+    assert status == 403, body
+    assert 'converge:activity_all_projects' in body['error']['message']
+    admin = api.token('ops', '--role', 'admin')['token']
+    status, body = _activity(api, 'ops', admin)
+    assert status == 200 and body['activity']['traversals'] == [], body
+    status, body = _activity(api, 'ops', admin, all_projects='true')
+    assert status == 200, body
+    seen = body['activity']
+    assert [(t['stack_name'], t['done'], t['total'])
+            for t in seen['traversals'] if t['project'] == 'carol'] == [
+                ('slow', 1, 3)]
+    # every live engine: the API's own (embedded, it is the engine)
+    assert seen['engines'] and all(e['live'] for e in seen['engines'])
+    carol.run('stack', 'delete', 'slow', '--yes')

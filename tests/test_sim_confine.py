@@ -6,18 +6,21 @@ see the engine's processes, cannot read another server's disk, and its
 files belong to an unprivileged uid of the host; its deployments still
 run and report their outputs. The CLI, embedded, as a user runs it."""
 
+import http.server
 import json
 import os
 import re
 import shutil
 import socket
 import sys
+import threading
 import time
 
 import pytest
 import yaml
 
 from converge.agent import rootfs
+from tests.test_agent_netns import _Answer
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     not rootfs.available(), reason='no roots here (not root on Linux?)')]
@@ -223,10 +226,13 @@ s.connect('\0$abstract')" > "$heat_outputs_path.unix"
 sh -c "$curl_cli -sS -d '{\"status\": \"SUCCESS\", \"id\": \"deployment\", \
 \"data\": \"deployed\"}'" > /dev/null 2> "$heat_outputs_path.curl" && \
   printf signalled > "$heat_outputs_path.signal"
+probe "import urllib.request; \
+print(urllib.request.urlopen('$auth_url', timeout=10).read().decode())" \
+  > "$heat_outputs_path.keystone"
 '''
 
 
-def _network_template(port, abstract):
+def _network_template(port, abstract, auth_url):
     return {
         'heat_template_version': '2018-08-31',
         'resources': {
@@ -247,21 +253,22 @@ def _network_template(port, abstract):
             'config': {'type': 'OS::Heat::SoftwareConfig', 'properties': {
                 'group': 'script', 'config': PROBES,
                 'inputs': [{'name': n} for n in ('python', 'port',
-                                                 'abstract', 'curl_cli')],
+                                                 'abstract', 'curl_cli',
+                                                 'auth_url')],
                 'outputs': [{'name': n} for n in ('tcp', 'unix', 'curl',
-                                                  'signal')]}},
+                                                  'signal', 'keystone')]}},
             'deployment': {
                 'type': 'OS::Heat::SoftwareDeployment', 'properties': {
                     'config': {'get_resource': 'config'},
                     'server': {'get_resource': 'server'},
                     'input_values': {
                         'python': sys.executable, 'port': port,
-                        'abstract': abstract,
+                        'abstract': abstract, 'auth_url': auth_url,
                         'curl_cli': {'get_attr': ['handle', 'curl_cli']}}}},
         },
         'outputs': dict(
             {n: {'value': {'get_attr': ['deployment', n]}}
-             for n in ('tcp', 'unix', 'curl', 'signal')},
+             for n in ('tcp', 'unix', 'curl', 'signal', 'keystone')},
             data={'value': {'get_attr': ['wait', 'data']}}),
     }
 
@@ -273,7 +280,9 @@ def test_a_servers_scripts_reach_converge_api_and_nothing_else_of_the_host(
     script finds nothing of what listens on the host's loopback (a
     database with trust authentication, a broker) nor its abstract unix
     sockets; converge-api, at the URL its wait condition's curl_cli
-    names, it reaches, from a first boot and from a deployment."""
+    names, it reaches, from a first boot and from a deployment; and the
+    Keystone of [trustee] where one is configured (a POLL_SERVER_HEAT
+    server's collector and heat-config-notify log in there)."""
     tcp = socket.socket()
     tcp.bind(('127.0.0.1', 0))
     tcp.listen(8)
@@ -283,11 +292,17 @@ def test_a_servers_scripts_reach_converge_api_and_nothing_else_of_the_host(
     unix.bind('\0' + abstract)
     unix.listen(8)
     unix.setblocking(False)
+    # a stand-in Keystone on the host's loopback: GET /13, 13 bytes
+    keystone = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _Answer)
+    threading.Thread(target=keystone.serve_forever, daemon=True).start()
+    auth_url = 'http://127.0.0.1:%d/13' % keystone.server_address[1]
     conf = tmp_path / 'converge.conf'
-    conf.write_text('[sim]\nrun_user_data = true\n')
+    conf.write_text('[sim]\nrun_user_data = true\n'
+                    '[trustee]\nauth_url = %s\nusername = converge\n'
+                    'password = secret\n' % auth_url)
     path = tmp_path / 'network.yaml'
-    path.write_text(yaml.safe_dump(_network_template(tcp.getsockname()[1],
-                                                     abstract)))
+    path.write_text(yaml.safe_dump(_network_template(
+        tcp.getsockname()[1], abstract, auth_url)))
     try:
         cli.run('--config-file', str(conf), 'stack', 'create', 'net', '-t',
                 str(path), '--wait', timeout=300)
@@ -300,6 +315,10 @@ def test_a_servers_scripts_reach_converge_api_and_nothing_else_of_the_host(
     finally:
         tcp.close()
         unix.close()
+        keystone.shutdown()
+        keystone.server_close()
     assert shown['signal'] == 'signalled', shown
     assert json.loads(shown['data']) == {'boot': 'booted',
                                          'deployment': 'deployed'}, shown
+    assert shown['keystone'].strip() == 'x' * 13, shown
+

@@ -1,7 +1,8 @@
 """Heat's software-config examples of the corpus (script, os-apply-config,
 ansible, the deployment group) converged on the simulated cloud, on image
-heat-agents with POLL_TEMP_URL + TEMP_URL_SIGNAL and POLL_SERVER_CFN +
-CFN_SIGNAL (Heat's own os-collect-config and heat-config hooks in the
+heat-agents with POLL_TEMP_URL + TEMP_URL_SIGNAL, POLL_SERVER_CFN +
+CFN_SIGNAL and (realcloud: the devcloud's Keystone) POLL_SERVER_HEAT +
+HEAT_SIGNAL (Heat's own os-collect-config and heat-config hooks in the
 server's root), and on cirros with converge-agent: each stack
 CREATE_COMPLETE, the hooks' outputs as `stack output show` and `software
 deployment output show` report them, each hook run once (issue 40).
@@ -51,6 +52,40 @@ def _run(name, column, tmp_path):
 def test_example_converges_on_heat_agents(heat_agents_image, tmp_path,
                                           name, column):
     _run(name, column, tmp_path)
+
+
+@pytest.fixture(scope='module')
+def devcloud():
+    from tests import realcloud
+    return realcloud.up('--with-converge')
+
+
+@needs_corpus
+@pytest.mark.realcloud
+@pytest.mark.soak
+@pytest.mark.xdist_group('realcloud')
+@pytest.mark.parametrize('name', MUST)
+def test_example_converges_on_heat_agents_with_keystone(
+        heat_agents_image, devcloud, tmp_path, name):
+    """POLL_SERVER_HEAT + HEAT_SIGNAL: each server's own Keystone user
+    in the devcloud's Keystone, whose catalog names the home's
+    converge-api in a region of its own (tests/realcloud.py
+    `home_in_catalog`)."""
+    from tests import realcloud
+    identity = realcloud.connect(devcloud, 'devcloud-admin').identity
+
+    def server_users():
+        return {u.id for u in identity.users()
+                if u.name.startswith('converge-server-')}
+    before = server_users()
+    with realcloud.home_in_catalog(devcloud,
+                                   tmp_path / 'converge.conf') as made:
+        outcome, detail = swconfig_corpus.run_one(
+            name, 'heat-agents/HEAT', str(tmp_path / 'run'), [made['path']])
+    assert (outcome, detail) == ('ok', ''), '%s on heat-agents/HEAT: %s' % (
+        name, detail)
+    # the stack deleted, its servers' users are gone
+    assert server_users() <= before
 
 
 @needs_corpus

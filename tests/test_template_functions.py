@@ -382,6 +382,35 @@ def test_yaql():
     error('2016-04-08', {'yaql': {'expression': '1'}})
 
 
+def test_yaql_expressions_parsed_on_many_threads_at_once():
+    """A group's members are resolved by several workers at once: each
+    valid expression parses (yaql's parser read another thread's text:
+    "Parse error" now and then for a valid expression)."""
+    import sys
+    import threading
+    errors = []
+    snippet = {'yaql': {'expression': 'str(int($.data.i) mod 2)',
+                        'data': {'i': '7'}}}
+
+    def resolve():
+        for _ in range(40):
+            try:
+                assert value(NEW, snippet) == '1'
+            except Exception as exc:   # reported below, by the main thread
+                errors.append(exc)
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)   # threads interleave at every chance
+    try:
+        threads = [threading.Thread(target=resolve) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(switch)
+    assert errors == []
+
+
 def test_yaql_methods_go_by_their_camel_case_names():
     # as Heat's (and TripleO's templates: puppet/controller-role.yaml's
     # server name) call them

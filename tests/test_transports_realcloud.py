@@ -3,17 +3,23 @@
 in the stack's project, made with the server, deleted with it), with
 which the real os-collect-config `heat` collector reads the server's
 metadata from converge-api and heat-agents' heat-config-notify signals
-a HEAT_SIGNAL deployment once; that user can read nothing else. The test
-plays the server (Nova's fake driver runs nothing)."""
+a HEAT_SIGNAL deployment once; that user can read nothing else. The first
+tests play the server (Nova's fake driver runs nothing); the last boots a
+simulated server of image heat-agents in an embedded home the devcloud's
+Keystone names in its catalog, whose own tooling does the same."""
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
 import pytest
+import yaml
 
+from tests import conftest
 from tests import realcloud
+from tests import test_transports_heat_agents as heat_agents
 from tests.test_transports import _inputs, heat_config_notify
 
 pytestmark = [pytest.mark.realcloud, pytest.mark.slow,
@@ -184,3 +190,82 @@ def test_transport_changed_to_poll_server_heat(cloud_env):
     realcloud.wait_for(lambda: not [s for s in hc.stacks.list()
                                     if s.stack_name == 'switch'], 300, 0.5)
     assert admin.identity.find_user(user_id) is None
+
+
+class _HomeCLI(conftest.CLI):
+    """`converge` on an embedded home with a converge.conf of its own."""
+
+    def __init__(self, home, config):
+        super().__init__(home)
+        self.config = config
+
+    def run(self, *args, **kw):
+        return super().run('--config-file', self.config, *args, **kw)
+
+
+def test_heat_agents_server_with_poll_server_heat(cloud_env, tmp_path):
+    """A simulated server of image heat-agents (the real os-collect-config,
+    os-refresh-config, os-apply-config, heat-config and heat-config-notify
+    in its own root and network namespace) with POLL_SERVER_HEAT +
+    HEAT_SIGNAL: its `heat` collector logs in to the devcloud's Keystone
+    as the server's own user and finds, by the home's region in the
+    catalog, the embedded home's converge-api, reads its deployments
+    there, runs the script once and signals it through Heat's API there;
+    the output is the deployment's; the user goes with the server."""
+    from converge.agent import rootfs
+    if not rootfs.available():
+        pytest.skip('no roots here (not root on Linux?)')
+    from converge.agent import image
+    image.ensure(uid=rootfs.DEFAULT_UID)
+    admin = realcloud.connect(cloud_env, 'devcloud-admin')
+    tpl = tmp_path / 't.yaml'
+    tpl.write_text(heat_agents.TEMPLATE)
+    home = str(tmp_path / 'home')
+    with realcloud.home_in_catalog(cloud_env,
+                                   tmp_path / 'converge.conf') as made:
+        cli = _HomeCLI(home, made['path'])
+        try:
+            cli.run('stack', 'create', 's', '-t', str(tpl),
+                    '--parameter', 'transport=POLL_SERVER_HEAT',
+                    '--parameter', 'signal=HEAT_SIGNAL', '--wait',
+                    timeout=600)
+            assert cli.json('stack', 'output', 'show', 's', '--all')[
+                'said'] == 'hello world'
+            dep = cli.json('stack', 'resource', 'show', 's', 'deployment')
+            shown = yaml.safe_load(cli.run(
+                'software', 'deployment', 'output', 'show',
+                dep['physical_resource_id'], '--all').stdout)
+            assert shown['output_values']['said'] == 'hello world', shown
+
+            server = cli.json('stack', 'resource', 'show', 's', 'server')
+            heat = server['attributes']['os_collect_config']['heat']
+            assert heat['region_name'] == made['region']
+            assert heat['project_id'] == made['project_id']
+            user = admin.identity.get_user(heat['user_id'])
+            assert user.name.startswith('converge-server-')
+
+            # Heat's tooling on the server did it: its collector was
+            # `heat`, the script ran once, and heat-config-notify had
+            # Keystone's inputs, no signal URL
+            disk = cli.json('sim', 'server', 'show',
+                            server['physical_resource_id'])['disk']
+            root = pathlib.Path(disk) / 'rootfs'
+            occ = (root / 'etc/os-collect-config.conf').read_text()
+            assert 'collectors = heat' in occ, occ
+            assert (root / 'var/lib/runs.log').read_text() == 'ran\n'
+            deployed = root / 'var/lib/heat-config/deployed'
+            [record] = [p for p in deployed.iterdir()
+                        if p.name.endswith('.json') and
+                        not p.name.endswith('.notify.json')]
+            iv = _inputs(json.loads(record.read_text()))
+            assert iv['deploy_signal_transport'] == 'HEAT_SIGNAL'
+            assert iv['deploy_user_id'] == heat['user_id']
+            assert 'deploy_signal_id' not in iv
+
+            cli.run('stack', 'delete', 's', '--yes', '--wait', timeout=300)
+            assert admin.identity.find_user(heat['user_id']) is None
+        finally:
+            # a stack a failure left: its server's user goes with it
+            cli.run('stack', 'delete', 's', '--yes', '--wait', check=False,
+                    timeout=300)
+            conftest.stop_agents(home)

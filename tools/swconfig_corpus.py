@@ -10,8 +10,12 @@ A column is an image and a transport pair:
   root), ``POLL_TEMP_URL`` + ``TEMP_URL_SIGNAL``;
 - ``heat-agents/CFN``: the same, ``POLL_SERVER_CFN`` + ``CFN_SIGNAL``;
 - ``heat-agents/HEAT``: ``POLL_SERVER_HEAT`` + ``HEAT_SIGNAL``, which needs
-  a Keystone: ``--config-file`` naming a converge.conf with ``[trustee]``
-  (the devcloud's, ``tools/devcloud``), else the column is skipped;
+  a Keystone: ``--config-file`` naming a converge.conf with ``[trustee]``,
+  ``[api] auth_strategy = keystone`` and a fixed ``bind_port``, and
+  ``[cloud] region_name`` naming a region whose ``orchestration`` endpoint
+  is that port (the servers find converge-api in the catalog):
+  tests/realcloud.py ``home_in_catalog`` writes one for the devcloud;
+  without ``--config-file`` the column is skipped;
 - ``cirros``: image cirros (converge-agent), the templates' transports as
   published (none named: converge's own).
 
@@ -30,7 +34,8 @@ deployment group example, published with NO_SIGNAL and no inputs (Heat
 shows no outputs for it), is given its inputs and signals.
 
 Each example is a stack in an embedded home of its own (``converge stack
-create --wait``), then checked: the stack's outputs (``stack output
+create --wait``; deleted afterwards in the heat-agents/HEAT column, so
+its servers' Keystone users go), then checked: the stack's outputs (``stack output
 show``), each deployment's (``software deployment output show``), and
 each hook ran once (the files it wrote on the server's disk; heat-config's
 ``deployed`` records, converge-agent's journal). Prints a markdown table
@@ -323,6 +328,9 @@ def run_one(name, column, work, config_files=()):
     except subprocess.TimeoutExpired as e:
         return 'FAILED', 'timed out: %s' % e
     finally:
+        if transport == 'POLL_SERVER_HEAT':
+            # its servers' Keystone users go with the stack
+            cli.run('stack', 'delete', 's', '--yes', '--wait')
         cli.stop()
 
 

@@ -60,6 +60,12 @@ def _parser():
                           'a confined server\'s software may reach of '
                           'the network, forwarded into its own (may be '
                           'repeated)')
+    sim.add_argument('--reach', metavar='URL', action='append', default=[],
+                     help='Another service a confined server\'s software '
+                          'may reach, forwarded as converge-api is: the '
+                          'Keystone of [trustee], where a POLL_SERVER_HEAT '
+                          'server\'s collector and HEAT_SIGNAL log in '
+                          '(may be repeated)')
     sim.add_argument('--api-url-file', metavar='PATH',
                      help='A file holding one more such URL, read as '
                           'servers\' roots are made (an embedded home\'s '
@@ -74,7 +80,9 @@ def _parser():
                           'templates only)')
     parser.add_argument('--log-file', metavar='PATH',
                         help='Default: agent.log in the disk, '
-                             'agent-host.log in the disks directory')
+                             'agent-host.log in the disks directory; '
+                             '"-": standard error (journald under '
+                             'systemd)')
     parser.add_argument('--poll-wait', metavar='SECONDS', type=int,
                         default=30,
                         help='How long converge-api may hold a poll')
@@ -87,10 +95,16 @@ def _parser():
 
 
 def _logging(path, debug):
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    handler = logging.FileHandler(path)
-    handler.setFormatter(logging.Formatter(
-        '%(asctime)s %(process)d %(levelname)s %(name)s %(message)s'))
+    if path == '-':
+        # journald stamps each line with the time and the process itself
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter(
+            '%(levelname)s %(name)s %(message)s'))
+    else:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        handler = logging.FileHandler(path)
+        handler.setFormatter(logging.Formatter(
+            '%(asctime)s %(process)d %(levelname)s %(name)s %(message)s'))
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(logging.DEBUG if debug else logging.INFO)
@@ -117,7 +131,7 @@ def _sim_host(args, url):
     simhost.serve(url, args.disks, wait=args.poll_wait,
                   backoff_max=args.max_backoff,
                   confine=not args.unconfined, uid=args.server_uid,
-                  endpoints=args.api_endpoint,
+                  endpoints=args.api_endpoint, reach=args.reach,
                   endpoint_file=args.api_url_file,
                   images_dir=args.images_dir)
     return 0

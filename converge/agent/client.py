@@ -186,22 +186,36 @@ def poll(endpoint, agents, wait=0, cancelled=None):
     return body['agents']
 
 
-def signal(endpoint, creds, dep_id, run, payload):
+def signal(endpoint, creds, dep_id, run, payload, traceparent=None):
     """POST the result of run `run` of deployment `dep_id`: the answer
-    ({"accepted": bool, "reason"?})."""
+    ({"accepted": bool, "reason"?}). `traceparent`: the trace converge-api
+    gave the run (W3C Trace Context), sent back as that header."""
     path = '/v1/agent/deployments/%s/signal?run=%s' % (
         urllib.parse.quote(dep_id, safe=''), urllib.parse.quote(run, safe=''))
+    headers = _auth(creds)
+    if traceparent:
+        headers['traceparent'] = traceparent
     _s, _h, body = endpoint.request('POST', path, body=payload,
-                                    headers=_auth(creds))
+                                    headers=headers)
     return body if isinstance(body, dict) else {'accepted': True}
 
 
 def signals(endpoint, items):
     """POST /v1/agent/signals: many agents' signals [{deployment_id,
     agent_id, token, run, payload}] in one request; an answer per item,
-    in order ({"accepted", "reason"} or {"error": code, "message"})."""
+    in order ({"accepted", "reason"} or {"error": code, "message"}).
+    An item's `traceparent` (signal's) is not sent in it: the request
+    carries it as its header when every item has the same one (a batch of
+    one stack operation's runs)."""
+    traces = {item.get('traceparent') for item in items}
+    items = [{k: v for k, v in item.items() if k != 'traceparent'}
+             for item in items]
+    headers = {}
+    if len(traces) == 1 and None not in traces:
+        headers['traceparent'] = traces.pop()
     _s, _h, body = endpoint.request('POST', '/v1/agent/signals',
-                                    body={'signals': items})
+                                    body={'signals': items},
+                                    headers=headers)
     answers = body.get('signals') if isinstance(body, dict) else None
     if not isinstance(answers, list) or len(answers) != len(items):
         raise Unavailable('POST %s/v1/agent/signals: not an answer per '

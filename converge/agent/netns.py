@@ -6,8 +6,10 @@ own: its loopback only, up, and no route out. The host's loopback (the
 engine's database, a broker, other servers' agents and converge
 processes) and its abstract unix sockets are not in it. What converge
 gave the server is its converge-api URL (in its user data, a wait
-condition's ``curl_cli``, a deployment's ``deploy_signal_id``); at each
-of its addresses the namespace gets a listening socket, made there by
+condition's ``curl_cli``, a deployment's ``deploy_signal_id``), and for
+POLL_SERVER_HEAT the Keystone of ``[trustee]`` (the metadata's
+``auth_url``, whose catalog names converge-api); at each of their
+addresses the namespace gets a listening socket, made there by
 the agent host (`listen`), whose connections `converge.agent.relay`
 forwards to the same address and port on the host.
 
@@ -56,10 +58,10 @@ def targets(urls):
         try:
             host, port = parts.hostname, parts.port
         except ValueError as e:   # a port that is not a number
-            raise OSError('converge-api endpoint %r: %s' % (url, e))
+            raise OSError('endpoint %r: %s' % (url, e))
         port = port or _DEFAULT_PORTS.get(parts.scheme)
         if not host or not port:
-            raise OSError('converge-api endpoint %r names no host and '
+            raise OSError('endpoint %r names no host and '
                           'port' % url)
         try:
             literal = ipaddress.ip_address(host)
@@ -72,7 +74,7 @@ def targets(urls):
                 infos = socket.getaddrinfo(host, port,
                                            type=socket.SOCK_STREAM)
             except socket.gaierror as e:
-                raise OSError('converge-api endpoint %r: %s cannot be '
+                raise OSError('endpoint %r: %s cannot be '
                               'resolved (%s)' % (url, host, e))
             addresses = [(family, info[0]) for family, _t, _p, _c, info
                          in infos if family in (socket.AF_INET,

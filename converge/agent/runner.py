@@ -123,6 +123,7 @@ class ServerAgent:
         self._signaller = signaller
         self._lock = threading.Lock()
         self._deployments = []
+        self._traces = {}   # (deployment id, run) -> traceparent
         self._busy = False
         self._again = False
         self._retry_pending = False
@@ -159,6 +160,12 @@ class ServerAgent:
             self._deployments = sorted(
                 (d for d in deployments or () if isinstance(d, dict)),
                 key=lambda d: (str(d.get('name') or ''), str(d.get('id'))))
+            # the trace each run belongs to, given with it when
+            # converge-api traces: its signal carries it back
+            self._traces = {
+                (d.get('id'), d.get('run')): d['traceparent']
+                for d in self._deployments
+                if isinstance(d.get('traceparent'), str)}
         self.kick()
 
     def kick(self):
@@ -307,14 +314,17 @@ class ServerAgent:
     def _send(self, entry):
         """Signal one journalled result; True once it needs no more
         sending."""
+        with self._lock:
+            trace = self._traces.get((entry['id'], entry['run']))
         try:
             if self._signaller is not None:
                 answer = self._signaller.signal(
-                    self.creds, entry['id'], entry['run'], entry['result'])
+                    self.creds, entry['id'], entry['run'], entry['result'],
+                    traceparent=trace)
             else:
                 answer = client.signal(self.endpoint, self.creds,
                                        entry['id'], entry['run'],
-                                       entry['result'])
+                                       entry['result'], traceparent=trace)
         except client.Unavailable as e:
             if self._backoff.delay == 0:
                 LOG.info('agent %s: cannot signal deployment %s yet (%s); '
@@ -499,13 +509,16 @@ class Signaller:
                                         name='agent-signal')
         self._thread.start()
 
-    def signal(self, creds, dep_id, run, payload):
+    def signal(self, creds, dep_id, run, payload, traceparent=None):
         size = len(json.dumps(payload))
         if size > SIGNAL_BATCH_BYTES:
-            return client.signal(self.endpoint, creds, dep_id, run, payload)
+            return client.signal(self.endpoint, creds, dep_id, run, payload,
+                                 traceparent=traceparent)
         future = concurrent.futures.Future()
         item = {'deployment_id': dep_id, 'agent_id': creds['agent_id'],
                 'token': creds['token'], 'run': run, 'payload': payload}
+        if traceparent:
+            item['traceparent'] = traceparent
         with self._cond:
             if self._stopped:
                 raise client.Unavailable('the agent host is stopping')

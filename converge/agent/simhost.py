@@ -81,25 +81,28 @@ class SimHost:
     def __init__(self, url, disks, scan_interval=SCAN_INTERVAL,
                  wait=runner.POLL_WAIT, backoff_max=None, confine=True,
                  uid=rootfs.DEFAULT_UID, endpoints=(), endpoint_file=None,
-                 images_dir=None):
+                 images_dir=None, reach=()):
         self.url = url
         self.disks = os.path.abspath(disks)
         self.scan_interval = scan_interval
         # the servers share this machine with the engine: each server's
         # software runs in a root of its own (unless told otherwise),
-        # reaching converge-api and nothing else of the network
-        rootfs.enable(confine=confine, uid=uid, endpoints=endpoints,
+        # reaching converge-api (and Keystone, given in `reach`, where
+        # POLL_SERVER_HEAT's tooling logs in) and nothing else of the
+        # network
+        rootfs.enable(confine=confine, uid=uid,
+                      endpoints=list(endpoints) + list(reach),
                       endpoint_file=endpoint_file)
         if confine and not rootfs.available():
             LOG.error('the servers\' software will not run: %s',
                       rootfs.refused())
         elif confine:
-            reach = list(endpoints) + (
+            apis = list(endpoints) + (
                 ['the URL kept in %s' % endpoint_file] if endpoint_file
                 else [])
             LOG.info('the servers\' software reaches, of the network, '
-                     'converge-api at %s only', ', '.join(reach) or
-                     'nothing')
+                     'converge-api at %s%s only', ', '.join(apis) or
+                     'nothing', ''.join(' and %s' % url for url in reach))
         self.host = runner.Host(batch=True, wait=wait,
                                 backoff_max=backoff_max)
         # image heat-agents: Heat's own tooling instead of converge-agent

@@ -7,7 +7,9 @@ and Heat's orchestration API (/v1/{project_id}/..., converge/api/v1).
 Every request is counted by method, route (the pattern it matched, not its
 path: a stack's id is not a label) and status, and timed; the process's
 Prometheus metrics are served at GET /metrics, unauthenticated, while
-[metrics] enabled (converge/metrics.py)."""
+[metrics] enabled (converge/metrics.py). With [tracing] enabled, each
+request is a span too, the parent of what it starts (converge/tracing.py).
+"""
 
 import threading
 import time
@@ -21,6 +23,7 @@ from oslo_log import log as logging
 from converge import conf as conf_mod
 from converge import exception
 from converge import metrics
+from converge import tracing
 from converge.api import agent
 from converge.api import dashboard
 from converge.api import transport
@@ -72,10 +75,13 @@ class App:
         if self._metrics and req.path_info == '/metrics':
             return self._exposition(req)
         start = time.perf_counter()
-        resp = req.get_response(self._router)
-        route = req.environ.get('routes.route')
-        route = route.routepath if route is not None else 'unmatched'
         method = req.method if req.method in _METHODS else 'other'
+        with tracing.request(method, req.path_info, req.headers) as span:
+            resp = req.get_response(self._router)
+            route = req.environ.get('routes.route')
+            route = route.routepath if route is not None else 'unmatched'
+            tracing.answered(span, method, route, req.path_info,
+                             resp.status_code)
         metrics.API_REQUESTS.labels(method, route,
                                     str(resp.status_code)).inc()
         metrics.API_SECONDS.labels(method, route).observe(

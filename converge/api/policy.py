@@ -49,13 +49,14 @@ WRITE = (
     'software_deployments:create', 'software_deployments:update',
     'software_deployments:delete',
 )
-ADMIN = ('stacks:global_index', 'service:index')
+ADMIN = ('stacks:global_index', 'service:index',
+         'converge:activity_all_projects')
 #: converge's own routes beyond Heat's (converge/api/v1/extensions.py)
 CONVERGE_READ = (
     'converge:stack_graph', 'converge:stack_drift',
     'converge:traversal_show', 'converge:deployment_action_list',
-    'converge:deployment_action_show', 'converge:stack_overview',
-    'converge:event_stream',
+    'converge:deployment_action_show', 'converge:activity',
+    'converge:stack_overview', 'converge:event_stream',
 )
 CONVERGE_WRITE = (
     'converge:stack_converge', 'converge:stack_resume_rollout',

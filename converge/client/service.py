@@ -476,6 +476,13 @@ class RemoteService:
         return self.http.get('%s/traversals/%s/progress' % (
             self._path(stack_id), _q(traversal_id)))['progress']
 
+    # -- what the engine is doing now (converge top) -------------------------
+    def engine_activity(self, ctx, all_projects=False, window=10.0,
+                        due_within=30.0):
+        return self.http.get('/activity', all_projects=all_projects or None,
+                             window=window,
+                             due_within=due_within)['activity']
+
     def drain_local(self):
         """Nothing runs here: converge-api runs the work."""
 

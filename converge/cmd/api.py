@@ -35,6 +35,8 @@ def main(argv=None):
         host = host or '0.0.0.0'
     from converge import memory
     memory.return_large_blocks()
+    from converge import tracing
+    tracing.setup('api')
     from converge.api import server
     from converge.engine import context
     engine = context.Engine()
@@ -56,6 +58,7 @@ def main(argv=None):
         pass
     served.stop()
     engine.close()
+    tracing.shutdown()   # the spans not sent yet
     return 0
 
 

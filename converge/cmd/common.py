@@ -98,6 +98,8 @@ def run(app, args, ident, operation, until_paused=False):
         # served only when asked ([metrics] cli_port)
         from converge import metrics
         metrics.serve('cli')
+        from converge import tracing
+        tracing.setup('cli')
         # and serves the agents of its servers while it runs
         app.serve_api()
     started = operation(svc, ctx)

@@ -1,7 +1,7 @@
 """`converge-manage db sync|version|encrypt`, `converge-manage token
 create|list|revoke` (converge's own REST API tokens) and Heat's
 `heat-manage` spellings of what converge does too: `purge_deleted`,
-`db_sync`, `db_version` (docs/operations.md maps one to the other)."""
+`db_sync`, `db_version` (docs/operating.md maps one to the other)."""
 
 import argparse
 import json

@@ -37,6 +37,8 @@ class Observe(lister.Lister):
         pool.start(engine, observe=args.forever)
         from converge import metrics
         metrics.serve('cli')
+        from converge import tracing
+        tracing.setup('cli')
         self.app.serve_api()
         if args.forever:
             self.app.resume_hint = None

@@ -137,15 +137,16 @@ def stack_list(session, project_id=None, show_nested=False,
 
 
 def stack_set_status(session, stack_id, traversal_id, action, status, reason,
-                     **extra):
-    """CAS on the traversal: False when another traversal owns the stack."""
+                     when=None, **extra):
+    """CAS on the traversal (and on the stack's status being `when`, if
+    given): False when another traversal owns the stack."""
     values = dict(action=action, status=status, status_reason=reason,
                   updated_at=utcnow(), **extra)
-    res = session.execute(
-        sa.update(STACKS)
-        .where(STACKS.c.id == stack_id,
-               STACKS.c.current_traversal == traversal_id)
-        .values(**values))
+    where = [STACKS.c.id == stack_id,
+             STACKS.c.current_traversal == traversal_id]
+    if when is not None:
+        where.append(STACKS.c.status == when)
+    res = session.execute(sa.update(STACKS).where(*where).values(**values))
     return res.rowcount == 1
 
 
@@ -576,26 +577,41 @@ def sync_nodes(conn, traversal_id, nodes):
                                       'b_nodes': list(nodes)}).all()
 
 
-def _mark_done(with_resource):
+def _mark_done(with_resource, returning):
     values = {'done': True, 'updated_at': bp('b_now')}
     if with_resource:
         values['resource_id'] = bp('b_rid')
-    return sa.update(SYNC).where(
+    stmt = sa.update(SYNC).where(
         SYNC.c.traversal_id == bp('b_trav'), SYNC.c.node == bp('b_node'),
         SYNC.c.done.is_(False)).values(values)
+    return stmt.returning(SYNC.c.dependents) if returning else stmt
 
 
-_MARK_DONE = {k: prepared.Statement(_mark_done(k), typed=True)
-              for k in (False, True)}
+_MARK_DONE = {(k, r): prepared.Statement(_mark_done(k, r), typed=True)
+              for k in (False, True) for r in (False, True)}
+_DEPENDENTS = prepared.Statement(sa.select(SYNC.c.dependents).where(
+    SYNC.c.traversal_id == bp('b_trav'), SYNC.c.node == bp('b_node')),
+    typed=True)
 
 
 def sync_mark_done(conn, traversal_id, node, resource_id=None):
-    """Mark the node done; False if it was already (or the traversal is
-    gone)."""
-    res = _MARK_DONE[resource_id is not None].run(conn, {
-        'b_trav': traversal_id, 'b_node': node, 'b_now': time.time(),
-        'b_rid': resource_id})
-    return res.rowcount == 1
+    """Mark the node done: the dependents it has now, or None if it was
+    done already (or the traversal is gone). Read with the mark, not
+    when the unit loaded its node: a traversal drained meanwhile
+    (engine/traversal.py _drain) leads its waiting nodes to the stack's
+    node alone, their other dependents gone."""
+    dialect = conn.get_bind().dialect if isinstance(conn, sa.orm.Session) \
+        else conn.dialect
+    returning = dialect.update_returning   # not MariaDB
+    params = {'b_trav': traversal_id, 'b_node': node, 'b_now': time.time(),
+              'b_rid': resource_id}
+    res = _MARK_DONE[resource_id is not None, returning].run(conn, params)
+    if returning:
+        row = res.first()
+        return None if row is None else list(row[0] or ())
+    if res.rowcount != 1:
+        return None
+    return list(_DEPENDENTS.run(conn, params).scalar() or ())
 
 
 #: nodes marked done, or shards counted, by one statement prepared for
@@ -630,22 +646,28 @@ def _mark_done_few(count):
         SYNC.c.traversal_id == bp('b_trav'), SYNC.c.node.in_(nodes),
         SYNC.c.done.is_(False)).values(
         done=True, updated_at=bp('b_now'), resource_id=rid).returning(
-        SYNC.c.node), typed=True)
+        SYNC.c.node, SYNC.c.dependents), typed=True)
 
 
 def sync_mark_done_many(conn, traversal_id, items):
     """sync_mark_done of several nodes ([(node, resource id or None)],
-    each node once): the nodes marked now, in one statement where the
-    database returns what it updated (a message's units that ended
-    together; one statement each was a fifth of their statements)."""
+    each node once): {node marked now: its dependents now}, in one
+    statement where the database returns what it updated (a message's
+    units that ended together; one statement each was a fifth of their
+    statements)."""
     if conn.dialect.update_returning and 1 < len(items) <= _MANY_MAX:
         params = {'b_trav': traversal_id, 'b_now': time.time()}
         for i, (node, resource_id) in enumerate(items):
             params['n%d' % i], params['r%d' % i] = node, resource_id
         size = _padded(params, len(items), 'n%d', 'r%d')
-        return {row[0] for row in _mark_done_few(size).run(conn, params)}
-    return {node for node, resource_id in items
-            if sync_mark_done(conn, traversal_id, node, resource_id)}
+        return {row[0]: list(row[1] or ())
+                for row in _mark_done_few(size).run(conn, params)}
+    marked = {}
+    for node, resource_id in items:
+        dependents = sync_mark_done(conn, traversal_id, node, resource_id)
+        if dependents is not None:
+            marked[node] = dependents
+    return marked
 
 
 _SYNC_SET_RESOURCE = sa.update(SYNC).where(

@@ -218,7 +218,7 @@ NO_SIGNAL_REASON = 'Not waiting for outputs signal'
 #: it was bytes squared in the servers.)
 _FOR_AGENT = sa.select(
     DEPLOYMENTS.c.id, DEPLOYMENTS.c.name, DEPLOYMENTS.c.action,
-    DEPLOYMENTS.c.run, DEPLOYMENTS.c.status,
+    DEPLOYMENTS.c.run, DEPLOYMENTS.c.status, DEPLOYMENTS.c.stack_id,
     sa.type_coerce(sa.case((sa.or_(
         DEPLOYMENTS.c.status == 'IN_PROGRESS',
         DEPLOYMENTS.c.status_reason == NO_SIGNAL_REASON),
@@ -235,6 +235,18 @@ def deployments_for_agent(conn, server_id, project_id):
         DEPLOYMENTS.c.server_id == server_id,
         DEPLOYMENTS.c.project_id == project_id).order_by(
         DEPLOYMENTS.c.name, DEPLOYMENTS.c.id)).all()
+
+
+def running_traces(conn, stack_ids):
+    """{stack id: the traceparent its running traversal keeps}, for those
+    of `stack_ids` that have one (converge/tracing.py)."""
+    S, T = models.Stack.__table__, models.Traversal.__table__
+    rows = conn.execute(sa.select(S.c.id, T.c.options)
+                        .join(T, T.c.id == S.c.current_traversal)
+                        .where(S.c.id.in_(list(stack_ids)),
+                               T.c.state == 'running')).all()
+    return {stack_id: (options or {}).get('trace')
+            for stack_id, options in rows if (options or {}).get('trace')}
 
 
 def deployments_for_server(conn, server_id):

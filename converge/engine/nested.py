@@ -207,12 +207,17 @@ class NestedStacks:
         """The child's state as the owning resource reads it, or None."""
         with self.engine.db.read() as s:
             st = api.stack_record(s, stack_id)
+            # FAILED while the traversal still runs: drained to the
+            # nested stacks that were in flight (traversal._drain_nested)
+            draining = st is not None and st.status == 'FAILED' and \
+                api.traversal_state(s, st.current_traversal) == 'running'
         if st is None:
             return None
         return {'id': st.id, 'name': st.name, 'action': st.action,
                 'status': st.status, 'reason': st.status_reason,
                 'traversal': st.current_traversal,
                 'deleted': st.deleted_at is not None,
+                'draining': draining,
                 'project_id': st.project_id}
 
     @staticmethod
@@ -225,6 +230,17 @@ class NestedStacks:
         return (row is not None and row.deleted_at is None and
                 row.current_traversal == traversal_id and
                 row.status == 'IN_PROGRESS')
+
+    @staticmethod
+    def draining(conn, stack_id, traversal_id):
+        """As `running`, for a child that failed while its nested stacks
+        in flight run on: whether its traversal `traversal_id` still
+        runs (the stack row locked first, as traversal.complete takes
+        it)."""
+        row = conn.execute(_RUNNING, {'b_id': stack_id}).first()
+        return (row is not None and row.deleted_at is None and
+                row.current_traversal == traversal_id and
+                api.traversal_state(conn, traversal_id) == 'running')
 
     def _stack(self, stack_id):
         with self.engine.db.read() as s:

@@ -34,6 +34,7 @@ from converge.engine import request
 # (converge/lazy.py)
 trusts = lazy.module('converge.drivers.trusts')
 abandon = lazy.module('converge.engine.abandon')
+activity = lazy.module('converge.engine.activity')
 alarms = lazy.module('converge.engine.alarms')
 availability = lazy.module('converge.engine.availability')
 catalog = lazy.module('converge.engine.catalog')
@@ -92,6 +93,23 @@ def _event(ev):
         'resource_status_reason': ev.reason,
         'timestamp': ev.timestamp,
     })
+
+
+#: the longest window and look-ahead of a snapshot of the engine's
+#: activity, in seconds (engine_activity)
+ACTIVITY_MAX = 3600.0
+
+
+def _seconds(value, name, most):
+    """`value` as a number of seconds above 0 and at most `most`."""
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        value = None
+    if value is None or not 0 < value <= most:
+        raise exception.InvalidInput('%s: a number of seconds above 0 and '
+                                     'at most %d' % (name, most))
+    return value
 
 
 #: resource_list's filter keys -> its rows' keys
@@ -950,6 +968,23 @@ class Service:
                 'total': len(pending),
                 'in_progress': counts.get('IN_PROGRESS', 0),
                 'failed': counts.get('FAILED', 0)}
+
+    # -- what the engine is doing now (converge top) -------------------------
+    @_read
+    def engine_activity(self, ctx, all_projects=False, window=10.0,
+                        due_within=30.0):
+        """One snapshot of what runs now (engine/activity.py): the
+        running traversals with their progress and rate over the last
+        `window` seconds, the waits due within `due_within` seconds, the
+        engines and their units in flight, the slowest recent actions.
+        The project's stacks; every project's with `all_projects` (an
+        admin's: the API checks its policy), with the live engines."""
+        window = _seconds(window, 'window', ACTIVITY_MAX)
+        due_within = _seconds(due_within, 'due_within', ACTIVITY_MAX)
+        project = None if all_projects else request.project_of(ctx)
+        return activity.snapshot(self.engine, project, window=window,
+                                 due_within=due_within,
+                                 group=conf.CONF.coordination.group)
 
     def drain_local(self):
         """Let this process's in-flight units of work end (embedded: the

@@ -13,6 +13,7 @@ import uuid
 from oslo_log import log as logging
 
 from converge import exception
+from converge import tracing
 from converge.db import api
 from converge.db import software as db_software
 from converge.drivers import facts as drivers_facts
@@ -48,6 +49,21 @@ def _document(row):
     return doc
 
 
+def _documents(conn, rows):
+    """The documents of a server's deployments; with tracing on, each
+    run in progress with the trace of the stack operation it belongs to
+    (its `traceparent`, which its agent's signal sends back)."""
+    docs = [_document(r) for r in rows]
+    running = {r.stack_id for r in rows
+               if r.status == 'IN_PROGRESS' and r.stack_id}
+    if tracing.enabled and running:
+        traces = db_software.running_traces(conn, running)
+        for doc, row in zip(docs, rows):
+            if row.status == 'IN_PROGRESS' and row.stack_id in traces:
+                doc['traceparent'] = traces[row.stack_id]
+    return docs
+
+
 def deployments(engine, agent_id, token):
     """(version, the server's deployments in Heat's order)."""
     with engine.db.connect() as conn:
@@ -56,7 +72,7 @@ def deployments(engine, agent_id, token):
         rows = (db_software.deployments_for_agent(
             conn, agent.server_id, agent.project_id)
             if agent.server_id else [])
-        return agent.version, [_document(r) for r in rows]
+        return agent.version, _documents(conn, rows)
 
 
 def version(engine, agent_id, token):
@@ -132,7 +148,7 @@ def _changes(conn, valid):
                 conn, row.server_id, row.project_id)
                 if row.server_id else [])
             changed.append({'agent_id': agent_id, 'version': row.version,
-                            'deployments': [_document(r) for r in docs]})
+                            'deployments': _documents(conn, docs)})
     return changed
 
 

@@ -25,6 +25,7 @@ from oslo_log import log as logging
 
 from converge import conf as conf_mod
 from converge import exception
+from converge import tracing
 from converge.db import api
 from converge.db import models
 from converge.db.models import utcnow
@@ -48,10 +49,7 @@ COMPLETE_REASON = 'Stack %s completed successfully'
 ANALYZE_MIN_NODES = 500
 
 
-def start(engine, session, stack, template_id, action, defn, rollback=False,
-          prev_template_id=None, parent=None, keep_template=False,
-          converge=False, only=None, visit=None, cause=None, snapshot=None,
-          shown_action=None):
+def start(engine, session, stack, template_id, action, defn, **kwargs):
     """Lay out a traversal in the caller's transaction; return it (with
     ``leaves``, the nodes to send once the transaction commits).
 
@@ -69,7 +67,19 @@ def start(engine, session, stack, template_id, action, defn, rollback=False,
     :param shown_action: the stack's action while it runs and when it
         ends, when not `action` (a restore is an UPDATE of the
         resources, the stack's RESTORE, as Heat's)
+
+    With tracing on, its span (tracing.traversal) is a child of the
+    current one, and its traceparent is kept in its options.
     """
+    with tracing.traversal(stack.id, action) as trace:
+        return _start(engine, session, stack, template_id, action, defn,
+                      trace=trace, **kwargs)
+
+
+def _start(engine, session, stack, template_id, action, defn, trace=None,
+           rollback=False, prev_template_id=None, parent=None,
+           keep_template=False, converge=False, only=None, visit=None,
+           cause=None, snapshot=None, shown_action=None):
     trav_id = api.new_id()
     requires = defn.dependencies() if defn is not None else {}
     rows = api.resources_layout(session, stack.id)
@@ -127,6 +137,7 @@ def start(engine, session, stack, template_id, action, defn, rollback=False,
     for key, counts in shards.items():
         remaining[key] = len(counts)
 
+    superseded = stack.current_traversal
     supersede(session, stack, trav_id)
     shown = shown_action or action
     values = dict(current_traversal=trav_id, action=shown,
@@ -172,13 +183,14 @@ def start(engine, session, stack, template_id, action, defn, rollback=False,
         options['parent_stack'] = stack.parent_id
     if stack.timeout_mins and action not in ('DELETE', 'ROLLBACK'):
         options['deadline'] = time.time() + stack.timeout_mins * 60
+    # resources it walks (a name may have an update node and cleanup
+    # nodes): what progress counts
+    total = len({plan_mod.resource_name(k) for k in plan.nodes})
+    if trace is not None:
+        options['trace'] = trace.started(trav_id, total, superseded)
     trav = models.Traversal(id=trav_id, stack_id=stack.id, action=action,
                             template_id=template_id, state='running',
-                            options=options,
-                            # resources it walks (a name may have an update
-                            # node and cleanup nodes): what progress counts
-                            total=len({plan_mod.resource_name(k)
-                                       for k in plan.nodes}))
+                            options=options, total=total)
     session.add(trav)
     session.flush()
     now = time.time()
@@ -297,17 +309,22 @@ def _drain_nested(engine, session, stack, trav, reason, waiting):
     is drained to their nodes (`_drain`'s way: they lead only to the
     stack's node, the last of them ends it FAILED for `reason`); the
     other waiting resources stop waiting; the stack is FAILED now. None
-    when no nested stack is in flight (the traversal ends now); else
-    False (this call did not end it)."""
+    when no nested stack is in flight (the traversal ends now); else the
+    nodes kept, to be sent again after commit (possibly none): one woken
+    while the traversal was failing was sent and not run (Unit.load
+    takes only a running traversal's), and nothing else would send it
+    before the sweeper's stall timeout."""
     owners = {row.name for row in waiting
               if _owns_stack(engine.plugin_class(row.type))}
     if not owners:
         return None
     nodes = [node for node in api.sync_waiting(session, trav.id)
              if plan_mod.resource_name(node) in owners]
-    if not nodes or not api.traversal_set_state(session, trav.id,
-                                                'running', ['failing']):
-        return None if not nodes else False
+    if not nodes:
+        return None
+    if not api.traversal_set_state(session, trav.id, 'running',
+                                   ['failing']):
+        return []
     api.resources_stop_waiting(session, stack.id, trav.id,
                                'Stopped waiting: %s' % reason, waiting,
                                keep={plan_mod.resource_name(node)
@@ -320,7 +337,7 @@ def _drain_nested(engine, session, stack, trav, reason, waiting):
     api.stack_set_status(session, stack.id, trav.id, trav.action, 'FAILED',
                          reason)
     ended(session, stack.id, _parent(trav))
-    return False
+    return nodes
 
 
 def _owns_stack(plugin_cls):
@@ -376,6 +393,39 @@ def _snapshot_ended(session, trav, status, reason):
 
 def complete(session, traversal, stack_id):
     """The stack node was reached: every node is done."""
+    status, reason, extra = _end_of(session, traversal, stack_id)
+    action = shown_action(traversal)
+    done = False
+    if status == 'COMPLETE':
+        # only if still IN_PROGRESS: the unit that got here loaded the
+        # traversal before a drain may have marked it (`cancelled`) and
+        # failed the stack; then read again (rare: one statement more)
+        done = api.stack_set_status(session, stack_id, traversal.id, action,
+                                    status, reason, when='IN_PROGRESS',
+                                    **extra)
+        if not done:
+            traversal = api.traversal_get(session, traversal.id)
+            if traversal is None:
+                return
+            status, reason, extra = _end_of(session, traversal, stack_id)
+            action = shown_action(traversal)
+    if not done:
+        done = api.stack_set_status(session, stack_id, traversal.id, action,
+                                    status, reason, **extra)
+    if done:
+        _snapshot_ended(session, traversal, status, reason)
+        state = 'complete' if status == 'COMPLETE' else 'failed'
+        api.traversal_set_state(session, traversal.id, state, ['running'],
+                                finished_at=utcnow())
+        if tracing.enabled:
+            tracing.traversal_ended(traversal, state, reason)
+        api.sync_purge(session, traversal.id, _sharded(traversal))
+        ended(session, stack_id, _parent(traversal))
+
+
+def _end_of(session, traversal, stack_id):
+    """How a traversal whose every node is done ends the stack: (status,
+    reason, other values of the stack's row)."""
     action = shown_action(traversal)
     status, reason = 'COMPLETE', COMPLETE_REASON % action
     if cancelled(traversal):   # drained: as it was left
@@ -392,15 +442,7 @@ def complete(session, traversal, stack_id):
     extra = {}
     if action == 'DELETE' and status == 'COMPLETE':
         extra = {'deleted_at': utcnow(), 'deleted_marker': stack_id}
-    if api.stack_set_status(session, stack_id, traversal.id, action, status,
-                            reason, **extra):
-        _snapshot_ended(session, traversal, status, reason)
-        api.traversal_set_state(session, traversal.id,
-                                'complete' if status == 'COMPLETE'
-                                else 'failed', ['running'],
-                                finished_at=utcnow())
-        api.sync_purge(session, traversal.id, _sharded(traversal))
-        ended(session, stack_id, _parent(traversal))
+    return status, reason, extra
 
 
 def fail(session, traversal, reason):
@@ -415,7 +457,7 @@ def settle(engine, trav, stack):
     when this call ended it."""
     rollback = (trav.options or {}).get('rollback') and trav.action in (
         'CREATE', 'UPDATE')
-    new = None
+    new = drained = None
     with engine.db.write() as s:
         if api.resources_in_flight(s, stack.id, trav.id):
             return False
@@ -425,21 +467,27 @@ def settle(engine, trav, stack):
         if not rollback:
             drained = _drain_nested(engine, s, stack, current, reason,
                                     waiting)
-            if drained is not None:
-                return drained
-        if not api.traversal_set_state(s, trav.id, 'failed', ['failing'],
-                                       finished_at=utcnow()):
-            return False
-        api.resources_stop_waiting(s, stack.id, trav.id,
-                                   'Stopped waiting: %s' % reason, waiting)
-        if not rollback:
-            api.stack_set_status(s, stack.id, trav.id,
-                                 shown_action(current), 'FAILED', reason)
-            _snapshot_ended(s, current, 'FAILED', reason)
-            ended(s, stack.id, _parent(current))
-        api.sync_purge(s, trav.id, _sharded(current))
-        if rollback:
-            new = start_rollback(engine, s, stack.id, current)
+        if drained is None:
+            if not api.traversal_set_state(s, trav.id, 'failed', ['failing'],
+                                           finished_at=utcnow()):
+                return False
+            if tracing.enabled:
+                tracing.traversal_ended(current, 'failed', reason)
+            api.resources_stop_waiting(s, stack.id, trav.id,
+                                       'Stopped waiting: %s' % reason,
+                                       waiting)
+            if not rollback:
+                api.stack_set_status(s, stack.id, trav.id,
+                                     shown_action(current), 'FAILED', reason)
+                _snapshot_ended(s, current, 'FAILED', reason)
+                ended(s, stack.id, _parent(current))
+            api.sync_purge(s, trav.id, _sharded(current))
+            if rollback:
+                new = start_rollback(engine, s, stack.id, current)
+    if drained is not None:   # it ends with the last of them
+        if drained:
+            engine.client.check_resources(stack.id, trav.id, drained)
+        return False
     if new is not None:
         kick(engine, new)
     return True

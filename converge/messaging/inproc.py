@@ -178,11 +178,13 @@ class InProcDriver(base.BaseDriver):
 
 # -- the embedded engine's direct way (see the top) ---------------------------
 
-def cast(exchange, topic, message):
-    """Send `message` (oslo.messaging's form: method, args, version) to a
-    server of `topic`, as RPCClient.cast would."""
+def cast(exchange, topic, message, ctxt=None):
+    """Send `message` (oslo.messaging's form: method, args, version) with
+    its context `ctxt` (a dict) to a server of `topic`, as RPCClient.cast
+    would."""
     _exchange(exchange).deliver(oslo_messaging.Target(topic=topic),
-                                ({}, message, None))
+                                ({} if ctxt is None else ctxt, message,
+                                 None))
 
 
 _STOP = object()

@@ -14,6 +14,7 @@ from converge import conf as conf_mod
 from converge.messaging import inproc
 from converge import listeners as listeners_mod
 from converge import metrics
+from converge import tracing
 
 # transport_url and control_exchange with converge's defaults, whatever
 # asks for them first (conf.setup registers them too)
@@ -124,11 +125,14 @@ class WorkerClient(Client):
 
     def _cast(self, method, **kwargs):
         metrics.MESSAGES_SENT.labels(method).inc()
+        # the message's context: its traversal's trace (converge/tracing.py)
+        ctxt = tracing.carried(kwargs['traversal_id']) \
+            if tracing.enabled else {}
         if self._exchange is not None:
             inproc.cast(self._exchange, self._topic, {
-                'method': method, 'args': kwargs, 'version': VERSION})
+                'method': method, 'args': kwargs, 'version': VERSION}, ctxt)
         else:
-            self._client.cast({}, method, **kwargs)
+            self._client.cast(ctxt, method, **kwargs)
 
 
 def parts(nodes, idle=0):

@@ -33,6 +33,8 @@ class ObserverService(service.Service):
         from converge import metrics
         metrics.watch(self.engine)
         metrics.serve('observer')
+        from converge import tracing
+        tracing.setup('observer')
         self._thread = threading.Thread(target=self._run, name='observer',
                                         daemon=True)
         self._thread.start()
@@ -53,4 +55,6 @@ class ObserverService(service.Service):
             self._thread.join(conf_mod.CONF.graceful_shutdown_timeout)
         if self.engine is not None:
             self.engine.close()
+        from converge import tracing
+        tracing.shutdown()   # as converge-worker's
         super().stop(graceful)

@@ -414,7 +414,8 @@ class ResourceGroup(MemberAttributes, nested.Nested):
             creating = plan.get('create') and plan['done'] == 0
             checking = plan['phase'] == 'checking'
             end = self._child_end('CHECK' if checking else
-                                  'CREATE' if creating else 'UPDATE')
+                                  'CREATE' if creating else 'UPDATE',
+                                  settled=True)
             if isinstance(end, base.Wait):
                 end.reason = self._progress(plan) + (
                     '; checking its members' if checking else '')
@@ -486,7 +487,7 @@ class ResourceGroup(MemberAttributes, nested.Nested):
                            converge=bool(grown))
                 self.data[nested.APPLIED] = wanted
             plan['phase'] = 'final'
-        end = self._child_end('UPDATE')
+        end = self._child_end('UPDATE', settled=True)
         if isinstance(end, base.Wait):
             end.reason = '%s: the last batch done, applying the rest' % (
                 self._kind(plan))

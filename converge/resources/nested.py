@@ -205,10 +205,12 @@ class Nested(base.Resource):
             raise reasons.nested_failure(found['reason'])
         return None
 
-    def _child_end(self, action):
+    def _child_end(self, action, settled=False):
         """The child's state once the traversal this resource started
         ended (COMPLETE or FAILED); None once a deleted child is gone; a
-        Wait while it runs."""
+        Wait while it runs. `settled`: a child FAILED while its own
+        nested stacks in flight run on is waited for until they end too
+        (a rollout counts its members' outcomes)."""
         found = self.clients.stacks.status(self.physical_id)
         if action == 'DELETE' and (found is None or found['deleted']):
             return None
@@ -216,10 +218,18 @@ class Nested(base.Resource):
             raise exception.ResourceFailure(
                 'nested stack %s is gone' % self.physical_id)
         ours = found['traversal'] == self.data.get(TRAVERSAL)
+        child = self.physical_id
+        if ours and settled and found.get('draining'):
+            trav = found['traversal']
+            return base.Wait(
+                after=RECHECK, event=self.clients.stacks.event(child),
+                reason='waiting for nested stack %s: its members in '
+                'flight run on' % found['name'],
+                still=lambda conn: self.clients.stacks.draining(
+                    conn, child, trav))
         if ours and found['status'] in ('COMPLETE', 'FAILED'):
             self.seen = found
             return found
-        child = self.physical_id
         if self._converge_pending():
             # `stack converge` of the parent after a worker died: what
             # it left of the child is sent again now, not after the

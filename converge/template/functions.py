@@ -872,9 +872,8 @@ class Yaql(Function):
             self._parsed = self._compile(self.args['expression'])
 
     def _compile(self, expr):
-        engine, _ = yaql_eval.engine_and_context()
         try:
-            return engine(expr)
+            return yaql_eval.parse(expr)
         except Exception as e:
             raise self.error('Bad expression %s' % e)
 

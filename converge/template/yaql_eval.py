@@ -55,6 +55,20 @@ def engine_and_context():
         return _CACHE[key]
 
 
+#: yaql's parser (ply's lexer and parser, one per engine) keeps the text
+#: it reads in itself: two threads parsing at once each saw the other's
+#: tokens ("Parse error: unexpected end of statement" for a valid
+#: expression, now and then, on a group's members resolved side by side)
+_PARSE_LOCK = threading.Lock()
+
+
+def parse(expression):
+    """The parsed expression (yaql's errors as it raises them)."""
+    engine, _ = engine_and_context()
+    with _PARSE_LOCK:
+        return engine(expression)
+
+
 def evaluate(parsed, data):
     """Evaluate a parsed expression on `data` within the time limit."""
     _, context = engine_and_context()

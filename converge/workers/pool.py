@@ -24,6 +24,7 @@ import oslo_messaging
 
 from converge import conf as conf_mod
 from converge import metrics
+from converge import tracing
 from converge.db import api
 from converge.engine import notify
 from converge.messaging import rpc
@@ -429,6 +430,11 @@ class Endpoint:
         one at a time where a stack's units in flight are capped."""
         if ctxt is not LOCAL:
             metrics.MESSAGES_RECEIVED.labels('check_resources').inc()
+        with tracing.work(tracing.UNITS, ctxt, stack_id, traversal_id,
+                          self._stored_trace, nodes=len(nodes)):
+            self._check_resources(stack_id, traversal_id, nodes)
+
+    def _check_resources(self, stack_id, traversal_id, nodes):
         engine = self.engine
         if len(nodes) == 1 or \
                 conf_mod.CONF.worker.max_inflight_per_stack:
@@ -462,6 +468,12 @@ class Endpoint:
         # a thread of the bus's pool, bounded by [DEFAULT] worker_threads
         if ctxt is not LOCAL:
             metrics.MESSAGES_RECEIVED.labels('check_resource').inc()
+        with tracing.work(tracing.UNIT, ctxt, stack_id, traversal_id,
+                          self._stored_trace, node=node,
+                          attempt=attempt or None):
+            self._check_resource(stack_id, traversal_id, node, attempt)
+
+    def _check_resource(self, stack_id, traversal_id, node, attempt):
         self.engine.db.keep_connections()
         self.engine.unit_started()
         try:
@@ -477,6 +489,13 @@ class Endpoint:
             self._retry_later(stack_id, traversal_id, node, attempt)
         finally:
             self.engine.unit_ended()
+
+    def _stored_trace(self, traversal_id):
+        """The traceparent kept in a traversal's options (tracing.work:
+        a message that came without it)."""
+        with self.engine.db.connect() as conn:
+            trav = api.traversal_get(conn, traversal_id)
+        return (trav.options or {}).get('trace') if trav else None
 
     def _retry_later(self, stack_id, traversal_id, node, attempt):
         CONF = conf_mod.CONF

@@ -44,6 +44,7 @@ from converge import listeners
 from converge import metrics
 from converge import reasons
 from converge import template as template_mod
+from converge import tracing
 from converge.engine import hooks
 from converge.engine import rows as rows_mod
 from converge.engine import secrecy
@@ -100,7 +101,7 @@ def check_resource(engine, stack_id, traversal_id, node):
                                          node)
         return outcome
     finally:
-        _counted(ended, start)
+        _counted(ended, start, node)
 
 
 def _check_resource(engine, stack_id, traversal_id, node):
@@ -332,7 +333,7 @@ class _Batch:
             unit = ended[0]
             ready = walker.release_together(
                 self.conn, unit.trav, unit.stack.id,
-                {i: u.sp.dependents for i, u in enumerate(ended)})
+                {i: marked[u.sp.node] for i, u in enumerate(ended)})
             for i, unit in enumerate(ended):
                 unit.ready = ready[i]
 
@@ -340,16 +341,19 @@ class _Batch:
 def _heard(engine, traversal_id, node, start, ended):
     """What check_resource's `listeners.timed` tells of each unit, and
     its count in the metrics (_counted)."""
-    seconds = _counted(ended, start)
+    seconds = _counted(ended, start, node, alone=False)
     if engine.listeners:
         engine.listeners.on_unit(traversal_id, node, seconds)
 
 
-def _counted(ended, start):
+def _counted(ended, start, node, alone=True):
     """Count a unit of work that ended in the metrics: `ended` is how
     (DROP, LOST, 'error'), or the Unit that handled its outcome (its
-    `ended`, set where the outcome is handled). Returns its seconds."""
+    `ended`, set where the outcome is handled); and describe it in its
+    span (tracing.unit_ended: `alone`, the unit of its message). Returns
+    its seconds."""
     seconds = time.perf_counter() - start
+    unit = None
     if isinstance(ended, Unit):
         unit, ended = ended, ended.ended
         if unit.drift:
@@ -357,6 +361,9 @@ def _counted(ended, start):
         if unit.repaired:
             metrics.DRIFT_REPAIRED.inc()
     metrics.unit_ended(ended, seconds)
+    if tracing.enabled:
+        tracing.unit_ended(node, plan.resource_name(node), ended, seconds,
+                           unit, alone)
     return seconds
 
 
@@ -386,6 +393,7 @@ class Unit:
         self.shared = None    # the batch whose transaction this shares
         self._prepared = None  # its DONE record, made before (prepare)
         self.ended = 'error'   # how it ended, once handled (metrics)
+        self.outcome = None    # and the Outcome it handled (tracing)
         self.repaired = False  # it was drifted, and is converged again
 
     @classmethod
@@ -906,7 +914,7 @@ class Unit:
             self._wait(outcome)
         # handled (a batch that fails handles its units again, each
         # alone: counted once, where the unit ends)
-        self.ended = outcome.kind
+        self.ended, self.outcome = outcome.kind, outcome
 
     def prepare(self, outcome):
         """What a DONE update unit records, made before its transaction:
@@ -1268,8 +1276,7 @@ class Unit:
             self.shared.ending.append((self, resource_id))
             return
         self.ready = walker.finish(conn, self.trav, self.stack.id,
-                                   self.sp.node, self.sp.dependents,
-                                   resource_id=resource_id)
+                                   self.sp.node, resource_id=resource_id)
         if self.ready is not None:
             self._ask_failing(conn)
 

@@ -34,6 +34,8 @@ class WorkerService(service.Service):
         pool.start(self.engine)
         from converge import metrics
         metrics.serve('worker')   # in each process, after the fork
+        from converge import tracing
+        tracing.setup('worker')   # likewise: its exporter's thread
         # what start-up made lives as long as the process: out of the
         # cyclic collector's way, whose full collections otherwise walk it
         # all (80-120 ms each, in the middle of a traversal's busiest
@@ -50,4 +52,8 @@ class WorkerService(service.Service):
                 LOG.warning('handing back %d units of work still running',
                             self.engine.inflight)
             self.engine.close()
+        # the spans not sent yet: a worker process leaves by os._exit,
+        # without running atexit
+        from converge import tracing
+        tracing.shutdown()
         super().stop(graceful)

@@ -11,13 +11,15 @@ from converge.graph import plan
 from converge.graph.plan import STACK_NODE
 
 
-def finish(session, traversal, stack_id, node, dependents, resource_id=None):
-    """Mark `node` done and release its dependents.
+def finish(session, traversal, stack_id, node, resource_id=None):
+    """Mark `node` done and release its dependents (as the node has them
+    now: a drained traversal changed them since the unit loaded it).
 
     Returns the nodes now ready to run, or None when this node was already
     done or its traversal is gone (superseded): then nothing propagates.
     """
-    if not api.sync_mark_done(session, traversal.id, node, resource_id):
+    dependents = api.sync_mark_done(session, traversal.id, node, resource_id)
+    if dependents is None:
         return None
     return release(session, traversal, stack_id, dependents)
 

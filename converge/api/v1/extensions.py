@@ -8,6 +8,8 @@ does everything it does embedded.
 - a stack's dependency graph (DOT) and its drift;
 - following a traversal: where it stands, its progress counts, its
   events by id;
+- what the engine is doing now (`converge top`): one snapshot of the
+  project's running traversals (every project's for an admin who asks);
 - deployments' day-2 actions: run, list, show;
 - a signal answered with what became of it (Heat's route answers 204).
 
@@ -18,6 +20,7 @@ in its body, as the Heat routes do in the header.
 """
 
 from converge import exception
+from converge.api import policy
 from converge.api.v1 import common
 from converge.api.v1.common import action
 from converge.engine import views
@@ -129,6 +132,21 @@ class Controller(common.Controller):
             ctx, ident, traversals, after_id=after,
             ids=_ids(req, 'id') or None)})
 
+    # -- what the engine is doing now -----------------------------------------
+    @action('converge:activity')
+    def activity(self, req, ctx):
+        """One snapshot for `converge top`: the project's running
+        traversals, waits, engines and slowest units; with
+        `all_projects=true` (converge:activity_all_projects, an admin's)
+        every project's, and every live engine."""
+        q = req.GET
+        everyone = common.flag(q.get('all_projects'), 'all_projects')
+        if everyone:
+            policy.check(ctx, 'converge:activity_all_projects')
+        kwargs = {k: q[k] for k in ('window', 'due_within') if k in q}
+        return common.reply({'activity': self.service.engine_activity(
+            ctx, all_projects=everyone, **kwargs)})
+
     # -- deployments' day-2 actions ------------------------------------------
     @action('converge:deployment_action_run')
     def action_run(self, req, ctx, stack_name, stack_id, resource_name):
@@ -205,3 +223,4 @@ def add_routes(route, engine, stacks):
     route(res + '/deployment_members', ext.action_members, 'GET')
     route(res + '/signal_result', ext.signal, 'POST')
     route(p + '/deployment_actions/{action_id}', ext.action_show, 'GET')
+    route(p + '/activity', ext.activity, 'GET')

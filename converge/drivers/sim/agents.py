@@ -218,10 +218,11 @@ def ensure_running(url, disks):
 def _confinement():
     """The agent host's arguments for [sim] confine_servers, server_uid,
     and the converge-api URL the servers are given (all a confined
-    server reaches of the network): [api] public_endpoint, else the one
-    the home keeps (api.url, read again as servers boot: the first
-    command of a home may start the host before it serves), else where
-    it is configured to listen."""
+    server reaches of the network, with [trustee]'s Keystone where one
+    is configured): [api] public_endpoint, else the one the home keeps
+    (api.url, read again as servers boot: the first command of a home
+    may start the host before it serves), else where it is configured
+    to listen."""
     from converge import conf
     images = ['--images-dir', os.path.abspath(conf.CONF.sim.images_dir)] \
         if conf.CONF.sim.images_dir else []
@@ -233,6 +234,11 @@ def _confinement():
         args += ['--api-endpoint', endpoint]
     if not conf.CONF.api.public_endpoint:
         args += ['--api-url-file', conf.api_url_file()]
+    from converge.transports import keystone_users
+    if keystone_users.configured():
+        # a POLL_SERVER_HEAT server's collector and heat-config-notify
+        # log in to Keystone, then reach converge-api by its catalog
+        args += ['--reach', keystone_users.auth_url()]
     return args
 
 
