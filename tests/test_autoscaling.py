@@ -390,3 +390,44 @@ def test_policies_made_ready_together_are_recorded_together_embedded(
         engine.close()
         stop_agents(home)
         session.forget()
+
+
+def test_a_groups_metadata_says_scaling_in_progress_until_it_ends(
+        engine, tmp_path):
+    """Heat's `scaling_in_progress` in the group's metadata, set from the
+    signal until the traversal scaling the group ends: Heat's functional
+    tests (test_heat_autoscaling) wait for it to clear before they signal
+    again (a signal meanwhile is ignored). The scaling's messages are
+    lost here, so it stays in progress until the sweeper sends them."""
+    from converge.engine import scaling
+    from converge.engine import stacks
+    from converge.engine import views
+    from converge.workers import sweeper
+    from tests import enginetools as et
+    from tests.test_engine import _Dropping
+
+    def meta(name):
+        return views.resource_metadata(engine, et.stack_of(engine, stack.id),
+                                       name)
+    stack = et.run(engine, stacks.create, 'g', et.bundle(tmp_path, GROUP),
+                   {})
+    assert meta('asg')['scaling_in_progress'] is False
+    real = engine.client
+    engine._client = _Dropping()
+    try:
+        record = scaling.signal(engine, stack.id, 'up')
+    finally:
+        engine._client = real
+    assert record['status'] == 'SCALING'
+    assert meta('asg')['scaling_in_progress'] is True
+    assert 'scaling_in_progress' not in meta('up')   # a group's alone
+    # signalled again meanwhile: ignored, as Heat's
+    again = scaling.signal(engine, stack.id, 'up')
+    assert again['status'] == 'IGNORED'
+    sweeper.sweep(engine, {engine.engine_id}, stall_timeout=0,
+                  now=time.time() + 1)
+    et.wait(engine, stack.id, record['traversal_id'])
+    assert meta('asg')['scaling_in_progress'] is False
+    out = views.outputs(engine, et.stack_of(engine, stack.id))
+    assert out['size']['value'] == 3
+

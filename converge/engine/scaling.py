@@ -180,6 +180,25 @@ def _event_reason(status, reason, details):
     return text
 
 
+def in_progress(engine, st, row):
+    """Heat's ``scaling_in_progress`` of a group's metadata: whether the
+    traversal a signal started to scale `row` (an AutoScalingGroup of
+    stack `st`) still runs. Heat sets it before resizing and clears it
+    after; its functional tests (test_heat_autoscaling) wait for it to
+    clear before the next signal, which Heat would ignore meanwhile, as
+    converge does. None for a resource that is no such group."""
+    if not _is(engine, row.type, autoscaling.AutoScalingGroup):
+        return None
+    if not st.current_traversal:
+        return False
+    with engine.db.read() as s:
+        trav = api.traversal_get(s, st.current_traversal)
+    scaling = ((trav.options or {}).get('cause') or {}).get('scaling') \
+        if trav is not None else None
+    return bool(scaling) and trav.state in ('running', 'failing') and \
+        scaling.get('groupname') == row.name
+
+
 def _is(engine, type_name, cls):
     """Whether resources of `type_name` are of plug-in `cls` (or of a
     type run by it: AWS::AutoScaling::ScalingPolicy is a ScalingPolicy)."""

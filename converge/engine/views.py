@@ -18,6 +18,7 @@ from converge.resources import base
 # imported at first use (converge/lazy.py): a read-only CLI command,
 # a process of its own, builds an engine and uses none of these (issue 41)
 nested_res = lazy.module('converge.resources.nested')
+scaling = lazy.module('converge.engine.scaling')
 transport_metadata = lazy.module('converge.transports.metadata')
 
 
@@ -412,6 +413,9 @@ def resource_metadata(engine, st, name):
     except exception.ConvergeError:
         meta = {}
     row = rows[name]
+    scaling_now = scaling.in_progress(engine, st, row)
+    if scaling_now is not None:
+        meta = dict(meta, scaling_in_progress=scaling_now)
     # a SOFTWARE_CONFIG server's: its deployments and os-collect-config
     # section, as Heat writes them (converge/transports/metadata.py)
     return transport_metadata.server_metadata(
