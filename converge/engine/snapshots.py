@@ -74,9 +74,10 @@ def create(engine, ident, name=None, project_id=None):
         trav = traversal.start(engine, s, stack, stack.template_id,
                                'SNAPSHOT', defn, snapshot=snapshot_id)
         stack_id = stack.id
+        # as made (Heat answers IN_PROGRESS): read after the kick, a
+        # snapshot of a few logical resources was COMPLETE already
+        shown = _show(_get(s, stack_id, snapshot_id))
     traversal.kick(engine, trav)
-    with engine.db.connect() as conn:
-        shown = _show(_get(conn, stack_id, snapshot_id))
     return dict(shown, stack_id=stack_id, traversal_id=trav.id)
 
 
