@@ -20,6 +20,21 @@ class ConvergeError(Exception):
         return self.message
 
 
+def from_answer(type_name, message, default=None):
+    """The error another process answered with (converge-api, a home's
+    read server), by its class's name: the same class where converge has
+    it, so a command exits with the same code either way, else `default`
+    (ConvergeError). The message is final as it comes: the classes' own
+    constructors would compose it again (StackNotFound adds "Stack not
+    found: ")."""
+    cls = globals().get(str(type_name))
+    if not (isinstance(cls, type) and issubclass(cls, ConvergeError)):
+        cls = default or ConvergeError
+    exc = cls.__new__(cls)
+    ConvergeError.__init__(exc, message)
+    return exc
+
+
 class InvalidTemplate(ConvergeError):
     """A template, environment or parameter value is not acceptable.
 

@@ -489,6 +489,21 @@ OBSERVER_OPTS = [
                     'for the next pass.'),
 ]
 
+CLI_OPTS = [
+    cfg.BoolOpt('read_server', default=True,
+                help='Embedded: a read-only command (stack list, show, '
+                     'resource list, event list, output show...) sends its '
+                     'reads to the home\'s read server, an engine of the '
+                     'home that stays up between commands, and the first '
+                     'read of a home starts one. Off: every command reads '
+                     'for itself (about half a second, most of it '
+                     'importing the engine).'),
+    cfg.IntOpt('read_server_idle', default=300, min=1,
+               help='Seconds a home\'s read server stays up after its last '
+                    'request.'),
+]
+
+
 METRICS_OPTS = [
     cfg.BoolOpt('enabled', default=True,
                 help='Serve this process\'s Prometheus metrics '
@@ -577,6 +592,7 @@ def list_opts():
         ('trustee', _trustee_opts()),
         ('software', SOFTWARE_OPTS),
         ('observer', OBSERVER_OPTS),
+        ('cli', CLI_OPTS),
         ('metrics', METRICS_OPTS),
         ('tracing', TRACING_OPTS),
     ]

@@ -16,6 +16,10 @@ import pytest
 #: real ~/.converge (real_home_untouched below checks)
 RUN_HOME = tempfile.mkdtemp(prefix='converge-tests-home-')
 os.environ['CONVERGE_HOME'] = RUN_HOME
+#: every command reads for itself: a home's read server (converge/client/
+#: home.py) would outlive the test that started it, one per home the
+#: tests make; tests/test_read_server.py turns it on where it is the point
+os.environ['OS_CLI__READ_SERVER'] = 'false'
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(REPO, 'examples')

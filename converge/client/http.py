@@ -55,18 +55,12 @@ def error(status, body, url):
     message = err.get('message') or (
         body.get('explanation') if isinstance(body, dict) else None) or \
         'converge-api answered %d' % status
-    cls = getattr(exception, str(err.get('type')), None)
-    if not (isinstance(cls, type) and
-            issubclass(cls, exception.ConvergeError)):
-        cls = _BY_STATUS.get(status, exception.ConvergeError)
     if status == 401:
         message = 'converge-api at %s refused the token: %s' % (url,
                                                                 message)
-    # the classes' own constructors compose their messages (StackNotFound
-    # adds "Stack not found: "): the API's message is final already
-    exc = cls.__new__(cls)
-    exception.ConvergeError.__init__(exc, message)
-    return exc
+    return exception.from_answer(
+        err.get('type'), message,
+        default=_BY_STATUS.get(status, exception.ConvergeError))
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):

@@ -31,8 +31,12 @@ class ConvergeApp(app.App):
             deferred_help=True)
         self._engine = None
         self._service = None
+        self._local = None
         self._context = None
         self._api = None
+        #: the command reads only (its class's `read_only`): a home's
+        #: read server may answer it (converge/client/home.py)
+        self._read_only = False
         #: the stack a command works on, for the message after Ctrl-C
         self.resume_hint = None
 
@@ -175,9 +179,14 @@ class ConvergeApp(app.App):
             self._api = server.serve_embedded(self.engine()) or False
         return self._api or None
 
+    def prepare_to_run_command(self, cmd):
+        self._read_only = getattr(cmd, 'read_only', False)
+
     def service(self):
         """The service layer: every stack operation a command may use,
-        local (an engine of this process) or a converge-api's."""
+        local (an engine of this process) or a converge-api's; for a
+        read-only command of an embedded home, its reads answered by the
+        home's read server when one is up."""
         if self._service is None:
             if self.remote():
                 from converge.client import http
@@ -186,10 +195,30 @@ class ConvergeApp(app.App):
                 self._service = remote.RemoteService(http.Client(
                     root, self.context().project_id,
                     self.options.os_token))
+            elif self._read_only and (socket := self._read_server()):
+                from converge.client import home
+                self._service = home.Reads(socket, self._local_service)
             else:
-                from converge.engine import service
-                self._service = service.Service(self.engine())
+                self._service = self._local_service()
         return self._service
+
+    def _local_service(self):
+        if self._local is None:
+            from converge.engine import service
+            self._local = service.Service(self.engine())
+        return self._local
+
+    def _read_server(self):
+        """The socket of this home's read server, or None when reads
+        are this process's own: [cli] read_server off, or a database
+        that is not the home's SQLite file (distributed: converge-api
+        answers at once already)."""
+        if not conf_mod.CONF.cli.read_server or \
+                not conf_mod.database_url().startswith('sqlite:'):
+            return None
+        from converge.client import home
+        return home.socket_path(conf_mod.home_dir(),
+                                self.options.config_files)
 
     def context(self):
         """The request context: the project from --os-project-id /
@@ -231,6 +260,12 @@ class ConvergeApp(app.App):
             self._api.stop()
         if self._engine is not None:
             self._engine.close()
+        if getattr(self._service, 'absent', False):
+            # the next read of this home finds it up
+            from converge.client import home
+            home.start(self._service.socket, conf_mod.home_dir(),
+                       self.options.config_files,
+                       conf_mod.CONF.cli.read_server_idle)
         if err and isinstance(err, exception.ConvergeError):
             self.exit_code = getattr(err, 'exit_code', 1)
 

@@ -17,6 +17,9 @@ class ListEvent(lister.Lister):
     """List a stack's events, oldest first (as log lines by default, as
     OSC prints them)."""
 
+    #: reads only: a home's read server may answer (cli.py)
+    read_only = True
+
     @property
     def formatter_namespace(self):
         # cliff's formatters and `log`
@@ -102,6 +105,9 @@ class ListEvent(lister.Lister):
 
 class ShowEvent(show.ShowOne):
     """Show one event of a resource."""
+
+    #: reads only: a home's read server may answer (cli.py)
+    read_only = True
 
     COLUMNS = ('id', 'resource_name', 'resource_type',
                'physical_resource_id', 'resource_status',

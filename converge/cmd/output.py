@@ -9,6 +9,9 @@ from converge import exception
 class ListOutput(lister.Lister):
     """List a stack's outputs."""
 
+    #: reads only: a home's read server may answer (cli.py)
+    read_only = True
+
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('stack', metavar='<stack>')
@@ -22,6 +25,9 @@ class ListOutput(lister.Lister):
 
 class ShowOutput(show.ShowOne):
     """Show an output's value (or all with --all)."""
+
+    #: reads only: a home's read server may answer (cli.py)
+    read_only = True
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)

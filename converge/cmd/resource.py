@@ -13,6 +13,9 @@ from converge.cmd import common
 class ListResource(lister.Lister):
     """List a stack's resources."""
 
+    #: reads only: a home's read server may answer (cli.py)
+    read_only = True
+
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('stack', metavar='<stack>')
@@ -55,6 +58,9 @@ class ListResource(lister.Lister):
 
 class ShowResource(show.ShowOne):
     """Show a resource, with its attributes."""
+
+    #: reads only: a home's read server may answer (cli.py)
+    read_only = True
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)

@@ -208,6 +208,9 @@ class DeleteStack(command.Command):
 class ListStack(lister.Lister):
     """List stacks."""
 
+    #: reads only: a home's read server may answer (cli.py)
+    read_only = True
+
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('--show-nested', '--nested', dest='show_nested',
@@ -276,6 +279,9 @@ class ListStack(lister.Lister):
 
 class ShowStack(_StackShowOne):
     """Show stack details."""
+
+    #: reads only: a home's read server may answer (cli.py)
+    read_only = True
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)

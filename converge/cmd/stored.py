@@ -7,6 +7,9 @@ from cliff import show
 class _Stored(show.ShowOne):
     """One part of the stack's stored bundle, its keys as fields."""
 
+    #: reads only: a home's read server may answer (cli.py)
+    read_only = True
+
     part = None
 
     @property
