@@ -60,22 +60,26 @@ class Unavailable(Exception):
 
 
 def folder():
-    """The folder of this account's read servers' sockets (0700, ours),
-    or None when it cannot be trusted (someone else's, or not a folder):
-    then there is no read server."""
-    base = os.environ.get('XDG_RUNTIME_DIR') or tempfile.gettempdir()
-    path = os.path.join(base, 'converge-%d' % os.getuid())
-    try:
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        pass
-    except OSError:
-        return None
-    st = os.lstat(path)
-    if not os.path.isdir(path) or os.path.islink(path) or \
-            st.st_uid != os.getuid() or st.st_mode & 0o077:
-        return None
-    return path
+    """The folder of this account's read servers' sockets (0700, ours):
+    in $XDG_RUNTIME_DIR, else in the temporary folder; None when neither
+    can be trusted (someone else's, or not a folder): then there is no
+    read server."""
+    for base in (os.environ.get('XDG_RUNTIME_DIR'),
+                 tempfile.gettempdir()):
+        if not base:
+            continue
+        path = os.path.join(base, 'converge-%d' % os.getuid())
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+        except OSError:
+            continue
+        st = os.lstat(path)
+        if os.path.isdir(path) and not os.path.islink(path) and \
+                st.st_uid == os.getuid() and not st.st_mode & 0o077:
+            return path
+    return None
 
 
 def _newest(path):
