@@ -189,6 +189,7 @@ def test_errors_answered_by_the_read_server_exit_as_the_commands_own(reads, writ
         assert mine.stderr.strip() in served.stderr, args
 
 
+@pytest.mark.long  # 5 s and more: servers started and ended
 def test_a_killed_read_server_is_replaced_and_nothing_is_lost(reads, write):
     reads.local('stack', 'create', '-t', write('t.yaml', TEMPLATE), 's')
     reads.run('stack', 'list')
@@ -205,6 +206,7 @@ def test_a_killed_read_server_is_replaced_and_nothing_is_lost(reads, write):
     assert reads.served('stack', 'show', 's').stdout == expected
 
 
+@pytest.mark.long  # 5 s and more: servers started and ended
 def test_a_read_server_ends_unasked_or_with_its_home(tmp_path, write):
     run = tempfile.mkdtemp(prefix='cr')
     try:
@@ -228,6 +230,7 @@ def test_a_read_server_ends_unasked_or_with_its_home(tmp_path, write):
         shutil.rmtree(run, ignore_errors=True)
 
 
+@pytest.mark.long  # 5 s and more: servers started and ended
 def test_another_configuration_has_a_read_server_of_its_own(reads, write):
     reads.local('stack', 'create', '-t', write('t.yaml', TEMPLATE), 's')
     reads.run('stack', 'list')
