@@ -49,8 +49,13 @@ class Pane:
     def __init__(self, argv, folder, width=160, height=50):
         self.tmux = _tmux()
         self.socket = os.path.join(folder, 'tmux.sock')
+        # the command's exit status, as its shell saw it: tmux's own
+        # (#{pane_dead_status}) is empty when tmux reaps the command late,
+        # as it did now and then on a busy machine (the command a zombie)
+        self.status = os.path.join(folder, 'status')
         self._run('new-session', '-d', '-s', 'top', '-x', str(width),
-                  '-y', str(height), ' '.join(_quote(a) for a in argv))
+                  '-y', str(height), ' '.join(_quote(a) for a in argv)
+                  + '; echo $? > ' + _quote(self.status))
         # the pane stays when the command ends, so its exit is seen
         self._run('set-option', '-t', 'top', 'remain-on-exit', 'on')
 
@@ -67,11 +72,11 @@ class Pane:
 
     def dead(self):
         """None while the command runs, else its exit status."""
-        shown = self._run('display-message', '-p', '-t', 'top',
-                          '#{pane_dead} #{pane_dead_status}').split()
-        # the status comes a moment after the pane is dead
-        return int(shown[1]) if shown[:1] == ['1'] and len(shown) > 1 \
-            else None
+        try:
+            with open(self.status) as f:
+                return int(f.read())
+        except (OSError, ValueError):  # not yet (or not yet whole)
+            return None
 
     def close(self):
         subprocess.run([self.tmux, '-S', self.socket, 'kill-server'],
