@@ -173,6 +173,12 @@ class ImmutableParameterModified(InvalidInput):
                          'not be updated: %s' % ', '.join(names))
 
 
+class SchemaMismatch(ConvergeError):
+    """The database's schema is not the one this converge was made for."""
+
+    exit_code = 2
+
+
 class NotFound(ConvergeError):
     exit_code = 3
 

@@ -13,6 +13,7 @@ import shlex
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 from concurrent import futures
@@ -215,6 +216,11 @@ def test_a_notify_unit_tells_systemd_it_runs_and_stops_on_sigterm(
     conf.write_text(base.replace(
         '[DEFAULT]\n', '[DEFAULT]\ntransport_url = rabbit://guest:guest@'
         '127.0.0.1:%d/\n' % broker.getsockname()[1]))
+    # the schema first, as docs/install.md's install does (a service
+    # refuses a database without it)
+    subprocess.run([os.path.join(BIN, 'converge-manage'), '--config-file',
+                    str(conf), 'db', 'sync'], check=True,
+                   capture_output=True, timeout=120)
     notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     notify.bind(str(tmp_path / 'notify'))
     notify.settimeout(60)
@@ -288,6 +294,62 @@ def test_manage_db_sync_and_version(tmp_path):
     head = migrate.declared_head()
     assert manage('db', 'sync') == 'database at revision %s' % head
     assert manage('db', 'version') == head
+
+
+def test_services_refuse_a_schema_that_is_not_theirs(tmp_path):
+    """converge-worker and converge-observer (which never migrate) refuse
+    to start on a database whose schema is not their converge's, saying
+    what to do, rather than fail every unit with database errors."""
+    db = tmp_path / 'c.db'
+    conf = tmp_path / 'converge.conf'
+    conf.write_text(
+        '[DEFAULT]\nhome = %s\ntransport_url = rabbit://guest:guest@'
+        '127.0.0.1:5672/\n[database]\nconnection = sqlite:///%s\n'
+        % (tmp_path / 'home', db))
+
+    def run(prog, *args):
+        return subprocess.run(
+            [os.path.join(BIN, prog), '--config-file', str(conf)]
+            + list(args), capture_output=True, text=True, timeout=120)
+
+    def refused(prog, *words):
+        done = run(prog)
+        assert done.returncode == 2, (prog, done.stderr)
+        for w in words:
+            assert w in done.stderr, (prog, done.stderr)
+
+    for prog in ('converge-worker', 'converge-observer'):
+        refused(prog, 'holds no converge schema', 'db sync')
+    assert run('converge-manage', 'db', 'sync').returncode == 0
+    head = migrate.declared_head()
+    old = sorted(migrate._revisions() - {head})[0]
+
+    def stored(revision):
+        with sqlite3.connect(db) as conn:
+            conn.execute('UPDATE alembic_version SET version_num = ?',
+                         (revision,))
+
+    stored(old)  # a converge upgraded, its database not yet
+    for prog in ('converge-worker', 'converge-observer'):
+        refused(prog, 'at schema revision %s; this converge needs %s'
+                % (old, head), 'db sync')
+    stored('9999_from_a_newer_converge')
+    refused('converge-worker', 'does not know', 'newer converge')
+
+
+@pytest.mark.distributed
+def test_api_refuses_a_postgresql_schema_that_is_not_its_own(dist):
+    head = migrate.declared_head()
+    old = sorted(migrate._revisions() - {head})[0]
+    dist.sql("UPDATE alembic_version SET version_num = '%s'" % old)
+    done = subprocess.run(
+        [os.path.join(BIN, 'converge-api'), '--bind', '127.0.0.1:0',
+         '--config-file', dist.conf], capture_output=True, text=True,
+        timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert 'at schema revision %s; this converge needs %s' % (old, head) \
+        in done.stderr
+    assert 'postgresql' in done.stderr and 'db sync' in done.stderr
 
 
 # -- docs/install.md --------------------------------------------------------

@@ -485,6 +485,50 @@ def test_a_sealed_value_reads_back_as_a_value_of_its_own(tmp_path):
         conf_mod.CONF.clear_override('auth_encryption_key')
 
 
+def test_the_engines_secret_is_kept_sealed(tmp_path):
+    """The secret agents' tokens derive from is sealed like any hidden
+    value (a dump of the database alone forges no agent's token); one
+    written in clear (the option off) reads on, `db encrypt` seals it,
+    and another key cannot read it."""
+    from converge import conf as conf_mod
+    from converge import exception
+    from converge.db import migrate
+    from converge.db import sealing
+    from converge.db import session
+    from converge.db import software
+    CONF = conf_mod.CONF
+    db = session.get('sqlite:///%s' % (tmp_path / 'c.db'))
+    migrate.ensure(db)
+
+    def stored(name):
+        with sqlite3.connect(str(tmp_path / 'c.db')) as conn:
+            return conn.execute('SELECT value FROM engine_secrets WHERE '
+                                'name = ?', (name,)).fetchone()[0]
+
+    CONF.set_override('auth_encryption_key', 'k')
+    try:
+        made = software.secret(db, 'sealed')
+        assert len(made) == 64 and made not in stored('sealed')
+        assert stored('sealed').startswith('fernet:')
+        assert software.secret(db, 'sealed') == made
+        CONF.set_override('encrypt_parameters_and_properties', False)
+        clear = software.secret(db, 'clear')
+        assert stored('clear') == clear
+        CONF.clear_override('encrypt_parameters_and_properties')
+        assert software.secret(db, 'clear') == clear   # reads on
+        assert sealing.seal_all(db) >= 1
+        assert stored('clear').startswith('fernet:')
+        assert software.secret(db, 'clear') == clear
+        CONF.set_override('auth_encryption_key', 'another')
+        with pytest.raises(exception.ConvergeError,
+                           match='encrypted with another key'):
+            software.secret(db, 'clear')
+    finally:
+        CONF.clear_override('auth_encryption_key')
+        CONF.clear_override('encrypt_parameters_and_properties')
+        session.forget()
+
+
 def test_log_lines_mask_remembered_secrets():
     """A secret the process met is masked in its log lines, tracebacks
     included."""

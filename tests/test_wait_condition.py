@@ -390,7 +390,8 @@ def test_the_token_key_is_made_once_across_processes(engine, tmp_path):
     """Processes racing to make the key agree on one: every token of an
     identity is the same, whoever derived it."""
     url = engine.db.url
-    env = dict(os.environ)
+    # the engine's home: its key seals the secret (db/sealing.py)
+    env = dict(os.environ, CONVERGE_HOME=conf.home_dir())
     procs = [subprocess.Popen([sys.executable, '-c', _MAKE_TOKEN, url],
                               stdout=subprocess.PIPE, text=True, env=env)
              for _ in range(6)]

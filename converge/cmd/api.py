@@ -38,8 +38,13 @@ def main(argv=None):
     from converge import tracing
     tracing.setup('api')
     from converge.api import server
+    from converge import exception
     from converge.engine import context
-    engine = context.Engine()
+    try:
+        engine = context.Engine()
+    except exception.SchemaMismatch as e:
+        sys.stderr.write('converge-api: %s\n' % e)
+        return 2
     served = server.Served(engine, host, port)
     if conf_mod.is_embedded():
         # no message bus, so no workers elsewhere: this process is the

@@ -18,6 +18,11 @@ def main(argv=None):
                          'on an embedded home, run `converge observe '
                          '--forever`\n')
         return 2
+    from converge.engine import context
+    problem = context.schema_refusal(conf_mod.database_url())
+    if problem:
+        sys.stderr.write('converge-observer: %s\n' % problem)
+        return 2
     from converge.observers.service import ObserverService
     launcher = service.launch(conf_mod.CONF, ObserverService(), workers=1,
                               restart_method='mutate')

@@ -16,6 +16,11 @@ def main(argv=None):
         sys.stderr.write('converge-worker needs a message bus: set '
                          '[DEFAULT] transport_url (e.g. rabbit://...)\n')
         return 2
+    from converge.engine import context
+    problem = context.schema_refusal(conf_mod.database_url())
+    if problem:
+        sys.stderr.write('converge-worker: %s\n' % problem)
+        return 2
     from converge.workers.service import WorkerService
     launcher = service.launch(conf_mod.CONF, WorkerService(),
                               workers=conf_mod.CONF.worker.workers,

@@ -76,6 +76,43 @@ def _stored(database):
             sa.text('SELECT version_num FROM alembic_version')).scalar()
 
 
+def _revisions():
+    """Every revision the version files declare."""
+    found = set()
+    for name in os.listdir(VERSIONS):
+        if name.endswith('.py'):
+            with open(os.path.join(VERSIONS, name)) as f:
+                found.update(_REVISION.findall(f.read()))
+    return found
+
+
+def require_head(database):
+    """Refuse a database whose schema is not this converge's (a service
+    of another version would fail its units with database errors, retried
+    for as long as it lives): SchemaMismatch saying what to do; nothing
+    when the schema is at head."""
+    from converge import exception
+    stored = _stored(database)
+    want = declared_head() or head()
+    if stored == want:
+        return
+    where = database.writer_engine.url.render_as_string(hide_password=True)
+    if stored is None:
+        raise exception.SchemaMismatch(
+            'The database %s holds no converge schema: run `converge-manage '
+            '--config-file ... db sync` first' % where)
+    if stored in _revisions():
+        raise exception.SchemaMismatch(
+            'The database %s is at schema revision %s; this converge needs '
+            '%s: run `converge-manage --config-file ... db sync` '
+            '(docs/install.md, "Upgrades")' % (where, stored, want))
+    raise exception.SchemaMismatch(
+        'The database %s is at schema revision %s, which this converge '
+        '(schema %s) does not know: a newer converge migrated it. Install '
+        'that version on this host too (docs/install.md, "Upgrades")'
+        % (where, stored, want))
+
+
 def ensure(database):
     """Embedded default: migrate on first use, cheaply when up to date."""
     stored = _stored(database)

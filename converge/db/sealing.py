@@ -141,6 +141,28 @@ def seal(value):
     return {SEALED: token}
 
 
+#: what a text sealed as text begins with (a String column: the engine's
+#: secrets, hex that never begins so)
+SEALED_TEXT = 'fernet:'
+
+
+def seal_text(text):
+    """`text` as a String column keeps it: sealed (SEALED_TEXT and the
+    token) when a key is at hand, else as it is."""
+    key = key_text(writing=True)
+    if key is None or not text:
+        return text
+    return SEALED_TEXT + _fernet(key).encrypt(
+        text.encode('utf-8')).decode('ascii')
+
+
+def unseal_text(value):
+    """A String column's text as it was written."""
+    if not isinstance(value, str) or not value.startswith(SEALED_TEXT):
+        return value
+    return _open(value[len(SEALED_TEXT):]).decode('utf-8')
+
+
 def is_sealed(value):
     return isinstance(value, dict) and len(value) == 1 and SEALED in value
 
@@ -240,6 +262,17 @@ def seal_all(database, batch=500):
             if len(rows) < batch:
                 break
             last = [rows[-1]._mapping[k.name] for k in keys]
+    # the engine's own secrets (the key agent tokens derive from): text
+    # in a String column, sealed as text
+    secrets_table = models.EngineSecret.__table__
+    with database.writer_engine.begin() as conn:
+        for name, value in conn.execute(sa.select(
+                secrets_table.c.name, secrets_table.c.value)).all():
+            if value and not value.startswith(SEALED_TEXT):
+                conn.execute(secrets_table.update().where(
+                    secrets_table.c.name == name).values(
+                        value=seal_text(value)))
+                sealed += 1
     if database.is_sqlite:
         # what the rows held in clear is still in the file's free pages
         # and its write-ahead log until they are rewritten

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from converge.db import models
+from converge.db import sealing
 from converge.db.models import utcnow
 
 DEPLOYMENTS = models.SoftwareDeployment.__table__
@@ -62,22 +63,24 @@ _ACTION_BY_RUN = sa.select(ACTIONS).where(ACTIONS.c.run == bp('b_run'))
 # -- secrets ------------------------------------------------------------------
 
 def secret(db, name):
-    """The engine-wide secret `name`, made on first use. Of two processes
-    making it at once, one insert wins and both read the winner's."""
+    """The engine-wide secret `name`, made on first use, kept sealed when
+    a key is at hand (db/sealing.py: a database dump alone forges no
+    agent's token). Of two processes making it at once, one insert wins
+    and both read the winner's."""
     with db.connect() as conn:
         value = conn.scalar(sa.select(SECRETS.c.value).where(
             SECRETS.c.name == name))
         if value is not None:
-            return value
+            return sealing.unseal_text(value)
     try:
         with db.begin() as conn:
             conn.execute(SECRETS.insert().values(
-                name=name, value=secrets.token_hex(32)))
+                name=name, value=sealing.seal_text(secrets.token_hex(32))))
     except sa_exc.IntegrityError:
         pass  # made elsewhere first
     with db.connect() as conn:
-        return conn.scalar(sa.select(SECRETS.c.value).where(
-            SECRETS.c.name == name))
+        return sealing.unseal_text(conn.scalar(sa.select(
+            SECRETS.c.value).where(SECRETS.c.name == name)))
 
 
 # -- agent credentials --------------------------------------------------------

@@ -47,6 +47,10 @@ class Engine:
             auto_migrate = self.db.is_sqlite
         if auto_migrate:
             migrate.ensure(self.db)
+        else:
+            # a schema of another converge's: refused here, not as
+            # database errors in every unit
+            migrate.require_head(self.db)
         self.lock_wait = CONF.lock_wait
         self.threads = CONF.worker_threads
         self.gate = gate.Gate(engine_threads(self.db, self.threads))
@@ -175,6 +179,19 @@ class Engine:
         if self._locks is not None:
             self._locks.stop()
             self._locks = None
+
+
+def schema_refusal(url):
+    """Why a service may not start on the database at `url` (its schema
+    not this converge's, in words: db/migrate.py require_head), or
+    None. Asked before a service's launcher starts its processes: an
+    Engine refused in one of them would be started again and again."""
+    from converge import exception
+    try:
+        migrate.require_head(db_session.get(url))
+    except exception.SchemaMismatch as e:
+        return str(e)
+    return None
 
 
 def engine_threads(db, worker_threads):

@@ -147,11 +147,13 @@ def forget(db, agent_id, user_id):
 
 def _lookup(db, name):
     import sqlalchemy as sa
+    from converge.db import sealing
     from converge.db import software as db_software
     table = db_software.SECRETS
     with db.connect() as conn:
-        return conn.scalar(sa.select(table.c.value).where(
-            table.c.name == name))
+        # sealed by `converge-manage db encrypt` as every row of the table
+        return sealing.unseal_text(conn.scalar(sa.select(
+            table.c.value).where(table.c.name == name)))
 
 
 def user_of(db, agent_id):
