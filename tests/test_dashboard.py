@@ -321,11 +321,17 @@ def _click(driver, name=None, link=None):
 def _column(driver, n):
     """The texts of the event log's n-th column (None: drawn anew as it
     was read)."""
+    found = _texts(driver, '#event-rows td:nth-child(%d)' % n)
+    return None if found is None else set(found)
+
+
+def _texts(driver, css):
+    """The texts of the elements `css` selects (None: drawn anew as
+    they were read)."""
     from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     try:
-        return {td.text for td in driver.find_elements(
-            By.CSS_SELECTOR, '#event-rows td:nth-child(%d)' % n)}
+        return [e.text for e in driver.find_elements(By.CSS_SELECTOR, css)]
     except StaleElementReferenceException:
         return None
 
@@ -411,8 +417,8 @@ def test_a_user_watches_a_stack_roll_out_drift_and_heal(api, tokens,
     _click(driver, 'group')
     _until('the members drawn', lambda: _node(driver, '3') == (
         'UPDATE_COMPLETE', False))
-    assert [a.text for a in driver.find_elements(
-        By.CSS_SELECTOR, '#crumbs a')] == ['watched', 'group']
+    _until('the crumbs', lambda: _texts(driver, '#crumbs a') == [
+        'watched', 'group'])
     _click(driver, '3')
     _until('a member shown', lambda: '"value": "two"' in _text(
         driver, 'detail'))
