@@ -322,7 +322,7 @@ def test_services_refuse_a_schema_that_is_not_theirs(tmp_path):
         refused(prog, 'holds no converge schema', 'db sync')
     assert run('converge-manage', 'db', 'sync').returncode == 0
     head = migrate.declared_head()
-    old = sorted(migrate._revisions() - {head})[0]
+    old = sorted({r for r, _ in migrate._declared()} - {head})[0]
 
     def stored(revision):
         with sqlite3.connect(db) as conn:
@@ -340,7 +340,7 @@ def test_services_refuse_a_schema_that_is_not_theirs(tmp_path):
 @pytest.mark.distributed
 def test_api_refuses_a_postgresql_schema_that_is_not_its_own(dist):
     head = migrate.declared_head()
-    old = sorted(migrate._revisions() - {head})[0]
+    old = sorted({r for r, _ in migrate._declared()} - {head})[0]
     dist.sql("UPDATE alembic_version SET version_num = '%s'" % old)
     done = subprocess.run(
         [os.path.join(BIN, 'converge-api'), '--bind', '127.0.0.1:0',

@@ -48,11 +48,11 @@ _REVISION = re.compile(r"^revision = '(\w+)'$", re.M)
 _DOWN = re.compile(r"^down_revision = (?:None|'(\w+)')$", re.M)
 
 
-def declared_head():
-    """The head as the version files declare it (each its `revision` and
-    `down_revision` line, one chain): None when a file says otherwise
-    (then only Alembic can tell)."""
-    revisions, downs = set(), set()
+def _declared():
+    """(revision, down_revision) of each version file, as its own lines
+    declare them; None when a file says otherwise (then only Alembic
+    can tell)."""
+    found = []
     for name in os.listdir(VERSIONS):
         if not name.endswith('.py'):
             continue
@@ -61,9 +61,16 @@ def declared_head():
         rev, down = _REVISION.findall(text), _DOWN.findall(text)
         if len(rev) != 1 or len(down) != 1:
             return None
-        revisions.add(rev[0])
-        downs.add(down[0])
-    heads = revisions - downs
+        found.append((rev[0], down[0]))
+    return found
+
+
+def declared_head():
+    """The head as the version files declare it (one chain), or None."""
+    found = _declared()
+    if found is None:
+        return None
+    heads = {r for r, _ in found} - {d for _, d in found}
     return heads.pop() if len(heads) == 1 else None
 
 
@@ -74,16 +81,6 @@ def _stored(database):
             return None
         return conn.execute(
             sa.text('SELECT version_num FROM alembic_version')).scalar()
-
-
-def _revisions():
-    """Every revision the version files declare."""
-    found = set()
-    for name in os.listdir(VERSIONS):
-        if name.endswith('.py'):
-            with open(os.path.join(VERSIONS, name)) as f:
-                found.update(_REVISION.findall(f.read()))
-    return found
 
 
 def require_head(database):
@@ -101,7 +98,7 @@ def require_head(database):
         raise exception.SchemaMismatch(
             'The database %s holds no converge schema: run `converge-manage '
             '--config-file ... db sync` first' % where)
-    if stored in _revisions():
+    if stored in {r for r, _ in _declared() or ()}:
         raise exception.SchemaMismatch(
             'The database %s is at schema revision %s; this converge needs '
             '%s: run `converge-manage --config-file ... db sync` '
